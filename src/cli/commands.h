@@ -1,0 +1,47 @@
+// The command-line interface: one Register function per subcommand, each in
+// its own file (cmd_<name>.cc). main.cc builds the CLI11 app from them.
+//
+// A command's callback stores its exit status in `context.exit_code`; the
+// codes are documented in docs/exit-codes.md.
+#pragma once
+
+#include <chrono>
+#include <string>
+
+#include <CLI/CLI.hpp>
+
+namespace gpudoctor {
+
+// Exit statuses shared by every command (sysexits.h values where they fit).
+// `check` and `triage` use the Nagios/NHC convention 0-3 instead.
+namespace exit_code {
+inline constexpr int kOk = 0;
+inline constexpr int kUsage = 64;          // bad command line
+inline constexpr int kDataError = 65;      // input file unreadable as any known format
+inline constexpr int kNoInput = 66;        // input file missing or unreadable
+inline constexpr int kUnavailable = 69;    // no NVIDIA driver / NVML library, or NVML failed to start
+inline constexpr int kInternal = 70;       // a bug: please report it
+inline constexpr int kCannotCreate = 73;   // output file could not be written
+}  // namespace exit_code
+
+// Options every command accepts; filled by main.cc before the command runs.
+struct GlobalOptions {
+  std::string nvml_library;        // --nvml-lib or $GPUDOCTOR_NVML_LIB; empty: libnvidia-ml.so.1
+  std::string simulate;            // --simulate SCENARIO: run against the fake NVML library
+  double probe_deadline_s = 10.0;  // --probe-timeout
+  bool json = false;               // --json
+  std::string color = "auto";      // --color auto|always|never
+  std::string config_path;         // --config
+};
+
+struct CommandContext {
+  GlobalOptions options;
+  int exit_code = exit_code::kOk;
+  std::string executable_path;  // absolute path of this binary, for the probe helper
+};
+
+void RegisterStatusCommand(CLI::App& app, CommandContext& context);
+void RegisterLogsCommand(CLI::App& app, CommandContext& context);
+void RegisterExplainCommand(CLI::App& app, CommandContext& context);
+
+}  // namespace gpudoctor

@@ -1,0 +1,57 @@
+// Clock: the only source of time for code that reasons about durations.
+//
+// Production code uses SystemClock; tests inject FakeClock so detectors that
+// look at minutes of history run in milliseconds.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+
+namespace gpudoctor {
+
+using WallTime = std::chrono::system_clock::time_point;
+using Duration = std::chrono::nanoseconds;
+
+class Clock {
+ public:
+  virtual ~Clock() = default;
+  // Wall-clock time, used for timestamps shown to people and stored.
+  virtual WallTime Now() const = 0;
+  // Monotonic time, used for deadlines and rates.
+  virtual std::chrono::steady_clock::time_point Steady() const = 0;
+};
+
+class SystemClock final : public Clock {
+ public:
+  WallTime Now() const override { return std::chrono::system_clock::now(); }
+  std::chrono::steady_clock::time_point Steady() const override {
+    return std::chrono::steady_clock::now();
+  }
+  static const SystemClock& Instance() {
+    static const SystemClock clock;
+    return clock;
+  }
+};
+
+// A clock that moves only when told to. Wall and steady time advance together.
+class FakeClock final : public Clock {
+ public:
+  explicit FakeClock(WallTime start = WallTime{std::chrono::seconds{1'700'000'000}}) : now_(start) {}
+  WallTime Now() const override { return now_; }
+  std::chrono::steady_clock::time_point Steady() const override {
+    return std::chrono::steady_clock::time_point{now_.time_since_epoch()};
+  }
+  void Advance(Duration d) { now_ += std::chrono::duration_cast<WallTime::duration>(d); }
+  void Set(WallTime t) { now_ = t; }
+
+ private:
+  WallTime now_;
+};
+
+// Milliseconds since the Unix epoch, the unit used in JSON and the store.
+inline int64_t ToUnixMillis(WallTime t) {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(t.time_since_epoch()).count();
+}
+inline WallTime FromUnixMillis(int64_t ms) { return WallTime{std::chrono::milliseconds{ms}}; }
+
+}  // namespace gpudoctor

@@ -1,0 +1,145 @@
+#include "common/text.h"
+
+#include <algorithm>
+#include <cctype>
+#include <cstdio>
+#include <cstdlib>
+#include <ctime>
+
+namespace gpudoctor {
+
+std::string_view Trim(std::string_view s) {
+  size_t begin = 0;
+  while (begin < s.size() && std::isspace(static_cast<unsigned char>(s[begin]))) ++begin;
+  size_t end = s.size();
+  while (end > begin && std::isspace(static_cast<unsigned char>(s[end - 1]))) --end;
+  return s.substr(begin, end - begin);
+}
+
+bool StartsWith(std::string_view s, std::string_view prefix) { return s.substr(0, prefix.size()) == prefix; }
+
+bool EndsWith(std::string_view s, std::string_view suffix) {
+  return s.size() >= suffix.size() && s.substr(s.size() - suffix.size()) == suffix;
+}
+
+std::string ToLower(std::string_view s) {
+  std::string out(s);
+  for (char& c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return out;
+}
+
+bool ContainsIgnoreCase(std::string_view haystack, std::string_view needle) {
+  auto it = std::search(haystack.begin(), haystack.end(), needle.begin(), needle.end(), [](char a, char b) {
+    return std::tolower(static_cast<unsigned char>(a)) == std::tolower(static_cast<unsigned char>(b));
+  });
+  return it != haystack.end();
+}
+
+std::vector<std::string_view> Split(std::string_view s, char separator) {
+  std::vector<std::string_view> parts;
+  size_t start = 0;
+  while (true) {
+    size_t pos = s.find(separator, start);
+    if (pos == std::string_view::npos) {
+      parts.push_back(s.substr(start));
+      return parts;
+    }
+    parts.push_back(s.substr(start, pos - start));
+    start = pos + 1;
+  }
+}
+
+std::optional<double> ParseDouble(std::string_view s) {
+  s = Trim(s);
+  if (s.empty() || s.size() > 64) return std::nullopt;
+  std::string copy(s);
+  char* end = nullptr;
+  double value = std::strtod(copy.c_str(), &end);
+  if (end != copy.c_str() + copy.size()) return std::nullopt;
+  return value;
+}
+
+std::optional<std::string> NormalizePciBusId(std::string_view text) {
+  text = Trim(text);
+  if (StartsWith(text, "PCI:") || StartsWith(text, "pci:")) text.remove_prefix(4);
+  auto fields = Split(text, ':');
+  std::string_view domain = "0";
+  std::string_view bus;
+  std::string_view rest;
+  if (fields.size() == 3) {
+    domain = fields[0];
+    bus = fields[1];
+    rest = fields[2];
+  } else if (fields.size() == 2) {
+    bus = fields[0];
+    rest = fields[1];
+  } else {
+    return std::nullopt;
+  }
+  std::string_view device = rest;
+  std::string_view function = "0";
+  if (auto dot = rest.find('.'); dot != std::string_view::npos) {
+    device = rest.substr(0, dot);
+    function = rest.substr(dot + 1);
+  }
+  auto d = ParseInt<uint32_t>(domain, 16);
+  auto b = ParseInt<uint32_t>(bus, 16);
+  auto dev = ParseInt<uint32_t>(device, 16);
+  auto f = ParseInt<uint32_t>(function, 16);
+  if (!d || !b || !dev || !f || domain.size() > 8 || bus.empty() || bus.size() > 2 || device.empty() ||
+      device.size() > 2 || function.size() != 1 || *dev > 0x1f || *f > 7 || *d > 0xffff) {
+    return std::nullopt;
+  }
+  char buffer[32];
+  std::snprintf(buffer, sizeof buffer, "%04x:%02x:%02x.%x", *d, *b, *dev, *f);
+  return std::string(buffer);
+}
+
+std::string FormatIsoUtc(WallTime t) {
+  auto ms = ToUnixMillis(t);
+  std::time_t seconds = static_cast<std::time_t>(ms / 1000);
+  long millis = static_cast<long>(ms % 1000);
+  if (millis < 0) {
+    millis += 1000;
+    --seconds;
+  }
+  std::tm tm{};
+  gmtime_r(&seconds, &tm);
+  char buffer[64];
+  std::snprintf(buffer, sizeof buffer, "%04d-%02d-%02dT%02d:%02d:%02d.%03ldZ", tm.tm_year + 1900, tm.tm_mon + 1,
+                tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec, millis);
+  return buffer;
+}
+
+std::optional<Duration> ParseDuration(std::string_view text) {
+  text = Trim(text);
+  if (text.empty()) return std::nullopt;
+  size_t split = 0;
+  while (split < text.size() && (std::isdigit(static_cast<unsigned char>(text[split])) || text[split] == '.')) ++split;
+  auto number = ParseDouble(text.substr(0, split));
+  if (!number || *number < 0) return std::nullopt;
+  std::string_view unit = Trim(text.substr(split));
+  double seconds_per_unit = 0;
+  if (unit.empty() || unit == "s" || unit == "sec") seconds_per_unit = 1;
+  else if (unit == "ms") seconds_per_unit = 0.001;
+  else if (unit == "m" || unit == "min") seconds_per_unit = 60;
+  else if (unit == "h") seconds_per_unit = 3600;
+  else if (unit == "d") seconds_per_unit = 86400;
+  else return std::nullopt;
+  double nanos = *number * seconds_per_unit * 1e9;
+  if (nanos > 9e18) return std::nullopt;
+  return Duration{static_cast<int64_t>(nanos)};
+}
+
+std::string FormatDuration(Duration d) {
+  using namespace std::chrono;
+  auto ms = duration_cast<milliseconds>(d).count();
+  if (ms < 1000) return std::to_string(ms) + "ms";
+  auto s = ms / 1000;
+  if (s < 60) return std::to_string(s) + "s";
+  if (s < 3600) return std::to_string(s / 60) + "m " + std::to_string(s % 60) + "s";
+  if (s < 86400) return std::to_string(s / 3600) + "h " + std::to_string(s % 3600 / 60) + "m";
+  return std::to_string(s / 86400) + "d " + std::to_string(s % 86400 / 3600) + "h";
+}
+
+}  // namespace gpudoctor

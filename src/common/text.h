@@ -1,0 +1,48 @@
+// Small string helpers shared by the parsers and the CLI.
+#pragma once
+
+#include <charconv>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "common/clock.h"
+
+namespace gpudoctor {
+
+std::string_view Trim(std::string_view s);
+bool StartsWith(std::string_view s, std::string_view prefix);
+bool EndsWith(std::string_view s, std::string_view suffix);
+bool ContainsIgnoreCase(std::string_view haystack, std::string_view needle);
+std::string ToLower(std::string_view s);
+std::vector<std::string_view> Split(std::string_view s, char separator);
+
+template <typename Int>
+std::optional<Int> ParseInt(std::string_view s, int base = 10) {
+  s = Trim(s);
+  Int value{};
+  auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), value, base);
+  if (ec != std::errc{} || end != s.data() + s.size()) return std::nullopt;
+  return value;
+}
+std::optional<double> ParseDouble(std::string_view s);
+
+// Normalises a PCI bus id to the canonical lower-case "dddd:bb:dd.f" form.
+// Accepts NVML's "00000000:3B:00.0", the kernel's "0000:3b:00.0", NVRM's
+// "PCI:0000:3b:00" (no function: .0 is assumed) and the short "3b:00.0".
+// Returns nullopt when the text is not a bus id.
+std::optional<std::string> NormalizePciBusId(std::string_view text);
+
+// ISO 8601 UTC with milliseconds: "2024-05-01T12:00:00.123Z".
+std::string FormatIsoUtc(WallTime t);
+
+// Parses durations like "90s", "5m", "2h", "1d", "250ms" or a plain number of
+// seconds. Returns nullopt on garbage.
+std::optional<Duration> ParseDuration(std::string_view text);
+
+// Human form of a duration: "2h 5m", "45s", "120ms".
+std::string FormatDuration(Duration d);
+
+}  // namespace gpudoctor

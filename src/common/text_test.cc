@@ -1,0 +1,48 @@
+#include "common/text.h"
+
+#include <gtest/gtest.h>
+
+namespace gpudoctor {
+namespace {
+
+TEST(NormalizePciBusId, AcceptsEveryFormThatToolsPrint) {
+  EXPECT_EQ(NormalizePciBusId("00000000:3B:00.0"), "0000:3b:00.0");
+  EXPECT_EQ(NormalizePciBusId("0000:3b:00.0"), "0000:3b:00.0");
+  EXPECT_EQ(NormalizePciBusId("PCI:0000:41:00"), "0000:41:00.0");
+  EXPECT_EQ(NormalizePciBusId("3b:00.1"), "0000:3b:00.1");
+  EXPECT_EQ(NormalizePciBusId(" 0001:c9:1f.7 "), "0001:c9:1f.7");
+}
+
+TEST(NormalizePciBusId, RejectsGarbage) {
+  EXPECT_EQ(NormalizePciBusId(""), std::nullopt);
+  EXPECT_EQ(NormalizePciBusId("GPU-1234"), std::nullopt);
+  EXPECT_EQ(NormalizePciBusId("0000:3b:00.9"), std::nullopt);
+  EXPECT_EQ(NormalizePciBusId("0000:3b:40.0"), std::nullopt);
+  EXPECT_EQ(NormalizePciBusId("zz:00.0"), std::nullopt);
+  EXPECT_EQ(NormalizePciBusId("1:2:3:4"), std::nullopt);
+}
+
+TEST(ParseDuration, UnitsAndGarbage) {
+  using namespace std::chrono;
+  EXPECT_EQ(ParseDuration("90s"), Duration(seconds(90)));
+  EXPECT_EQ(ParseDuration("5m"), Duration(minutes(5)));
+  EXPECT_EQ(ParseDuration("2h"), Duration(hours(2)));
+  EXPECT_EQ(ParseDuration("250ms"), Duration(milliseconds(250)));
+  EXPECT_EQ(ParseDuration("1.5"), Duration(milliseconds(1500)));
+  EXPECT_EQ(ParseDuration("abc"), std::nullopt);
+  EXPECT_EQ(ParseDuration("5 parsecs"), std::nullopt);
+  EXPECT_EQ(ParseDuration("-3s"), std::nullopt);
+}
+
+TEST(FormatIsoUtc, Milliseconds) {
+  EXPECT_EQ(FormatIsoUtc(FromUnixMillis(1'700'000'000'123)), "2023-11-14T22:13:20.123Z");
+}
+
+TEST(ParseInt, StrictWholeString) {
+  EXPECT_EQ(ParseInt<int>(" 42 "), 42);
+  EXPECT_EQ(ParseInt<int>("42x"), std::nullopt);
+  EXPECT_EQ(ParseInt<uint32_t>("ff", 16), 255u);
+}
+
+}  // namespace
+}  // namespace gpudoctor

@@ -1,0 +1,300 @@
+#include "model/snapshot_json.h"
+
+#include <nlohmann/json.hpp>
+
+#include "common/text.h"
+
+namespace gpudoctor {
+namespace {
+
+using nlohmann::json;
+
+// Writes fields into an object and records the missing ones beside them.
+class FieldWriter {
+ public:
+  explicit FieldWriter(json& object) : object_(object) {}
+  ~FieldWriter() {
+    if (!not_supported_.empty()) object_["not_supported"] = std::move(not_supported_);
+    if (!errors_.empty()) object_["errors"] = std::move(errors_);
+  }
+  FieldWriter(const FieldWriter&) = delete;
+  FieldWriter& operator=(const FieldWriter&) = delete;
+
+  template <typename T, typename Encode>
+  void Put(const char* key, const Field<T>& field, Encode encode) {
+    switch (field.state()) {
+      case FieldState::kValue: object_[key] = encode(field.value()); break;
+      case FieldState::kNotSupported:
+        object_[key] = nullptr;
+        not_supported_.push_back(key);
+        break;
+      case FieldState::kError:
+        object_[key] = nullptr;
+        errors_[key] = field.error();
+        break;
+    }
+  }
+  template <typename T>
+  void Put(const char* key, const Field<T>& field) {
+    Put(key, field, [](const T& v) { return json(v); });
+  }
+
+ private:
+  json& object_;
+  json not_supported_ = json::array();
+  json errors_ = json::object();
+};
+
+// Reads fields back, restoring not-supported and error states.
+class FieldReader {
+ public:
+  explicit FieldReader(const json& object) : object_(object) {}
+
+  template <typename T, typename Decode>
+  void Get(const char* key, Field<T>& field, Decode decode) {
+    if (object_.contains("errors") && object_["errors"].contains(key)) {
+      field = Field<T>::Failed(object_["errors"][key].template get<std::string>());
+      return;
+    }
+    auto it = object_.find(key);
+    if (it == object_.end() || it->is_null()) {
+      field = Field<T>::NotSupported();
+      return;
+    }
+    field = Field<T>::Value(decode(*it));
+  }
+  template <typename T>
+  void Get(const char* key, Field<T>& field) {
+    Get(key, field, [](const json& j) { return j.template get<T>(); });
+  }
+
+ private:
+  const json& object_;
+};
+
+// One list of GPU fields drives both directions, so they cannot drift apart.
+template <typename Io, typename Gpu>
+void VisitScalarGpuFields(Io& io, Gpu& g) {
+  io("name", g.name);
+  io("uuid", g.uuid);
+  io("serial", g.serial);
+  io("board_part_number", g.board_part_number);
+  io("vbios_version", g.vbios_version);
+  io("persistence_mode", g.persistence_mode);
+  io("pci_bus_id", g.pci_bus_id);
+  io("pcie_generation_current", g.pcie_generation_current);
+  io("pcie_generation_max", g.pcie_generation_max);
+  io("pcie_width_current", g.pcie_width_current);
+  io("pcie_width_max", g.pcie_width_max);
+  io("pcie_replay_count", g.pcie_replay_count);
+  io("temperature_c", g.temperature_c);
+  io("memory_temperature_c", g.memory_temperature_c);
+  io("temperature_slowdown_c", g.temperature_slowdown_c);
+  io("temperature_shutdown_c", g.temperature_shutdown_c);
+  io("temperature_max_operating_c", g.temperature_max_operating_c);
+  io("fan_speeds_percent", g.fan_speeds_percent);
+  io("power_draw_w", g.power_draw_w);
+  io("power_limit_w", g.power_limit_w);
+  io("sm_clock_mhz", g.sm_clock_mhz);
+  io("memory_clock_mhz", g.memory_clock_mhz);
+  io("clock_event_reasons", g.clock_event_reasons);
+  io("utilization_gpu_percent", g.utilization_gpu_percent);
+  io("utilization_memory_percent", g.utilization_memory_percent);
+  io("memory_total_bytes", g.memory_total_bytes);
+  io("memory_used_bytes", g.memory_used_bytes);
+  io("memory_free_bytes", g.memory_free_bytes);
+  io("ecc_enabled", g.ecc_enabled);
+  io("ecc_volatile_corrected", g.ecc_volatile_corrected);
+  io("ecc_volatile_uncorrected", g.ecc_volatile_uncorrected);
+  io("ecc_aggregate_corrected", g.ecc_aggregate_corrected);
+  io("ecc_aggregate_uncorrected", g.ecc_aggregate_uncorrected);
+  io("retired_pages_sbe", g.retired_pages_sbe);
+  io("retired_pages_dbe", g.retired_pages_dbe);
+  io("retired_pages_pending", g.retired_pages_pending);
+  io("remapped_rows_correctable", g.remapped_rows_correctable);
+  io("remapped_rows_uncorrectable", g.remapped_rows_uncorrectable);
+  io("remapped_rows_pending", g.remapped_rows_pending);
+  io("remapped_rows_failure", g.remapped_rows_failure);
+}
+
+template <typename Io, typename Link>
+void VisitNvLinkFields(Io& io, Link& l) {
+  io("active", l.active);
+  io("replay_errors", l.replay_errors);
+  io("recovery_errors", l.recovery_errors);
+  io("crc_flit_errors", l.crc_flit_errors);
+  io("crc_data_errors", l.crc_data_errors);
+}
+
+json ProcessToJson(const ProcessInfo& p) {
+  json j;
+  j["pid"] = p.pid;
+  j["name"] = p.name;
+  FieldWriter w(j);
+  w.Put("used_memory_bytes", p.used_memory_bytes);
+  return j;
+}
+
+json NvLinkToJson(const NvLinkInfo& link) {
+  json j;
+  j["link"] = link.link;
+  {
+    FieldWriter w(j);
+    auto put = [&](const char* key, const auto& field) { w.Put(key, field); };
+    VisitNvLinkFields(put, link);
+  }
+  return j;
+}
+
+}  // namespace
+
+json GpuToJson(const GpuSnapshot& gpu) {
+  json j;
+  j["index"] = gpu.index;
+  if (gpu.access_error != AccessError::kNone) {
+    j["access_error"] = AccessErrorName(gpu.access_error);
+    j["access_message"] = gpu.access_message;
+  }
+  {
+    FieldWriter w(j);
+    auto put = [&](const char* key, const auto& field) { w.Put(key, field); };
+    VisitScalarGpuFields(put, gpu);
+    if (gpu.clock_event_reasons.has_value())
+      j["clock_event_reason_names"] = DecodeClockEventReasons(gpu.clock_event_reasons.value());
+    w.Put("processes", gpu.processes, [](const std::vector<ProcessInfo>& list) {
+      json array = json::array();
+      for (const auto& p : list) array.push_back(ProcessToJson(p));
+      return array;
+    });
+    w.Put("nvlinks", gpu.nvlinks, [](const std::vector<NvLinkInfo>& list) {
+      json array = json::array();
+      for (const auto& link : list) array.push_back(NvLinkToJson(link));
+      return array;
+    });
+  }
+  return j;
+}
+
+Result<GpuSnapshot> GpuFromJson(const json& j) {
+  try {
+    GpuSnapshot gpu;
+    gpu.index = j.at("index").get<uint32_t>();
+    if (j.contains("access_error")) {
+      gpu.access_error = AccessErrorFromName(j["access_error"].get<std::string>()).value_or(AccessError::kOther);
+      gpu.access_message = j.value("access_message", "");
+    }
+    FieldReader r(j);
+    auto get = [&](const char* key, auto& field) { r.Get(key, field); };
+    VisitScalarGpuFields(get, gpu);
+    r.Get("processes", gpu.processes, [](const json& array) {
+      std::vector<ProcessInfo> list;
+      for (const auto& item : array) {
+        ProcessInfo p;
+        p.pid = item.at("pid").get<uint32_t>();
+        p.name = item.value("name", "");
+        FieldReader(item).Get("used_memory_bytes", p.used_memory_bytes);
+        list.push_back(std::move(p));
+      }
+      return list;
+    });
+    r.Get("nvlinks", gpu.nvlinks, [](const json& array) {
+      std::vector<NvLinkInfo> list;
+      for (const auto& item : array) {
+        NvLinkInfo link;
+        link.link = item.at("link").get<uint32_t>();
+        FieldReader lr(item);
+        auto lget = [&](const char* key, auto& field) { lr.Get(key, field); };
+        VisitNvLinkFields(lget, link);
+        list.push_back(std::move(link));
+      }
+      return list;
+    });
+    return gpu;
+  } catch (const json::exception& e) {
+    return Error{std::string("malformed GPU record: ") + e.what()};
+  }
+}
+
+json SnapshotToJson(const Snapshot& s) {
+  json j;
+  j["source"] = s.source;
+  j["hostname"] = s.hostname;
+  j["taken_at"] = FormatIsoUtc(s.taken_at);
+  j["taken_at_ms"] = ToUnixMillis(s.taken_at);
+  j["collection_ms"] = std::chrono::duration_cast<std::chrono::milliseconds>(s.collection_time).count();
+  j["driver_error"] = AccessErrorName(s.driver_error);
+  j["driver_message"] = s.driver_message;
+  {
+    FieldWriter w(j);
+    w.Put("driver_version", s.driver_version);
+    w.Put("nvml_version", s.nvml_version);
+    w.Put("cuda_driver_version", s.cuda_driver_version,
+          [](int32_t v) { return json(FormatCudaVersion(v)); });
+    w.Put("device_count", s.device_count);
+  }
+  json gpus = json::array();
+  for (const auto& gpu : s.gpus) gpus.push_back(GpuToJson(gpu));
+  j["gpus"] = std::move(gpus);
+  json xids = json::array();
+  for (const auto& x : s.xid_events)
+    xids.push_back({{"gpu_index", x.gpu_index}, {"xid", x.xid}, {"time", FormatIsoUtc(x.time)},
+                    {"time_ms", ToUnixMillis(x.time)}});
+  j["xid_events"] = std::move(xids);
+  json hangs = json::array();
+  for (const auto& h : s.hangs) {
+    json hang = {{"call", h.call},
+                 {"deadline_ms", std::chrono::duration_cast<std::chrono::milliseconds>(h.deadline).count()},
+                 {"still_stuck_from_earlier", h.still_stuck_from_earlier},
+                 {"pci_bus_id", h.pci_bus_id}};
+    hang["gpu_index"] = h.gpu_index ? json(*h.gpu_index) : json(nullptr);
+    hangs.push_back(std::move(hang));
+  }
+  j["hangs"] = std::move(hangs);
+  return j;
+}
+
+Result<Snapshot> SnapshotFromJson(const json& j) {
+  try {
+    Snapshot s;
+    s.source = j.value("source", "");
+    s.hostname = j.value("hostname", "");
+    s.taken_at = FromUnixMillis(j.value("taken_at_ms", int64_t{0}));
+    s.collection_time = std::chrono::milliseconds(j.value("collection_ms", int64_t{0}));
+    s.driver_error = AccessErrorFromName(j.value("driver_error", "none")).value_or(AccessError::kOther);
+    s.driver_message = j.value("driver_message", "");
+    FieldReader r(j);
+    r.Get("driver_version", s.driver_version);
+    r.Get("nvml_version", s.nvml_version);
+    r.Get("cuda_driver_version", s.cuda_driver_version, [](const json& v) {
+      // Accept both the "12.4" display form and the raw 12040 integer.
+      if (v.is_number()) return v.get<int32_t>();
+      auto parts = Split(v.get<std::string>(), '.');
+      int32_t major = ParseInt<int32_t>(parts[0]).value_or(0);
+      int32_t minor = parts.size() > 1 ? ParseInt<int32_t>(parts[1]).value_or(0) : 0;
+      return major * 1000 + minor * 10;
+    });
+    r.Get("device_count", s.device_count);
+    for (const auto& g : j.value("gpus", json::array())) {
+      auto gpu = GpuFromJson(g);
+      if (!gpu) return gpu.error();
+      s.gpus.push_back(std::move(*gpu));
+    }
+    for (const auto& x : j.value("xid_events", json::array()))
+      s.xid_events.push_back({x.at("gpu_index").get<uint32_t>(), x.at("xid").get<uint64_t>(),
+                              FromUnixMillis(x.value("time_ms", int64_t{0}))});
+    for (const auto& h : j.value("hangs", json::array())) {
+      ProbeHang hang;
+      if (h.contains("gpu_index") && !h["gpu_index"].is_null()) hang.gpu_index = h["gpu_index"].get<uint32_t>();
+      hang.pci_bus_id = h.value("pci_bus_id", "");
+      hang.call = h.value("call", "");
+      hang.deadline = std::chrono::milliseconds(h.value("deadline_ms", int64_t{0}));
+      hang.still_stuck_from_earlier = h.value("still_stuck_from_earlier", false);
+      s.hangs.push_back(std::move(hang));
+    }
+    return s;
+  } catch (const json::exception& e) {
+    return Error{std::string("malformed snapshot: ") + e.what()};
+  }
+}
+
+}  // namespace gpudoctor
