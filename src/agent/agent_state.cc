@@ -1,0 +1,64 @@
+#include "agent/agent_state.h"
+
+namespace gpudoctor {
+
+AgentState::AgentState(WallTime started_at) { status_.started_at = started_at; }
+
+void AgentState::PublishSnapshot(std::shared_ptr<const Snapshot> snapshot) {
+  if (!snapshot) return;
+  std::lock_guard lock(mutex_);
+  status_.last_sample_at = snapshot->taken_at;
+  ++status_.samples_total;
+  status_.probe_hangs_total += snapshot->hangs.size();
+  for (const XidEvent& xid : snapshot->xid_events) CountXidLocked(xid.gpu_index, xid.xid, xid.time);
+  snapshot_ = std::move(snapshot);
+}
+
+void AgentState::RecordXid(uint32_t gpu_index, uint64_t xid, WallTime time) {
+  std::lock_guard lock(mutex_);
+  CountXidLocked(gpu_index, xid, time);
+}
+
+void AgentState::CountXidLocked(uint32_t gpu_index, uint64_t xid, WallTime time) {
+  GpuXidTally& tally = xids_[gpu_index];
+  tally.gpu_index = gpu_index;
+  ++tally.count;
+  if (tally.count == 1 || time >= tally.last_seen) {
+    tally.last_xid = xid;
+    tally.last_seen = time;
+  }
+}
+
+std::vector<FindingTransition> AgentState::UpdateFindings(const std::vector<Finding>& current,
+                                                          WallTime now) {
+  std::lock_guard lock(mutex_);
+  std::vector<FindingTransition> transitions = tracker_.Update(current, now);
+  open_ = tracker_.Open();
+  return transitions;
+}
+
+void AgentState::RestoreFindings(std::vector<OpenFinding> open) {
+  std::lock_guard lock(mutex_);
+  tracker_.Restore(std::move(open));
+  open_ = tracker_.Open();
+}
+
+std::shared_ptr<const Snapshot> AgentState::LatestSnapshot() const {
+  std::lock_guard lock(mutex_);
+  return snapshot_;
+}
+
+std::vector<OpenFinding> AgentState::OpenFindings() const {
+  std::lock_guard lock(mutex_);
+  return open_;
+}
+
+AgentStatus AgentState::Status() const {
+  std::lock_guard lock(mutex_);
+  AgentStatus status = status_;
+  status.xids.reserve(xids_.size());
+  for (const auto& [index, tally] : xids_) status.xids.push_back(tally);
+  return status;
+}
+
+}  // namespace gpudoctor

@@ -1,0 +1,109 @@
+// gpudoctor: finds GPU server problems early, explains them, and says what to do.
+//
+// main() builds the command line from one Register function per command and
+// runs the hidden `__probe` command that the hang-proof collector re-executes.
+
+#include <unistd.h>
+
+#include <climits>
+#include <cstdio>
+#include <cstdlib>
+#include <exception>
+#include <iostream>
+#include <string>
+#include <string_view>
+
+#include "cli/commands.h"
+#include "common/text.h"
+#include "nvml/probe.h"
+
+#include <sys/mman.h>
+
+namespace gpudoctor {
+namespace {
+
+std::string SelfPath() {
+  char buffer[PATH_MAX];
+  ssize_t n = readlink("/proc/self/exe", buffer, sizeof buffer - 1);
+  if (n <= 0) return "/proc/self/exe";
+  return std::string(buffer, static_cast<size_t>(n));
+}
+
+// `gpudoctor __probe [--nvml-lib P] [--skip 1,2] [--event-window-ms N] [--tracker-fd F]`
+int RunProbeCommand(int argc, char** argv) {
+  ProbeRequest request;
+  CallTracker* tracker = nullptr;
+  for (int i = 2; i + 1 < argc; i += 2) {
+    std::string_view flag = argv[i];
+    std::string_view value = argv[i + 1];
+    if (flag == "--nvml-lib") {
+      request.library_path = value;
+    } else if (flag == "--skip") {
+      for (auto part : Split(value, ','))
+        if (auto gpu = ParseInt<uint32_t>(part)) request.skip_gpus.insert(*gpu);
+    } else if (flag == "--event-window-ms") {
+      request.event_window = std::chrono::milliseconds(ParseInt<int64_t>(value).value_or(0));
+    } else if (flag == "--tracker-fd") {
+      int fd = ParseInt<int>(value).value_or(-1);
+      void* memory = fd >= 0 ? mmap(nullptr, sizeof(CallTracker), PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0) : MAP_FAILED;
+      if (memory != MAP_FAILED) tracker = static_cast<CallTracker*>(memory);
+    }
+  }
+  return RunProbe(request, STDOUT_FILENO, tracker);
+}
+
+}  // namespace
+}  // namespace gpudoctor
+
+int main(int argc, char** argv) {
+  using namespace gpudoctor;
+  if (argc >= 2 && std::string_view(argv[1]) == "__probe") return RunProbeCommand(argc, argv);
+
+  CommandContext context;
+  context.executable_path = SelfPath();
+  GlobalOptions& options = context.options;
+
+  CLI::App app{
+      "gpudoctor finds GPU server problems early, explains them, and says what to do.\n"
+      "It reads every GPU through NVML without ever hanging, reads the kernel log for Xids and\n"
+      "other GPU events, and turns what it sees into findings with evidence, cause and next steps.",
+      "gpudoctor"};
+  app.set_version_flag("--version", std::string("gpudoctor ") + GPUDOCTOR_VERSION);
+  app.require_subcommand(1);
+  app.fallthrough();
+  app.footer(
+      "Examples:\n"
+      "  gpudoctor status                                   table of every GPU with its health\n"
+      "  gpudoctor status --simulate examples/nvml-hang.toml  the same on a simulated faulty server\n"
+      "  gpudoctor logs /var/log/kern.log                   GPU events in a captured kernel log\n"
+      "  gpudoctor explain xid 79                           what an Xid means and what to do\n"
+      "\nExit codes: see docs/exit-codes.md (0 ok, 64 usage, 65 bad input, 66 no input, 69 no driver).");
+
+  app.add_option("--nvml-lib", options.nvml_library,
+                 "NVML library to load instead of libnvidia-ml.so.1")
+      ->envname("GPUDOCTOR_NVML_LIB");
+  app.add_option("--simulate", options.simulate,
+                 "Run against the fake NVML library driven by this scenario file (see docs/scenarios.md)");
+  app.add_option("--probe-timeout", options.probe_deadline_s,
+                 "Seconds an NVML probe may take before it is reported as hung")
+      ->check(CLI::Range(0.1, 3600.0))
+      ->capture_default_str();
+  app.add_flag("--json", options.json, "Print machine-readable JSON");
+  app.add_option("--color", options.color, "Colour output: auto, always or never")
+      ->check(CLI::IsMember({"auto", "always", "never"}))
+      ->capture_default_str();
+  app.add_option("--config", options.config_path, "Configuration file (TOML)");
+
+  RegisterStatusCommand(app, context);
+
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    int code = app.exit(e);
+    return code == 0 ? exit_code::kOk : exit_code::kUsage;
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "gpudoctor: internal error: %s\n", e.what());
+    return exit_code::kInternal;
+  }
+  return context.exit_code;
+}

@@ -1,0 +1,89 @@
+#include "cli/terminal.h"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdlib>
+
+#include <nlohmann/json.hpp>
+
+namespace gpudoctor {
+
+Style::Style(const std::string& mode, std::FILE* stream) {
+  if (mode == "always") color_ = true;
+  else if (mode == "never") color_ = false;
+  else {
+    const char* term = std::getenv("TERM");
+    color_ = isatty(fileno(stream)) && std::getenv("NO_COLOR") == nullptr && term && std::string(term) != "dumb";
+  }
+}
+
+std::string Style::Wrap(const char* code, const std::string& text) const {
+  return color_ ? std::string("\033[") + code + "m" + text + "\033[0m" : text;
+}
+
+std::string Style::Bold(const std::string& text) const { return Wrap("1", text); }
+std::string Style::Dim(const std::string& text) const { return Wrap("2", text); }
+
+std::string Style::Severity(gpudoctor::Severity severity) const {
+  switch (severity) {
+    case Severity::kOk: return Wrap("32", "OK");
+    case Severity::kWarning: return Wrap("33", "WARNING");
+    case Severity::kCritical: return Wrap("1;31", "CRITICAL");
+    case Severity::kUnknown: return Wrap("35", "UNKNOWN");
+  }
+  return "UNKNOWN";
+}
+
+nlohmann::json FindingToJson(const Finding& f) {
+  nlohmann::json j;
+  j["id"] = f.id;
+  j["severity"] = SeverityName(f.severity);
+  if (f.gpu) {
+    nlohmann::json gpu;
+    gpu["index"] = f.gpu->index ? nlohmann::json(*f.gpu->index) : nlohmann::json(nullptr);
+    gpu["uuid"] = f.gpu->uuid.empty() ? nlohmann::json(nullptr) : nlohmann::json(f.gpu->uuid);
+    gpu["pci_bus_id"] = f.gpu->pci_bus_id.empty() ? nlohmann::json(nullptr) : nlohmann::json(f.gpu->pci_bus_id);
+    if (!f.gpu->serial.empty()) gpu["serial"] = f.gpu->serial;
+    j["gpu"] = gpu;
+  } else {
+    j["gpu"] = nullptr;
+  }
+  j["summary"] = f.summary;
+  j["evidence"] = f.evidence;
+  j["cause"] = f.cause;
+  j["actions"] = f.actions;
+  return j;
+}
+
+nlohmann::json FindingsToJson(const std::vector<Finding>& findings) {
+  nlohmann::json array = nlohmann::json::array();
+  for (const auto& f : findings) array.push_back(FindingToJson(f));
+  return array;
+}
+
+Severity WorstSeverity(const std::vector<Finding>& findings) {
+  Severity worst = Severity::kOk;
+  for (const auto& f : findings)
+    if (SeverityRank(f.severity) > SeverityRank(worst)) worst = f.severity;
+  return worst;
+}
+
+void PrintFindings(std::FILE* out, const Style& style, const std::vector<Finding>& findings, bool include_ok) {
+  std::vector<const Finding*> sorted;
+  for (const auto& f : findings)
+    if (include_ok || f.severity != Severity::kOk) sorted.push_back(&f);
+  std::stable_sort(sorted.begin(), sorted.end(), [](const Finding* a, const Finding* b) {
+    return SeverityRank(a->severity) > SeverityRank(b->severity);
+  });
+  for (const Finding* f : sorted) {
+    std::fprintf(out, "%s %s: %s\n", style.Severity(f->severity).c_str(), style.Bold(f->id).c_str(),
+                 f->summary.c_str());
+    for (const auto& e : f->evidence) std::fprintf(out, "    evidence: %s\n", e.c_str());
+    if (!f->cause.empty()) std::fprintf(out, "    cause:    %s\n", f->cause.c_str());
+    for (size_t i = 0; i < f->actions.size(); ++i)
+      std::fprintf(out, "    %s %zu. %s\n", i == 0 ? "do:" : "   ", i + 1, f->actions[i].c_str());
+  }
+}
+
+}  // namespace gpudoctor

@@ -1,0 +1,36 @@
+// Terminal presentation: colour only on a terminal, severity labels, and the
+// JSON form of findings shared by every command.
+#pragma once
+
+#include <cstdio>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json_fwd.hpp>
+
+#include "health/finding.h"
+
+namespace gpudoctor {
+
+class Style {
+ public:
+  // mode: "auto" (colour when `stream` is a terminal and NO_COLOR is unset), "always", "never".
+  Style(const std::string& mode, std::FILE* stream);
+  std::string Severity(gpudoctor::Severity severity) const;  // "CRITICAL" in red, ...
+  std::string Bold(const std::string& text) const;
+  std::string Dim(const std::string& text) const;
+  bool color() const { return color_; }
+
+ private:
+  std::string Wrap(const char* code, const std::string& text) const;
+  bool color_ = false;
+};
+
+nlohmann::json FindingToJson(const Finding& finding);
+nlohmann::json FindingsToJson(const std::vector<Finding>& findings);
+// The worst severity, ok when empty.
+Severity WorstSeverity(const std::vector<Finding>& findings);
+// Prints findings, worst first, each with evidence, cause and actions.
+void PrintFindings(std::FILE* out, const Style& style, const std::vector<Finding>& findings, bool include_ok);
+
+}  // namespace gpudoctor

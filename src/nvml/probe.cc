@@ -1,0 +1,580 @@
+#include "nvml/probe.h"
+
+#include <unistd.h>
+
+#include <array>
+#include <cerrno>
+#include <cstring>
+#include <functional>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "model/snapshot_json.h"
+#include "nvml/nvml_library.h"
+
+namespace gpudoctor {
+namespace {
+
+#define GPUDOCTOR_CALL_NAME(name, ret, params) #name,
+constexpr std::array kCallNames = {"", GPUDOCTOR_NVML_FUNCTIONS(GPUDOCTOR_CALL_NAME)};
+#undef GPUDOCTOR_CALL_NAME
+
+// Serialises whole lines onto the output pipe; threads share it.
+class LineWriter {
+ public:
+  explicit LineWriter(int fd) : fd_(fd) {}
+  void Write(const nlohmann::json& message) {
+    std::string line = message.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+    line.push_back('\n');
+    std::lock_guard lock(mutex_);
+    const char* data = line.data();
+    size_t left = line.size();
+    while (left > 0) {
+      ssize_t n = ::write(fd_, data, left);
+      if (n < 0 && errno == EINTR) continue;
+      if (n <= 0) return;  // parent went away; nothing useful left to do
+      data += n;
+      left -= static_cast<size_t>(n);
+    }
+  }
+
+ private:
+  int fd_;
+  std::mutex mutex_;
+};
+
+// Marks which NVML call a thread is inside for as long as it lives.
+class CallScope {
+ public:
+  CallScope(std::atomic<uint16_t>* slot, uint16_t id) : slot_(slot) {
+    if (slot_) slot_->store(id, std::memory_order_release);
+  }
+  ~CallScope() {
+    if (slot_) slot_->store(0, std::memory_order_release);
+  }
+  CallScope(const CallScope&) = delete;
+  CallScope& operator=(const CallScope&) = delete;
+
+ private:
+  std::atomic<uint16_t>* slot_;
+};
+
+#define TRACK(slot, name) CallScope scope_##__LINE__(slot, NvmlCallId(#name))
+
+// Reads one GPU. Stops early when the GPU turns out to be lost: every further
+// call would fail the same way, and a lost GPU is where drivers hang.
+class GpuReader {
+ public:
+  // `on_identity` is told the GPU's PCI id as soon as it is known, so a GPU
+  // that hangs later can still be named by its bus id.
+  GpuReader(const NvmlLibrary& nvml, uint32_t index, std::atomic<uint16_t>* slot,
+            std::function<void(const GpuSnapshot&)> on_identity)
+      : nvml_(nvml), slot_(slot), on_identity_(std::move(on_identity)) {
+    gpu_.index = index;
+  }
+
+  GpuSnapshot Read() {
+    nvmlReturn_t rc;
+    {
+      CallScope scope(slot_, NvmlCallId(nvml_.nvmlDeviceGetHandleByIndex_v2 ? "nvmlDeviceGetHandleByIndex_v2"
+                                                                             : "nvmlDeviceGetHandleByIndex"));
+      rc = nvml_.HandleByIndex(gpu_.index, &device_);
+    }
+    if (rc != NVML_SUCCESS) {
+      gpu_.access_error = AccessErrorForNvml(rc);
+      if (gpu_.access_error == AccessError::kNone || gpu_.access_error == AccessError::kOther)
+        gpu_.access_error = AccessError::kUnknown;
+      gpu_.access_message = "cannot get a handle for GPU " + std::to_string(gpu_.index) + ": " + NvmlErrorMessage(rc);
+      return gpu_;
+    }
+    ReadIdentity();
+    ReadPcie();
+    if (on_identity_) on_identity_(gpu_);
+    ReadThermal();
+    ReadPower();
+    ReadUse();
+    ReadErrors();
+    ReadNvLinks();
+    return gpu_;
+  }
+
+ private:
+  bool lost() const { return gpu_.access_error == AccessError::kGpuLost; }
+
+  // Turns a return code into a field state; `value` is used on success.
+  template <typename T>
+  Field<T> Make(nvmlReturn_t rc, T value) {
+    if (rc == NVML_SUCCESS) return Field<T>::Value(std::move(value));
+    if (rc == NVML_ERROR_NOT_SUPPORTED || rc == NVML_ERROR_FUNCTION_NOT_FOUND) return Field<T>::NotSupported();
+    if (rc == NVML_ERROR_GPU_IS_LOST && !lost()) {
+      gpu_.access_error = AccessError::kGpuLost;
+      gpu_.access_message = NvmlErrorMessage(rc);
+    }
+    return Field<T>::Failed(NvmlErrorMessage(rc));
+  }
+
+  // Calls fn(device, out) through an optional pointer, tracking the call.
+  template <typename T, typename Out, typename Fn, typename... Args>
+  Field<T> Call(const char* name, Fn fn, Args... args) {
+    if (lost()) return Field<T>::Failed(gpu_.access_message);
+    if (fn == nullptr) return Field<T>::NotSupported();
+    Out out{};
+    nvmlReturn_t rc;
+    {
+      CallScope scope(slot_, NvmlCallId(name));
+      rc = fn(device_, args..., &out);
+    }
+    return Make<T>(rc, static_cast<T>(out));
+  }
+
+  Field<std::string> String(const char* name, nvmlReturn_t (*fn)(nvmlDevice_t, char*, unsigned int)) {
+    if (lost()) return Field<std::string>::Failed(gpu_.access_message);
+    if (fn == nullptr) return Field<std::string>::NotSupported();
+    char buffer[256] = {};
+    nvmlReturn_t rc;
+    {
+      CallScope scope(slot_, NvmlCallId(name));
+      rc = fn(device_, buffer, sizeof buffer);
+    }
+    return Make<std::string>(rc, std::string(buffer, strnlen(buffer, sizeof buffer)));
+  }
+
+  void ReadIdentity() {
+    gpu_.name = String("nvmlDeviceGetName", nvml_.nvmlDeviceGetName);
+    gpu_.uuid = String("nvmlDeviceGetUUID", nvml_.nvmlDeviceGetUUID);
+    gpu_.serial = String("nvmlDeviceGetSerial", nvml_.nvmlDeviceGetSerial);
+    gpu_.board_part_number = String("nvmlDeviceGetBoardPartNumber", nvml_.nvmlDeviceGetBoardPartNumber);
+    gpu_.vbios_version = String("nvmlDeviceGetVbiosVersion", nvml_.nvmlDeviceGetVbiosVersion);
+    gpu_.persistence_mode = Call<bool, nvmlEnableState_t>("nvmlDeviceGetPersistenceMode", nvml_.nvmlDeviceGetPersistenceMode);
+  }
+
+  void ReadPcie() {
+    if (!lost()) {
+      std::string bus_id;
+      nvmlReturn_t rc;
+      {
+        CallScope scope(slot_, NvmlCallId(nvml_.nvmlDeviceGetPciInfo_v3   ? "nvmlDeviceGetPciInfo_v3"
+                                          : nvml_.nvmlDeviceGetPciInfo_v2 ? "nvmlDeviceGetPciInfo_v2"
+                                                                          : "nvmlDeviceGetPciInfo"));
+        rc = nvml_.PciBusId(device_, &bus_id);
+      }
+      gpu_.pci_bus_id = Make<std::string>(rc, bus_id);
+    } else {
+      gpu_.pci_bus_id = Field<std::string>::Failed(gpu_.access_message);
+    }
+    gpu_.pcie_generation_current = Call<uint32_t, unsigned>("nvmlDeviceGetCurrPcieLinkGeneration", nvml_.nvmlDeviceGetCurrPcieLinkGeneration);
+    gpu_.pcie_generation_max = Call<uint32_t, unsigned>("nvmlDeviceGetMaxPcieLinkGeneration", nvml_.nvmlDeviceGetMaxPcieLinkGeneration);
+    gpu_.pcie_width_current = Call<uint32_t, unsigned>("nvmlDeviceGetCurrPcieLinkWidth", nvml_.nvmlDeviceGetCurrPcieLinkWidth);
+    gpu_.pcie_width_max = Call<uint32_t, unsigned>("nvmlDeviceGetMaxPcieLinkWidth", nvml_.nvmlDeviceGetMaxPcieLinkWidth);
+    gpu_.pcie_replay_count = Call<uint64_t, unsigned>("nvmlDeviceGetPcieReplayCounter", nvml_.nvmlDeviceGetPcieReplayCounter);
+  }
+
+  void ReadThermal() {
+    const auto get_temp = nvml_.nvmlDeviceGetTemperature;
+    gpu_.temperature_c = Call<uint32_t, unsigned>("nvmlDeviceGetTemperature", get_temp, int{NVML_TEMPERATURE_GPU});
+    const auto threshold = nvml_.nvmlDeviceGetTemperatureThreshold;
+    gpu_.temperature_shutdown_c = Call<uint32_t, unsigned>("nvmlDeviceGetTemperatureThreshold", threshold, int{NVML_TEMPERATURE_THRESHOLD_SHUTDOWN});
+    gpu_.temperature_slowdown_c = Call<uint32_t, unsigned>("nvmlDeviceGetTemperatureThreshold", threshold, int{NVML_TEMPERATURE_THRESHOLD_SLOWDOWN});
+    gpu_.temperature_max_operating_c = Call<uint32_t, unsigned>("nvmlDeviceGetTemperatureThreshold", threshold, int{NVML_TEMPERATURE_THRESHOLD_GPU_MAX});
+    ReadMemoryTemperature();
+    ReadFans();
+  }
+
+  void ReadMemoryTemperature() {
+    if (lost()) {
+      gpu_.memory_temperature_c = Field<uint32_t>::Failed(gpu_.access_message);
+      return;
+    }
+    if (!nvml_.nvmlDeviceGetFieldValues) return;
+    nvmlFieldValue_t value{};
+    value.fieldId = NVML_FI_DEV_MEMORY_TEMP;
+    nvmlReturn_t rc;
+    {
+      CallScope scope(slot_, NvmlCallId("nvmlDeviceGetFieldValues"));
+      rc = nvml_.nvmlDeviceGetFieldValues(device_, 1, &value);
+    }
+    if (rc == NVML_SUCCESS) rc = value.nvmlReturn;
+    uint32_t celsius = 0;
+    if (rc == NVML_SUCCESS) {
+      switch (value.valueType) {
+        case NVML_VALUE_TYPE_DOUBLE: celsius = static_cast<uint32_t>(value.value.dVal); break;
+        case NVML_VALUE_TYPE_UNSIGNED_LONG: celsius = static_cast<uint32_t>(value.value.ulVal); break;
+        case NVML_VALUE_TYPE_UNSIGNED_LONG_LONG: celsius = static_cast<uint32_t>(value.value.ullVal); break;
+        case NVML_VALUE_TYPE_SIGNED_LONG_LONG: celsius = static_cast<uint32_t>(value.value.sllVal); break;
+        default: celsius = value.value.uiVal; break;
+      }
+      // Drivers report 0 when the memory has no sensor; that is "not supported", not 0 C.
+      if (celsius == 0) rc = NVML_ERROR_NOT_SUPPORTED;
+    }
+    gpu_.memory_temperature_c = Make<uint32_t>(rc, celsius);
+  }
+
+  void ReadFans() {
+    if (lost()) {
+      gpu_.fan_speeds_percent = Field<std::vector<uint32_t>>::Failed(gpu_.access_message);
+      return;
+    }
+    std::vector<uint32_t> speeds;
+    auto fan_count = Call<uint32_t, unsigned>("nvmlDeviceGetNumFans", nvml_.nvmlDeviceGetNumFans);
+    if (fan_count.has_value() && nvml_.nvmlDeviceGetFanSpeed_v2) {
+      for (uint32_t fan = 0; fan < fan_count.value() && fan < 64; ++fan) {
+        auto speed = Call<uint32_t, unsigned>("nvmlDeviceGetFanSpeed_v2", nvml_.nvmlDeviceGetFanSpeed_v2, fan);
+        if (!speed.has_value()) {
+          gpu_.fan_speeds_percent = speed.failed() ? Field<std::vector<uint32_t>>::Failed(speed.error())
+                                                   : Field<std::vector<uint32_t>>::NotSupported();
+          return;
+        }
+        speeds.push_back(speed.value());
+      }
+      gpu_.fan_speeds_percent = Field<std::vector<uint32_t>>::Value(std::move(speeds));
+      return;
+    }
+    if (fan_count.has_value() && fan_count.value() == 0) return;  // no fans: liquid or passive cooling
+    auto speed = Call<uint32_t, unsigned>("nvmlDeviceGetFanSpeed", nvml_.nvmlDeviceGetFanSpeed);
+    if (speed.has_value()) gpu_.fan_speeds_percent = Field<std::vector<uint32_t>>::Value({speed.value()});
+    else if (speed.failed()) gpu_.fan_speeds_percent = Field<std::vector<uint32_t>>::Failed(speed.error());
+  }
+
+  void ReadPower() {
+    auto to_watts = [](const Field<uint32_t>& mw) {
+      if (mw.has_value()) return Field<double>::Value(mw.value() / 1000.0);
+      return mw.failed() ? Field<double>::Failed(mw.error()) : Field<double>::NotSupported();
+    };
+    gpu_.power_draw_w = to_watts(Call<uint32_t, unsigned>("nvmlDeviceGetPowerUsage", nvml_.nvmlDeviceGetPowerUsage));
+    gpu_.power_limit_w = to_watts(Call<uint32_t, unsigned>("nvmlDeviceGetEnforcedPowerLimit", nvml_.nvmlDeviceGetEnforcedPowerLimit));
+    gpu_.sm_clock_mhz = Call<uint32_t, unsigned>("nvmlDeviceGetClockInfo", nvml_.nvmlDeviceGetClockInfo, int{NVML_CLOCK_SM});
+    gpu_.memory_clock_mhz = Call<uint32_t, unsigned>("nvmlDeviceGetClockInfo", nvml_.nvmlDeviceGetClockInfo, int{NVML_CLOCK_MEM});
+    if (nvml_.nvmlDeviceGetCurrentClocksEventReasons)
+      gpu_.clock_event_reasons = Call<uint64_t, unsigned long long>("nvmlDeviceGetCurrentClocksEventReasons", nvml_.nvmlDeviceGetCurrentClocksEventReasons);
+    else
+      gpu_.clock_event_reasons = Call<uint64_t, unsigned long long>("nvmlDeviceGetCurrentClocksThrottleReasons", nvml_.nvmlDeviceGetCurrentClocksThrottleReasons);
+  }
+
+  void ReadUse() {
+    if (lost() || !nvml_.nvmlDeviceGetUtilizationRates) {
+      gpu_.utilization_gpu_percent = gpu_.utilization_memory_percent =
+          lost() ? Field<uint32_t>::Failed(gpu_.access_message) : Field<uint32_t>::NotSupported();
+    } else {
+      nvmlUtilization_t utilization{};
+      nvmlReturn_t rc;
+      {
+        TRACK(slot_, nvmlDeviceGetUtilizationRates);
+        rc = nvml_.nvmlDeviceGetUtilizationRates(device_, &utilization);
+      }
+      gpu_.utilization_gpu_percent = Make<uint32_t>(rc, utilization.gpu);
+      gpu_.utilization_memory_percent = Make<uint32_t>(rc, utilization.memory);
+    }
+    if (lost() || !nvml_.nvmlDeviceGetMemoryInfo) {
+      auto state = lost() ? Field<uint64_t>::Failed(gpu_.access_message) : Field<uint64_t>::NotSupported();
+      gpu_.memory_total_bytes = gpu_.memory_used_bytes = gpu_.memory_free_bytes = state;
+    } else {
+      nvmlMemory_t memory{};
+      nvmlReturn_t rc;
+      {
+        TRACK(slot_, nvmlDeviceGetMemoryInfo);
+        rc = nvml_.nvmlDeviceGetMemoryInfo(device_, &memory);
+      }
+      gpu_.memory_total_bytes = Make<uint64_t>(rc, memory.total);
+      gpu_.memory_used_bytes = Make<uint64_t>(rc, memory.used);
+      gpu_.memory_free_bytes = Make<uint64_t>(rc, memory.free);
+    }
+    ReadProcesses();
+  }
+
+  // Asks for the process list twice at most: once for the count, once with room.
+  template <typename Info>
+  nvmlReturn_t QueryProcesses(const char* name, nvmlReturn_t (*fn)(nvmlDevice_t, unsigned*, Info*),
+                              std::vector<Info>* infos) {
+    unsigned count = 0;
+    nvmlReturn_t rc;
+    for (int attempt = 0; attempt < 3; ++attempt) {
+      infos->resize(count);
+      unsigned capacity = count;
+      {
+        CallScope scope(slot_, NvmlCallId(name));
+        rc = fn(device_, &capacity, infos->empty() ? nullptr : infos->data());
+      }
+      if (rc == NVML_SUCCESS) {
+        infos->resize(std::min<size_t>(capacity, infos->size()));
+        return rc;
+      }
+      if (rc != NVML_ERROR_INSUFFICIENT_SIZE) return rc;
+      count = capacity + 8;  // processes may start between the two calls
+    }
+    return rc;
+  }
+
+  void ReadProcesses() {
+    if (lost()) {
+      gpu_.processes = Field<std::vector<ProcessInfo>>::Failed(gpu_.access_message);
+      return;
+    }
+    std::vector<ProcessInfo> processes;
+    nvmlReturn_t rc = NVML_ERROR_FUNCTION_NOT_FOUND;
+    auto add = [&processes](unsigned pid, unsigned long long used) {
+      ProcessInfo p;
+      p.pid = pid;
+      // NVML reports "not available" memory (e.g. without permission) as all ones.
+      p.used_memory_bytes = used == ~0ULL ? Field<uint64_t>::NotSupported() : Field<uint64_t>::Value(used);
+      processes.push_back(std::move(p));
+    };
+    if (nvml_.nvmlDeviceGetComputeRunningProcesses_v3 || nvml_.nvmlDeviceGetComputeRunningProcesses_v2) {
+      std::vector<nvmlProcessInfo_t> infos;
+      rc = nvml_.nvmlDeviceGetComputeRunningProcesses_v3
+               ? QueryProcesses("nvmlDeviceGetComputeRunningProcesses_v3", nvml_.nvmlDeviceGetComputeRunningProcesses_v3, &infos)
+               : QueryProcesses("nvmlDeviceGetComputeRunningProcesses_v2", nvml_.nvmlDeviceGetComputeRunningProcesses_v2, &infos);
+      for (const auto& info : infos) add(info.pid, info.usedGpuMemory);
+    } else if (nvml_.nvmlDeviceGetComputeRunningProcesses) {
+      std::vector<nvmlProcessInfoV1_t> infos;
+      rc = QueryProcesses("nvmlDeviceGetComputeRunningProcesses", nvml_.nvmlDeviceGetComputeRunningProcesses, &infos);
+      for (const auto& info : infos) add(info.pid, info.usedGpuMemory);
+    }
+    if (rc == NVML_SUCCESS && nvml_.nvmlSystemGetProcessName) {
+      for (auto& p : processes) {
+        char name[256] = {};
+        CallScope scope(slot_, NvmlCallId("nvmlSystemGetProcessName"));
+        if (nvml_.nvmlSystemGetProcessName(p.pid, name, sizeof name) == NVML_SUCCESS)
+          p.name = std::string(name, strnlen(name, sizeof name));
+      }
+    }
+    gpu_.processes = Make<std::vector<ProcessInfo>>(rc, std::move(processes));
+  }
+
+  void ReadErrors() {
+    if (!lost() && nvml_.nvmlDeviceGetEccMode) {
+      nvmlEnableState_t current = 0, pending = 0;
+      nvmlReturn_t rc;
+      {
+        TRACK(slot_, nvmlDeviceGetEccMode);
+        rc = nvml_.nvmlDeviceGetEccMode(device_, &current, &pending);
+      }
+      gpu_.ecc_enabled = Make<bool>(rc, current == NVML_FEATURE_ENABLED);
+    } else if (lost()) {
+      gpu_.ecc_enabled = Field<bool>::Failed(gpu_.access_message);
+    }
+    const auto ecc = nvml_.nvmlDeviceGetTotalEccErrors;
+    const char* ecc_name = "nvmlDeviceGetTotalEccErrors";
+    gpu_.ecc_volatile_corrected = Call<uint64_t, unsigned long long>(ecc_name, ecc, int{NVML_MEMORY_ERROR_TYPE_CORRECTED}, int{NVML_VOLATILE_ECC});
+    gpu_.ecc_volatile_uncorrected = Call<uint64_t, unsigned long long>(ecc_name, ecc, int{NVML_MEMORY_ERROR_TYPE_UNCORRECTED}, int{NVML_VOLATILE_ECC});
+    gpu_.ecc_aggregate_corrected = Call<uint64_t, unsigned long long>(ecc_name, ecc, int{NVML_MEMORY_ERROR_TYPE_CORRECTED}, int{NVML_AGGREGATE_ECC});
+    gpu_.ecc_aggregate_uncorrected = Call<uint64_t, unsigned long long>(ecc_name, ecc, int{NVML_MEMORY_ERROR_TYPE_UNCORRECTED}, int{NVML_AGGREGATE_ECC});
+    gpu_.retired_pages_sbe = RetiredPages(NVML_PAGE_RETIREMENT_CAUSE_MULTIPLE_SINGLE_BIT_ECC_ERRORS);
+    gpu_.retired_pages_dbe = RetiredPages(NVML_PAGE_RETIREMENT_CAUSE_DOUBLE_BIT_ECC_ERROR);
+    gpu_.retired_pages_pending = Call<bool, nvmlEnableState_t>("nvmlDeviceGetRetiredPagesPendingStatus", nvml_.nvmlDeviceGetRetiredPagesPendingStatus);
+    if (!lost() && nvml_.nvmlDeviceGetRemappedRows) {
+      unsigned correctable = 0, uncorrectable = 0, pending = 0, failure = 0;
+      nvmlReturn_t rc;
+      {
+        TRACK(slot_, nvmlDeviceGetRemappedRows);
+        rc = nvml_.nvmlDeviceGetRemappedRows(device_, &correctable, &uncorrectable, &pending, &failure);
+      }
+      gpu_.remapped_rows_correctable = Make<uint32_t>(rc, correctable);
+      gpu_.remapped_rows_uncorrectable = Make<uint32_t>(rc, uncorrectable);
+      gpu_.remapped_rows_pending = Make<bool>(rc, pending != 0);
+      gpu_.remapped_rows_failure = Make<bool>(rc, failure != 0);
+    } else if (lost()) {
+      auto state = Field<uint32_t>::Failed(gpu_.access_message);
+      gpu_.remapped_rows_correctable = gpu_.remapped_rows_uncorrectable = state;
+      gpu_.remapped_rows_pending = gpu_.remapped_rows_failure = Field<bool>::Failed(gpu_.access_message);
+    }
+  }
+
+  Field<uint32_t> RetiredPages(int cause) {
+    if (lost()) return Field<uint32_t>::Failed(gpu_.access_message);
+    if (!nvml_.nvmlDeviceGetRetiredPages) return Field<uint32_t>::NotSupported();
+    unsigned count = 0;
+    nvmlReturn_t rc;
+    {
+      TRACK(slot_, nvmlDeviceGetRetiredPages);
+      rc = nvml_.nvmlDeviceGetRetiredPages(device_, cause, &count, nullptr);
+    }
+    // With no buffer the driver answers the count, as success or "insufficient size".
+    if (rc == NVML_ERROR_INSUFFICIENT_SIZE) rc = NVML_SUCCESS;
+    return Make<uint32_t>(rc, count);
+  }
+
+  void ReadNvLinks() {
+    if (lost()) {
+      gpu_.nvlinks = Field<std::vector<NvLinkInfo>>::Failed(gpu_.access_message);
+      return;
+    }
+    if (!nvml_.nvmlDeviceGetNvLinkState) return;
+    std::vector<NvLinkInfo> links;
+    for (unsigned link = 0; link < NVML_NVLINK_MAX_LINKS; ++link) {
+      nvmlEnableState_t active = 0;
+      nvmlReturn_t rc;
+      {
+        TRACK(slot_, nvmlDeviceGetNvLinkState);
+        rc = nvml_.nvmlDeviceGetNvLinkState(device_, link, &active);
+      }
+      if (rc == NVML_ERROR_INVALID_ARGUMENT || rc == NVML_ERROR_NOT_SUPPORTED) break;  // past the last link
+      NvLinkInfo info;
+      info.link = link;
+      info.active = Make<bool>(rc, active == NVML_FEATURE_ENABLED);
+      if (lost()) break;
+      const auto counter = nvml_.nvmlDeviceGetNvLinkErrorCounter;
+      const char* name = "nvmlDeviceGetNvLinkErrorCounter";
+      info.replay_errors = Call<uint64_t, unsigned long long>(name, counter, link, int{NVML_NVLINK_ERROR_DL_REPLAY});
+      info.recovery_errors = Call<uint64_t, unsigned long long>(name, counter, link, int{NVML_NVLINK_ERROR_DL_RECOVERY});
+      info.crc_flit_errors = Call<uint64_t, unsigned long long>(name, counter, link, int{NVML_NVLINK_ERROR_DL_CRC_FLIT});
+      info.crc_data_errors = Call<uint64_t, unsigned long long>(name, counter, link, int{NVML_NVLINK_ERROR_DL_CRC_DATA});
+      links.push_back(std::move(info));
+    }
+    if (!links.empty()) gpu_.nvlinks = Field<std::vector<NvLinkInfo>>::Value(std::move(links));
+  }
+
+  const NvmlLibrary& nvml_;
+  std::atomic<uint16_t>* slot_;
+  std::function<void(const GpuSnapshot&)> on_identity_;
+  nvmlDevice_t device_ = nullptr;
+  GpuSnapshot gpu_;
+};
+
+void ListenForXids(const NvmlLibrary& nvml, const std::vector<std::pair<uint32_t, nvmlDevice_t>>& devices,
+                   Duration window, std::atomic<uint16_t>* slot, LineWriter& out) {
+  auto wait = nvml.nvmlEventSetWait_v2 ? nvml.nvmlEventSetWait_v2 : nvml.nvmlEventSetWait;
+  if (!nvml.nvmlEventSetCreate || !nvml.nvmlDeviceRegisterEvents || !wait) return;
+  nvmlEventSet_t set = nullptr;
+  {
+    TRACK(slot, nvmlEventSetCreate);
+    if (nvml.nvmlEventSetCreate(&set) != NVML_SUCCESS) return;
+  }
+  for (const auto& [index, device] : devices) {
+    TRACK(slot, nvmlDeviceRegisterEvents);
+    nvml.nvmlDeviceRegisterEvents(device, nvmlEventTypeXidCriticalError, set);
+  }
+  auto deadline = std::chrono::steady_clock::now() + window;
+  while (true) {
+    auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
+    if (left.count() < 0) break;
+    nvmlEventData_t data{};
+    nvmlReturn_t rc;
+    {
+      CallScope scope(slot, NvmlCallId(nvml.nvmlEventSetWait_v2 ? "nvmlEventSetWait_v2" : "nvmlEventSetWait"));
+      rc = wait(set, &data, static_cast<unsigned>(left.count()));
+    }
+    if (rc != NVML_SUCCESS) break;  // NVML_ERROR_TIMEOUT: window over
+    if (!(data.eventType & nvmlEventTypeXidCriticalError)) continue;
+    for (const auto& [index, device] : devices) {
+      if (device != data.device) continue;
+      out.Write({{"type", "xid"},
+                 {"gpu_index", index},
+                 {"xid", data.eventData},
+                 {"time_ms", ToUnixMillis(std::chrono::system_clock::now())}});
+    }
+  }
+  if (nvml.nvmlEventSetFree) {
+    TRACK(slot, nvmlEventSetFree);
+    nvml.nvmlEventSetFree(set);
+  }
+}
+
+}  // namespace
+
+uint16_t NvmlCallId(const char* name) {
+  for (size_t i = 1; i < kCallNames.size(); ++i)
+    if (std::strcmp(kCallNames[i], name) == 0) return static_cast<uint16_t>(i);
+  return 0;
+}
+
+const char* NvmlCallName(uint16_t id) { return id < kCallNames.size() ? kCallNames[id] : ""; }
+
+int RunProbe(const ProbeRequest& request, int output_fd, CallTracker* tracker) {
+  LineWriter out(output_fd);
+  std::atomic<uint16_t>* host_slot = tracker ? &tracker->host_call : nullptr;
+
+  auto loaded = NvmlLibrary::Load(request.library_path);
+  if (!loaded) {
+    out.Write({{"type", "init_failed"}, {"access_error", AccessErrorName(AccessError::kLibraryNotFound)},
+               {"message", loaded.error().message}});
+    return 0;
+  }
+  const NvmlLibrary& nvml = **loaded;
+  nvmlReturn_t rc;
+  {
+    CallScope scope(host_slot, NvmlCallId(nvml.nvmlInit_v2 ? "nvmlInit_v2" : "nvmlInit"));
+    rc = nvml.Init();
+  }
+  if (rc != NVML_SUCCESS) {
+    AccessError error = AccessErrorForNvml(rc);
+    out.Write({{"type", "init_failed"},
+               {"access_error", AccessErrorName(error == AccessError::kNone ? AccessError::kOther : error)},
+               {"message", "NVML failed to initialise: " + NvmlErrorMessage(rc)}});
+    return 0;
+  }
+
+  Snapshot host;
+  auto version_string = [&](const char* name, nvmlReturn_t (*fn)(char*, unsigned)) {
+    if (!fn) return Field<std::string>::NotSupported();
+    char buffer[96] = {};
+    CallScope scope(host_slot, NvmlCallId(name));
+    nvmlReturn_t code = fn(buffer, sizeof buffer);
+    if (code == NVML_SUCCESS) return Field<std::string>::Value(std::string(buffer, strnlen(buffer, sizeof buffer)));
+    if (code == NVML_ERROR_NOT_SUPPORTED) return Field<std::string>::NotSupported();
+    return Field<std::string>::Failed(NvmlErrorMessage(code));
+  };
+  host.driver_version = version_string("nvmlSystemGetDriverVersion", nvml.nvmlSystemGetDriverVersion);
+  host.nvml_version = version_string("nvmlSystemGetNVMLVersion", nvml.nvmlSystemGetNVMLVersion);
+  {
+    int cuda = 0;
+    CallScope scope(host_slot, NvmlCallId(nvml.nvmlSystemGetCudaDriverVersion_v2 ? "nvmlSystemGetCudaDriverVersion_v2"
+                                                                                 : "nvmlSystemGetCudaDriverVersion"));
+    nvmlReturn_t code = nvml.CudaDriverVersion(&cuda);
+    host.cuda_driver_version = code == NVML_SUCCESS ? Field<int32_t>::Value(cuda)
+                               : (code == NVML_ERROR_NOT_SUPPORTED || code == NVML_ERROR_FUNCTION_NOT_FOUND)
+                                   ? Field<int32_t>::NotSupported()
+                                   : Field<int32_t>::Failed(NvmlErrorMessage(code));
+  }
+  unsigned count = 0;
+  {
+    CallScope scope(host_slot, NvmlCallId(nvml.nvmlDeviceGetCount_v2 ? "nvmlDeviceGetCount_v2" : "nvmlDeviceGetCount"));
+    rc = nvml.DeviceCount(&count);
+  }
+  if (rc != NVML_SUCCESS) {
+    host.device_count = Field<uint32_t>::Failed(NvmlErrorMessage(rc));
+    count = 0;
+  } else {
+    host.device_count = Field<uint32_t>::Value(count);
+  }
+  nlohmann::json host_message = SnapshotToJson(host);
+  host_message["type"] = "host";
+  out.Write(host_message);
+
+  // One thread per GPU, so one GPU stuck in the driver does not hold the rest.
+  std::vector<std::thread> threads;
+  std::mutex devices_mutex;
+  std::vector<std::pair<uint32_t, nvmlDevice_t>> devices;
+  for (uint32_t index = 0; index < count; ++index) {
+    if (request.skip_gpus.count(index)) continue;
+    std::atomic<uint16_t>* slot = tracker && index < CallTracker::kMaxGpus ? &tracker->gpu_call[index] : nullptr;
+    threads.emplace_back([&, index, slot] {
+      GpuReader reader(nvml, index, slot, [&out](const GpuSnapshot& gpu) {
+        if (gpu.pci_bus_id.has_value())
+          out.Write({{"type", "gpu_id"}, {"index", gpu.index}, {"pci_bus_id", gpu.pci_bus_id.value()}});
+      });
+      GpuSnapshot gpu = reader.Read();
+      out.Write({{"type", "gpu"}, {"gpu", GpuToJson(gpu)}});
+      nvmlDevice_t device = nullptr;
+      if (gpu.access_error == AccessError::kNone && nvml.HandleByIndex(index, &device) == NVML_SUCCESS) {
+        std::lock_guard lock(devices_mutex);
+        devices.emplace_back(index, device);
+      }
+    });
+  }
+  for (auto& thread : threads) thread.join();
+
+  if (request.event_window.count() > 0 && !devices.empty())
+    ListenForXids(nvml, devices, request.event_window, host_slot, out);
+
+  out.Write({{"type", "done"}});
+  if (nvml.nvmlShutdown) {
+    CallScope scope(host_slot, NvmlCallId("nvmlShutdown"));
+    nvml.nvmlShutdown();
+  }
+  return 0;
+}
+
+}  // namespace gpudoctor

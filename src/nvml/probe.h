@@ -1,0 +1,41 @@
+// The probe: the side of hang-proof collection that actually calls NVML.
+//
+// It runs in its own process (`gpudoctor __probe`), reads the host and every
+// GPU (one thread per GPU), and streams its readings to the parent as JSON
+// lines on `output_fd`. Before each NVML call a thread records which call it
+// is entering in a CallTracker that lives in memory shared with the parent,
+// so when a call never returns the parent can name it without any help from
+// the stuck process.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <set>
+#include <string>
+
+#include "common/clock.h"
+
+namespace gpudoctor {
+
+// One id per entry point of GPUDOCTOR_NVML_FUNCTIONS; 0 means "not in a call".
+uint16_t NvmlCallId(const char* name);
+const char* NvmlCallName(uint16_t id);  // "" for 0 or an unknown id
+
+// Shared between parent and probe; plain atomics, no pointers, so it works
+// across processes in a MAP_SHARED mapping.
+struct CallTracker {
+  static constexpr uint32_t kMaxGpus = 64;
+  std::atomic<uint16_t> host_call;           // call of the main thread
+  std::atomic<uint16_t> gpu_call[kMaxGpus];  // call of each GPU's thread
+};
+
+struct ProbeRequest {
+  std::string library_path;
+  std::set<uint32_t> skip_gpus;  // GPUs an older, still-stuck probe is holding
+  Duration event_window{};       // how long to listen for Xid events
+};
+
+// Runs the probe and returns the process exit status. Never throws.
+int RunProbe(const ProbeRequest& request, int output_fd, CallTracker* tracker);
+
+}  // namespace gpudoctor

@@ -1,0 +1,59 @@
+#include "store/history_store.h"
+
+#include "common/text.h"
+
+namespace gpudoctor {
+
+const char* ResolutionName(Resolution resolution) {
+  switch (resolution) {
+    case Resolution::kRaw: return "raw";
+    case Resolution::kMinute: return "1m";
+    case Resolution::kHour: return "1h";
+  }
+  return "raw";
+}
+
+Duration BucketWidth(Resolution resolution) {
+  switch (resolution) {
+    case Resolution::kRaw: return Duration{0};
+    case Resolution::kMinute: return std::chrono::minutes(1);
+    case Resolution::kHour: return std::chrono::hours(1);
+  }
+  return Duration{0};
+}
+
+const char* TransitionName(FindingTransition::Kind kind) {
+  switch (kind) {
+    case FindingTransition::Kind::kOpened: return "opened";
+    case FindingTransition::Kind::kResolved: return "resolved";
+    case FindingTransition::Kind::kSeverityChanged: return "severity_changed";
+  }
+  return "opened";
+}
+
+std::string FindingKey(const Finding& finding) {
+  if (!finding.gpu) return finding.id;
+  const GpuRef& gpu = *finding.gpu;
+  if (!gpu.uuid.empty()) return finding.id + "@" + gpu.uuid;
+  if (!gpu.pci_bus_id.empty()) return finding.id + "@" + gpu.pci_bus_id;
+  if (gpu.index) return finding.id + "@gpu" + std::to_string(*gpu.index);
+  if (!gpu.serial.empty()) return finding.id + "@" + gpu.serial;
+  return finding.id;
+}
+
+Resolution ChooseResolution(WallTime from, WallTime until, WallTime newest, const RetentionPolicy& retention) {
+  const Duration span = until - from;
+  Resolution choice = span <= std::chrono::hours(6)        ? Resolution::kRaw
+                      : span <= std::chrono::hours(24 * 7) ? Resolution::kMinute
+                                                           : Resolution::kHour;
+  if (choice == Resolution::kRaw && from < newest - retention.raw) choice = Resolution::kMinute;
+  if (choice == Resolution::kMinute && from < newest - retention.minute) choice = Resolution::kHour;
+  return choice;
+}
+
+bool MatchesGpu(const GpuIdentity& gpu, std::string_view selector) {
+  if (auto index = ParseInt<uint32_t>(selector)) return gpu.index == *index;
+  return !gpu.uuid.empty() && gpu.uuid == selector;
+}
+
+}  // namespace gpudoctor

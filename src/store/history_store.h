@@ -1,0 +1,172 @@
+// HistoryStore: the agent's memory of what each GPU did and of every finding
+// it reported, kept for days so trends can be charted and incidents reviewed.
+//
+// Two implementations share one contract (history_store_contract_test.cc):
+// SqliteHistoryStore for the agent and `gpudoctor history`, MemoryHistoryStore
+// for tests of code that needs a store.
+//
+//   auto store = SqliteHistoryStore::Open(path, SqliteStoreOptions{});
+//   AppendSnapshot(**store, snapshot);                       // samples
+//   auto changes = (*store)->UpsertFindings(findings, now);  // opened / resolved
+//   (*store)->Maintain(now);                                 // downsample, prune
+//   auto temps = (*store)->QuerySeries({.gpu = "0", .metric = Metric::kTemperatureC,
+//                                       .from = now - 1h, .until = now});
+//
+// Missing readings stay missing: a sample field the GPU did not report is
+// stored as NULL and never shows up as a 0 in a series.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <optional>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "common/clock.h"
+#include "common/result.h"
+#include "health/finding.h"
+#include "store/metric.h"
+
+namespace gpudoctor {
+
+// One reading of one GPU. Values are in the units of kMetrics.
+struct GpuSample {
+  WallTime time;
+  uint32_t gpu_index = 0;
+  std::string uuid;  // empty when the GPU did not report one
+  std::array<std::optional<double>, kMetricCount> values{};
+
+  std::optional<double>& operator[](Metric m) { return values[MetricSlot(m)]; }
+  const std::optional<double>& operator[](Metric m) const { return values[MetricSlot(m)]; }
+  bool operator==(const GpuSample&) const = default;
+};
+
+// GPU memory held by one process on one GPU, the input of leak hunts.
+struct ProcessMemorySample {
+  WallTime time;
+  uint32_t gpu_index = 0;
+  std::string uuid;
+  uint32_t pid = 0;
+  std::string name;                       // empty when unknown
+  std::optional<uint64_t> used_bytes;     // nullopt: not reported
+  bool operator==(const ProcessMemorySample&) const = default;
+};
+
+struct GpuIdentity {
+  uint32_t index = 0;
+  std::string uuid;
+  bool operator==(const GpuIdentity&) const = default;
+};
+
+// Raw samples, or min/avg/max over 1-minute or 1-hour buckets.
+enum class Resolution { kRaw, kMinute, kHour };
+const char* ResolutionName(Resolution resolution);  // "raw", "1m", "1h"
+Duration BucketWidth(Resolution resolution);         // 0 for raw
+
+struct SeriesPoint {
+  WallTime time;  // sample time, or the start of the bucket
+  double min = 0;
+  double avg = 0;
+  double max = 0;
+  bool operator==(const SeriesPoint&) const = default;
+};
+
+struct Series {
+  GpuIdentity gpu;
+  Metric metric = Metric::kTemperatureC;
+  Resolution resolution = Resolution::kRaw;
+  std::vector<SeriesPoint> points;  // oldest first; instants without a value are absent
+};
+
+struct SeriesQuery {
+  std::string gpu;  // an index ("0") or a UUID
+  Metric metric = Metric::kTemperatureC;
+  WallTime from;   // inclusive
+  WallTime until;  // exclusive
+  // nullopt: raw up to 6 hours, 1-minute buckets up to 7 days, else 1-hour
+  // buckets; coarser when the finer data is already pruned for `from`.
+  std::optional<Resolution> resolution;
+};
+
+// How long each kind of data is kept, and the size the file may reach.
+struct RetentionPolicy {
+  Duration raw = std::chrono::hours(24 * 7);
+  Duration minute = std::chrono::hours(24 * 90);
+  Duration hour = std::chrono::hours(24 * 90);
+  Duration resolved_findings = std::chrono::hours(24 * 90);
+  // Above this the oldest samples go first, whatever their age (SQLite only).
+  uint64_t max_bytes = uint64_t{1} << 30;
+};
+
+// A finding as the store remembers it: one incident from open to resolved.
+struct StoredFinding {
+  int64_t incident_id = 0;  // stable, increasing
+  std::string key;          // FindingKey(finding)
+  Finding finding;          // as last seen
+  WallTime opened_at;
+  WallTime last_seen;
+  std::optional<WallTime> resolved_at;
+  bool open() const { return !resolved_at.has_value(); }
+  bool operator==(const StoredFinding&) const = default;
+};
+
+struct FindingTransition {
+  enum class Kind { kOpened, kResolved, kSeverityChanged };
+  Kind kind = Kind::kOpened;
+  StoredFinding incident;  // after the transition
+  bool operator==(const FindingTransition&) const = default;
+};
+const char* TransitionName(FindingTransition::Kind kind);  // "opened", "resolved", "severity_changed"
+
+// What makes two findings "the same incident": the rule id and the GPU
+// (UUID, else bus id, else index), e.g. "memory_leak@GPU-1234...".
+std::string FindingKey(const Finding& finding);
+
+struct FindingQuery {
+  WallTime from;   // incidents open at any time in [from, until)
+  WallTime until;
+  std::string gpu;       // empty: all; else an index or a UUID
+  bool open_only = false;
+};
+
+struct MaintenanceReport {
+  int64_t buckets_written = 0;  // 1-minute and 1-hour rows written
+  int64_t rows_pruned = 0;
+  bool more_work = false;       // call again soon: catching up in bounded steps
+};
+
+class HistoryStore {
+ public:
+  virtual ~HistoryStore() = default;
+
+  // Adds samples; a repeated (GPU, time) replaces the earlier one.
+  virtual Status Append(std::span<const GpuSample> gpus, std::span<const ProcessMemorySample> processes) = 0;
+
+  // Records the findings present `now`: opens an incident for each new key,
+  // refreshes open ones and resolves those absent from `findings`. Returns the
+  // transitions only once they are durable, so an alert sent for one never
+  // refers to an incident a crash could lose.
+  virtual Result<std::vector<FindingTransition>> UpsertFindings(std::span<const Finding> findings, WallTime now) = 0;
+
+  // Writes the completed 1-minute and 1-hour buckets and prunes by the
+  // retention policy, a bounded amount of work per call.
+  virtual Result<MaintenanceReport> Maintain(WallTime now) = 0;
+
+  virtual Result<std::vector<GpuIdentity>> ListGpus() const = 0;
+  virtual Result<Series> QuerySeries(const SeriesQuery& query) const = 0;
+  // Oldest first.
+  virtual Result<std::vector<ProcessMemorySample>> QueryProcessMemory(std::string_view gpu, WallTime from,
+                                                                      WallTime until) const = 0;
+  // Most recently opened first.
+  virtual Result<std::vector<StoredFinding>> QueryFindings(const FindingQuery& query) const = 0;
+};
+
+// The resolution an automatic SeriesQuery uses for [from, until), given the
+// newest sample the store holds.
+Resolution ChooseResolution(WallTime from, WallTime until, WallTime newest, const RetentionPolicy& retention);
+
+// Whether `selector` (an index such as "3", or a UUID) names `gpu`.
+bool MatchesGpu(const GpuIdentity& gpu, std::string_view selector);
+
+}  // namespace gpudoctor

@@ -1,0 +1,224 @@
+#include "store/memory_store.h"
+
+#include <algorithm>
+
+#include "store/maintenance_plan.h"
+
+namespace gpudoctor {
+namespace {
+
+// min/avg/max of each metric over samples, skipping missing values.
+std::array<std::optional<SeriesPoint>, kMetricCount> Aggregate(const std::vector<const GpuSample*>& samples,
+                                                               WallTime bucket_start) {
+  std::array<std::optional<SeriesPoint>, kMetricCount> bucket;
+  for (size_t slot = 0; slot < kMetricCount; ++slot) {
+    double sum = 0;
+    int count = 0;
+    SeriesPoint point{bucket_start, 0, 0, 0};
+    for (const GpuSample* sample : samples) {
+      const std::optional<double>& value = sample->values[slot];
+      if (!value) continue;
+      point.min = count == 0 ? *value : std::min(point.min, *value);
+      point.max = count == 0 ? *value : std::max(point.max, *value);
+      sum += *value;
+      ++count;
+    }
+    if (count == 0) continue;
+    point.avg = sum / count;
+    bucket[slot] = point;
+  }
+  return bucket;
+}
+
+template <typename Map>
+int64_t EraseBefore(Map& by_time, int64_t cutoff_ms) {
+  auto end = by_time.lower_bound(cutoff_ms);
+  int64_t erased = std::distance(by_time.begin(), end);
+  by_time.erase(by_time.begin(), end);
+  return erased;
+}
+
+}  // namespace
+
+Status MemoryHistoryStore::Append(std::span<const GpuSample> gpus, std::span<const ProcessMemorySample> processes) {
+  for (const GpuSample& sample : gpus) {
+    raw_[{sample.gpu_index, sample.uuid}][ToUnixMillis(sample.time)] = sample;
+    newest_ = std::max(newest_.value_or(sample.time), sample.time);
+  }
+  for (const ProcessMemorySample& sample : processes)
+    processes_[{{sample.gpu_index, sample.uuid}, ToUnixMillis(sample.time), sample.pid}] = sample;
+  return Status::Ok();
+}
+
+Result<std::vector<FindingTransition>> MemoryHistoryStore::UpsertFindings(std::span<const Finding> findings,
+                                                                          WallTime now) {
+  std::vector<StoredFinding> open;
+  for (const StoredFinding& incident : incidents_)
+    if (incident.open()) open.push_back(incident);
+  const FindingPlan plan = PlanFindingUpdate(open, findings);
+
+  auto stored = [&](int64_t id) -> StoredFinding& { return incidents_[static_cast<size_t>(id - 1)]; };
+  std::vector<FindingTransition> transitions;
+  for (const auto& [incident, finding] : plan.to_refresh) {
+    StoredFinding& row = stored(incident->incident_id);
+    const bool severity_changed = row.finding.severity != finding->severity;
+    row.finding = *finding;
+    row.last_seen = now;
+    if (severity_changed) transitions.push_back({FindingTransition::Kind::kSeverityChanged, row});
+  }
+  for (const StoredFinding* incident : plan.to_resolve) {
+    StoredFinding& row = stored(incident->incident_id);
+    row.resolved_at = now;
+    transitions.push_back({FindingTransition::Kind::kResolved, row});
+  }
+  for (const Finding* finding : plan.to_open) {
+    StoredFinding row;
+    row.incident_id = static_cast<int64_t>(incidents_.size()) + 1;
+    row.key = FindingKey(*finding);
+    row.finding = *finding;
+    row.opened_at = row.last_seen = now;
+    incidents_.push_back(row);
+    transitions.push_back({FindingTransition::Kind::kOpened, row});
+  }
+  return transitions;
+}
+
+int64_t MemoryHistoryStore::Downsample(Resolution resolution, WallTime now, bool& more_work) {
+  auto& buckets = resolution == Resolution::kMinute ? minute_ : hour_;
+  std::optional<int64_t> done;
+  if (auto it = done_until_ms_.find(resolution); it != done_until_ms_.end()) done = it->second;
+  std::optional<int64_t> next_raw;
+  for (const auto& [gpu, samples] : raw_) {
+    auto it = done ? samples.lower_bound(*done) : samples.begin();
+    if (it != samples.end()) next_raw = std::min(next_raw.value_or(it->first), it->first);
+  }
+  auto step = NextDownsampleStep(resolution, done, next_raw, now);
+  if (!step) return 0;
+
+  int64_t written = 0;
+  for (const auto& [gpu, samples] : raw_) {
+    std::map<int64_t, std::vector<const GpuSample*>> by_bucket;
+    for (auto it = samples.lower_bound(step->from_ms); it != samples.end() && it->first < step->until_ms; ++it)
+      by_bucket[FloorToBucket(it->first, resolution)].push_back(&it->second);
+    for (const auto& [start, members] : by_bucket) {
+      buckets[gpu][start] = Aggregate(members, FromUnixMillis(start));
+      ++written;
+    }
+  }
+  done_until_ms_[resolution] = step->until_ms;
+  more_work = more_work || step->more_after;
+  return written;
+}
+
+Result<MaintenanceReport> MemoryHistoryStore::Maintain(WallTime now) {
+  MaintenanceReport report;
+  report.buckets_written += Downsample(Resolution::kMinute, now, report.more_work);
+  report.buckets_written += Downsample(Resolution::kHour, now, report.more_work);
+
+  auto done = [&](Resolution r) -> std::optional<int64_t> {
+    auto it = done_until_ms_.find(r);
+    return it == done_until_ms_.end() ? std::nullopt : std::optional<int64_t>(it->second);
+  };
+  const int64_t raw_cutoff =
+      RawPruneCutoffMs(retention_, now, done(Resolution::kMinute), done(Resolution::kHour));
+  for (auto& [gpu, samples] : raw_) report.rows_pruned += EraseBefore(samples, raw_cutoff);
+  for (auto& [gpu, rows] : minute_) report.rows_pruned += EraseBefore(rows, ToUnixMillis(now - retention_.minute));
+  for (auto& [gpu, rows] : hour_) report.rows_pruned += EraseBefore(rows, ToUnixMillis(now - retention_.hour));
+  report.rows_pruned += std::erase_if(processes_, [&](const auto& entry) {
+    return std::get<1>(entry.first) < ToUnixMillis(now - retention_.raw);
+  });
+  // Incident ids index incidents_, so old incidents are blanked out rather than erased.
+  for (StoredFinding& incident : incidents_) {
+    if (incident.resolved_at && *incident.resolved_at < now - retention_.resolved_findings && !incident.key.empty()) {
+      incident.key.clear();
+      ++report.rows_pruned;
+    }
+  }
+  return report;
+}
+
+Result<std::vector<GpuIdentity>> MemoryHistoryStore::ListGpus() const {
+  std::vector<GpuIdentity> gpus;
+  for (const auto& [gpu, samples] : raw_) gpus.push_back({gpu.first, gpu.second});
+  for (const auto& [gpu, rows] : minute_)
+    if (!raw_.contains(gpu)) gpus.push_back({gpu.first, gpu.second});
+  std::sort(gpus.begin(), gpus.end(), [](const GpuIdentity& a, const GpuIdentity& b) {
+    return std::tie(a.index, a.uuid) < std::tie(b.index, b.uuid);
+  });
+  gpus.erase(std::unique(gpus.begin(), gpus.end()), gpus.end());
+  return gpus;
+}
+
+std::optional<MemoryHistoryStore::GpuKey> MemoryHistoryStore::FindGpu(std::string_view selector) const {
+  auto gpus = ListGpus();
+  // The most recently seen GPU wins when an index was reused by another board.
+  std::optional<GpuKey> found;
+  std::optional<int64_t> found_newest;
+  for (const GpuIdentity& gpu : *gpus) {
+    if (!MatchesGpu(gpu, selector)) continue;
+    GpuKey key{gpu.index, gpu.uuid};
+    int64_t newest = INT64_MIN;
+    if (auto it = raw_.find(key); it != raw_.end() && !it->second.empty()) newest = it->second.rbegin()->first;
+    if (!found || newest > *found_newest) {
+      found = key;
+      found_newest = newest;
+    }
+  }
+  return found;
+}
+
+Result<Series> MemoryHistoryStore::QuerySeries(const SeriesQuery& query) const {
+  auto gpu = FindGpu(query.gpu);
+  if (!gpu) return Error{"no GPU '" + query.gpu + "' in the history"};
+  Series series;
+  series.gpu = {gpu->first, gpu->second};
+  series.metric = query.metric;
+  series.resolution = query.resolution.value_or(
+      ChooseResolution(query.from, query.until, newest_.value_or(query.until), retention_));
+  const int64_t from = ToUnixMillis(query.from), until = ToUnixMillis(query.until);
+  const size_t slot = MetricSlot(query.metric);
+  if (series.resolution == Resolution::kRaw) {
+    auto it = raw_.find(*gpu);
+    if (it == raw_.end()) return series;
+    for (auto row = it->second.lower_bound(from); row != it->second.end() && row->first < until; ++row) {
+      if (const auto& value = row->second.values[slot])
+        series.points.push_back({row->second.time, *value, *value, *value});
+    }
+    return series;
+  }
+  const auto& buckets = series.resolution == Resolution::kMinute ? minute_ : hour_;
+  auto it = buckets.find(*gpu);
+  if (it == buckets.end()) return series;
+  for (auto row = it->second.lower_bound(from); row != it->second.end() && row->first < until; ++row)
+    if (const auto& point = row->second[slot]) series.points.push_back(*point);
+  return series;
+}
+
+Result<std::vector<ProcessMemorySample>> MemoryHistoryStore::QueryProcessMemory(std::string_view gpu, WallTime from,
+                                                                                WallTime until) const {
+  auto key = FindGpu(gpu);
+  if (!key) return Error{"no GPU '" + std::string(gpu) + "' in the history"};
+  std::vector<ProcessMemorySample> rows;
+  for (const auto& [id, sample] : processes_)
+    if (std::get<0>(id) == *key && sample.time >= from && sample.time < until) rows.push_back(sample);
+  return rows;
+}
+
+Result<std::vector<StoredFinding>> MemoryHistoryStore::QueryFindings(const FindingQuery& query) const {
+  std::vector<StoredFinding> rows;
+  for (auto it = incidents_.rbegin(); it != incidents_.rend(); ++it) {
+    const StoredFinding& incident = *it;
+    if (incident.key.empty()) continue;  // pruned
+    if (incident.opened_at >= query.until) continue;
+    if (incident.resolved_at && *incident.resolved_at < query.from) continue;
+    if (query.open_only && !incident.open()) continue;
+    if (!query.gpu.empty()) {
+      const std::optional<GpuRef>& ref = incident.finding.gpu;
+      if (!ref || !MatchesGpu({ref->index.value_or(UINT32_MAX), ref->uuid}, query.gpu)) continue;
+    }
+    rows.push_back(incident);
+  }
+  return rows;
+}
+
+}  // namespace gpudoctor

@@ -1,0 +1,47 @@
+// MemoryHistoryStore: the in-memory twin of SqliteHistoryStore, for tests of
+// code that needs a history. It keeps the same contract (retention,
+// downsampling, incidents) except the byte-size guard, which has no meaning
+// without a file.
+//
+//   MemoryHistoryStore store;
+//   AppendSnapshot(store, snapshot);
+#pragma once
+
+#include <map>
+#include <tuple>
+
+#include "store/history_store.h"
+
+namespace gpudoctor {
+
+class MemoryHistoryStore final : public HistoryStore {
+ public:
+  explicit MemoryHistoryStore(RetentionPolicy retention = {}) : retention_(retention) {}
+
+  Status Append(std::span<const GpuSample> gpus, std::span<const ProcessMemorySample> processes) override;
+  Result<std::vector<FindingTransition>> UpsertFindings(std::span<const Finding> findings, WallTime now) override;
+  Result<MaintenanceReport> Maintain(WallTime now) override;
+  Result<std::vector<GpuIdentity>> ListGpus() const override;
+  Result<Series> QuerySeries(const SeriesQuery& query) const override;
+  Result<std::vector<ProcessMemorySample>> QueryProcessMemory(std::string_view gpu, WallTime from,
+                                                              WallTime until) const override;
+  Result<std::vector<StoredFinding>> QueryFindings(const FindingQuery& query) const override;
+
+ private:
+  using GpuKey = std::pair<uint32_t, std::string>;  // index, uuid
+  using Bucket = std::array<std::optional<SeriesPoint>, kMetricCount>;
+
+  int64_t Downsample(Resolution resolution, WallTime now, bool& more_work);
+  std::optional<GpuKey> FindGpu(std::string_view selector) const;
+
+  RetentionPolicy retention_;
+  std::map<GpuKey, std::map<int64_t, GpuSample>> raw_;  // per GPU, by time (ms)
+  std::map<GpuKey, std::map<int64_t, Bucket>> minute_;
+  std::map<GpuKey, std::map<int64_t, Bucket>> hour_;
+  std::map<std::tuple<GpuKey, int64_t, uint32_t>, ProcessMemorySample> processes_;  // GPU, time, pid
+  std::map<Resolution, int64_t> done_until_ms_;
+  std::vector<StoredFinding> incidents_;  // by incident id
+  std::optional<WallTime> newest_;
+};
+
+}  // namespace gpudoctor
