@@ -1,5 +1,8 @@
 #include "agent/agent_state.h"
 
+#include <algorithm>
+#include <tuple>
+
 namespace gpudoctor {
 
 AgentState::AgentState(WallTime started_at) { status_.started_at = started_at; }
@@ -29,18 +32,11 @@ void AgentState::CountXidLocked(uint32_t gpu_index, uint64_t xid, WallTime time)
   }
 }
 
-std::vector<FindingTransition> AgentState::UpdateFindings(const std::vector<Finding>& current,
-                                                          WallTime now) {
+void AgentState::SetOpenFindings(std::vector<StoredFinding> open) {
+  std::erase_if(open, [](const StoredFinding& f) { return !f.open(); });
+  SortBySeverity(open);
   std::lock_guard lock(mutex_);
-  std::vector<FindingTransition> transitions = tracker_.Update(current, now);
-  open_ = tracker_.Open();
-  return transitions;
-}
-
-void AgentState::RestoreFindings(std::vector<OpenFinding> open) {
-  std::lock_guard lock(mutex_);
-  tracker_.Restore(std::move(open));
-  open_ = tracker_.Open();
+  open_ = std::move(open);
 }
 
 std::shared_ptr<const Snapshot> AgentState::LatestSnapshot() const {
@@ -48,7 +44,7 @@ std::shared_ptr<const Snapshot> AgentState::LatestSnapshot() const {
   return snapshot_;
 }
 
-std::vector<OpenFinding> AgentState::OpenFindings() const {
+std::vector<StoredFinding> AgentState::OpenFindings() const {
   std::lock_guard lock(mutex_);
   return open_;
 }
@@ -59,6 +55,16 @@ AgentStatus AgentState::Status() const {
   status.xids.reserve(xids_.size());
   for (const auto& [index, tally] : xids_) status.xids.push_back(tally);
   return status;
+}
+
+void SortBySeverity(std::vector<StoredFinding>& findings) {
+  auto order = [](const StoredFinding& f) {
+    const std::optional<GpuRef>& gpu = f.finding.gpu;
+    return std::make_tuple(-SeverityRank(f.finding.severity), std::string_view(f.finding.id),
+                           gpu && gpu->index ? static_cast<int64_t>(*gpu->index) : -1);
+  };
+  std::stable_sort(findings.begin(), findings.end(),
+                   [&](const StoredFinding& a, const StoredFinding& b) { return order(a) < order(b); });
 }
 
 }  // namespace gpudoctor

@@ -7,8 +7,8 @@
 //
 //   AgentState state(clock.Now());
 //   state.PublishSnapshot(std::make_shared<const Snapshot>(std::move(snapshot)));
-//   for (const FindingTransition& t : state.UpdateFindings(findings, clock.Now()))
-//     alerts.Submit(t);
+//   auto transitions = store.UpsertFindings(findings, now);        // durable first
+//   state.SetOpenFindings(*store.QueryFindings({.until = now, .open_only = true}));
 #pragma once
 
 #include <map>
@@ -17,7 +17,6 @@
 #include <vector>
 
 #include "agent/agent_view.h"
-#include "agent/finding_tracker.h"
 
 namespace gpudoctor {
 
@@ -33,15 +32,11 @@ class AgentState final : public AgentView {
   // kernel log. Do not report one Xid through both paths.
   void RecordXid(uint32_t gpu_index, uint64_t xid, WallTime time);
 
-  // Replaces the open set with what the latest evaluation reported and
-  // returns the transitions (see FindingTracker::Update).
-  std::vector<FindingTransition> UpdateFindings(const std::vector<Finding>& current,
-                                                WallTime now);
-  // Seeds the open set after a restart (see FindingTracker::Restore).
-  void RestoreFindings(std::vector<OpenFinding> open);
+  // Replaces the open findings; resolved incidents in `open` are dropped.
+  void SetOpenFindings(std::vector<StoredFinding> open);
 
   std::shared_ptr<const Snapshot> LatestSnapshot() const override;
-  std::vector<OpenFinding> OpenFindings() const override;
+  std::vector<StoredFinding> OpenFindings() const override;
   AgentStatus Status() const override;
 
  private:
@@ -49,10 +44,13 @@ class AgentState final : public AgentView {
 
   mutable std::mutex mutex_;
   std::shared_ptr<const Snapshot> snapshot_;
-  FindingTracker tracker_;
-  std::vector<OpenFinding> open_;  // tracker_.Open(), cached for readers
+  std::vector<StoredFinding> open_;
   AgentStatus status_;
   std::map<uint32_t, GpuXidTally> xids_;
 };
+
+// Orders findings worst severity first, then by id, then by GPU index
+// (host-wide findings first).
+void SortBySeverity(std::vector<StoredFinding>& findings);
 
 }  // namespace gpudoctor

@@ -21,15 +21,9 @@
 #include "common/result.h"
 #include "health/finding.h"
 #include "model/snapshot.h"
+#include "store/history_store.h"
 
 namespace gpudoctor {
-
-// A finding that is currently open, with the time it first opened.
-struct OpenFinding {
-  Finding finding;
-  WallTime opened_at;
-  bool operator==(const OpenFinding&) const = default;
-};
 
 // The Xids seen on one GPU since the agent started.
 struct GpuXidTally {
@@ -53,8 +47,9 @@ class AgentView {
  public:
   virtual ~AgentView() = default;
   virtual std::shared_ptr<const Snapshot> LatestSnapshot() const = 0;
-  // Ordered worst severity first, then by id and GPU.
-  virtual std::vector<OpenFinding> OpenFindings() const = 0;
+  // The open incidents (StoredFinding::open()), worst severity first, then
+  // by id and GPU index.
+  virtual std::vector<StoredFinding> OpenFindings() const = 0;
   virtual AgentStatus Status() const = 0;
 };
 

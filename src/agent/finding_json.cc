@@ -3,6 +3,7 @@
 #include <nlohmann/json.hpp>
 
 #include "common/text.h"
+#include "health/finding_json.h"
 
 namespace gpudoctor {
 
@@ -10,49 +11,40 @@ using nlohmann::json;
 
 namespace {
 
-json GpuRefToJson(const GpuRef& gpu) {
-  json out = json::object();
-  out["index"] = gpu.index ? json(*gpu.index) : json(nullptr);
-  out["uuid"] = gpu.uuid;
-  out["pci_bus_id"] = gpu.pci_bus_id;
-  out["serial"] = gpu.serial;
-  return out;
-}
-
-void PutTime(json& out, const char* key, WallTime time) {
-  out[key] = FormatIsoUtc(time);
-  out[std::string(key) + "_ms"] = ToUnixMillis(time);
+void PutTime(json& out, const char* key, std::optional<WallTime> time) {
+  out[key] = time ? json(FormatIsoUtc(*time)) : json(nullptr);
+  out[std::string(key) + "_ms"] = time ? json(ToUnixMillis(*time)) : json(nullptr);
 }
 
 }  // namespace
 
-json FindingToJson(const Finding& finding) {
-  json out = json::object();
-  out["id"] = finding.id;
-  out["severity"] = SeverityName(finding.severity);
-  out["gpu"] = finding.gpu ? GpuRefToJson(*finding.gpu) : json(nullptr);
-  out["summary"] = finding.summary;
-  out["evidence"] = finding.evidence;
-  out["cause"] = finding.cause;
-  out["actions"] = finding.actions;
+json StoredFindingToJson(const StoredFinding& incident) {
+  json out = FindingToJson(incident.finding);
+  out["key"] = incident.key;
+  out["incident_id"] = incident.incident_id;
+  PutTime(out, "opened_at", incident.opened_at);
+  PutTime(out, "last_seen", incident.last_seen);
+  PutTime(out, "resolved_at", incident.resolved_at);
   return out;
 }
 
-json OpenFindingToJson(const OpenFinding& open) {
-  json out = FindingToJson(open.finding);
-  PutTime(out, "opened_at", open.opened_at);
-  return out;
+WallTime TransitionTime(const FindingTransition& transition) {
+  const StoredFinding& incident = transition.incident;
+  switch (transition.kind) {
+    case FindingTransition::Kind::kOpened: return incident.opened_at;
+    case FindingTransition::Kind::kResolved: return incident.resolved_at.value_or(incident.last_seen);
+    case FindingTransition::Kind::kSeverityChanged: return incident.last_seen;
+  }
+  return incident.last_seen;
 }
 
-json TransitionToJson(const FindingTransition& transition, std::string_view hostname,
-                      uint64_t suppressed) {
+json TransitionToJson(const FindingTransition& transition, std::string_view hostname, uint64_t suppressed) {
   json out = json::object();
-  out["event"] = TransitionKindName(transition.kind);
+  out["event"] = TransitionName(transition.kind);
   out["hostname"] = hostname;
-  PutTime(out, "time", transition.time);
-  out["key"] = transition.key;
+  PutTime(out, "time", TransitionTime(transition));
   out["suppressed"] = suppressed;
-  out["finding"] = OpenFindingToJson({transition.finding, transition.opened_at});
+  out["finding"] = StoredFindingToJson(transition.incident);
   return out;
 }
 

@@ -48,7 +48,7 @@ struct MetricsOptions {
 
 struct MetricsInput {
   const Snapshot* snapshot = nullptr;  // null before the first sample
-  std::vector<OpenFinding> findings;
+  std::vector<StoredFinding> findings;  // the open ones
   AgentStatus status;
   WallTime now;
   const AlertCounters* alerts = nullptr;  // null: no alert metrics

@@ -29,27 +29,22 @@ std::string SelfPath() {
   return std::string(buffer, static_cast<size_t>(n));
 }
 
-// `gpudoctor __probe [--nvml-lib P] [--skip 1,2] [--event-window-ms N] [--tracker-fd F]`
+// `gpudoctor __probe [--nvml-lib PATH] [--tracker-fd FD]`: serves collector requests on stdin.
 int RunProbeCommand(int argc, char** argv) {
-  ProbeRequest request;
+  std::string library;
   CallTracker* tracker = nullptr;
   for (int i = 2; i + 1 < argc; i += 2) {
     std::string_view flag = argv[i];
     std::string_view value = argv[i + 1];
     if (flag == "--nvml-lib") {
-      request.library_path = value;
-    } else if (flag == "--skip") {
-      for (auto part : Split(value, ','))
-        if (auto gpu = ParseInt<uint32_t>(part)) request.skip_gpus.insert(*gpu);
-    } else if (flag == "--event-window-ms") {
-      request.event_window = std::chrono::milliseconds(ParseInt<int64_t>(value).value_or(0));
+      library = value;
     } else if (flag == "--tracker-fd") {
       int fd = ParseInt<int>(value).value_or(-1);
       void* memory = fd >= 0 ? mmap(nullptr, sizeof(CallTracker), PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0) : MAP_FAILED;
       if (memory != MAP_FAILED) tracker = static_cast<CallTracker*>(memory);
     }
   }
-  return RunProbe(request, STDOUT_FILENO, tracker);
+  return RunProbe(library, STDIN_FILENO, STDOUT_FILENO, tracker);
 }
 
 }  // namespace

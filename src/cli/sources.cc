@@ -2,6 +2,7 @@
 
 #include <unistd.h>
 
+#include <cstdlib>
 #include <filesystem>
 
 #ifdef GPUDOCTOR_HAVE_SMI
@@ -36,6 +37,9 @@ Result<CollectorOptions> CollectorOptionsFor(const CommandContext& context) {
     auto fake = FindFakeNvmlLibrary(context.executable_path);
     if (!fake) return fake.error();
     collector.library_path = *fake;
+    // One timeline for every probe this command starts (see docs/scenarios.md).
+    if (std::getenv("GPUDOCTOR_FAKE_EPOCH_MS") == nullptr)
+      setenv("GPUDOCTOR_FAKE_EPOCH_MS", std::to_string(ToUnixMillis(std::chrono::system_clock::now())).c_str(), 1);
     collector.scenario_path = std::filesystem::absolute(options.simulate, ec).string();
   }
   return collector;

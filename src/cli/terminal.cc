@@ -62,13 +62,6 @@ nlohmann::json FindingsToJson(const std::vector<Finding>& findings) {
   return array;
 }
 
-Severity WorstSeverity(const std::vector<Finding>& findings) {
-  Severity worst = Severity::kOk;
-  for (const auto& f : findings)
-    if (SeverityRank(f.severity) > SeverityRank(worst)) worst = f.severity;
-  return worst;
-}
-
 void PrintFindings(std::FILE* out, const Style& style, const std::vector<Finding>& findings, bool include_ok) {
   std::vector<const Finding*> sorted;
   for (const auto& f : findings)

@@ -28,8 +28,6 @@ class Style {
 
 nlohmann::json FindingToJson(const Finding& finding);
 nlohmann::json FindingsToJson(const std::vector<Finding>& findings);
-// The worst severity, ok when empty.
-Severity WorstSeverity(const std::vector<Finding>& findings);
 // Prints findings, worst first, each with evidence, cause and actions.
 void PrintFindings(std::FILE* out, const Style& style, const std::vector<Finding>& findings, bool include_ok);
 

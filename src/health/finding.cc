@@ -32,4 +32,11 @@ int SeverityRank(Severity severity) {
 
 int ExitStatusFor(Severity worst) { return static_cast<int>(worst); }
 
+Severity WorstSeverity(const std::vector<Finding>& findings) {
+  Severity worst = Severity::kOk;
+  for (const Finding& finding : findings)
+    if (SeverityRank(finding.severity) > SeverityRank(worst)) worst = finding.severity;
+  return worst;
+}
+
 }  // namespace gpudoctor

@@ -5,8 +5,10 @@
 // Nagios/NHC convention so `check` can map them straight to an exit status.
 #pragma once
 
+#include <cstdint>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace gpudoctor {
@@ -40,5 +42,8 @@ struct Finding {
   std::vector<std::string> actions;   // next steps for a person at the machine
   bool operator==(const Finding&) const = default;
 };
+
+// The worst severity among `findings` by SeverityRank; ok when empty.
+Severity WorstSeverity(const std::vector<Finding>& findings);
 
 }  // namespace gpudoctor

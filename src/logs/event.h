@@ -1,10 +1,18 @@
 // LogEvent: one GPU- or host-relevant event recognised in a kernel or system
-// log line. The `kind` names are a stable interface (docs/events.md).
+// log line. The `kind` names and field names are a stable interface
+// (docs/events.md).
+//
+//   [  35.563936] NVRM: Xid (PCI:0000:01:00): 79, GPU has fallen off the bus.
+//   -> {kind "xid", severity critical, xid 79, pci_bus_id "0000:01:00.0", ...}
+//      {kind "gpu_off_bus", severity critical, pci_bus_id "0000:01:00.0", ...}
 #pragma once
 
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
 
 #include "common/clock.h"
 
@@ -12,15 +20,27 @@ namespace gpudoctor {
 
 enum class EventSeverity { kInfo, kWarning, kCritical };
 const char* EventSeverityName(EventSeverity severity);  // "info", "warning", "critical"
+std::optional<EventSeverity> EventSeverityFromName(std::string_view name);
+
+// A kind-specific detail taken from the line, e.g. {"aer_severity", "Corrected"}.
+struct EventField {
+  std::string name;
+  std::string value;
+  bool operator==(const EventField&) const = default;
+};
 
 struct LogEvent {
   std::string kind;  // "xid", "gpu_off_bus", "pcie_aer", "hung_task", ...
   EventSeverity severity = EventSeverity::kInfo;
-  // Wall time when the log gives one. `time_precise` is false when the log
-  // only gave seconds-since-boot or a year-less date that was guessed.
+  // Wall time when the log gives one. `time_is_utc` is true only when the log
+  // stated the zone (ISO stamps with an offset, kernel uptime plus boot time);
+  // otherwise the time was read as local time with an assumed UTC offset.
+  // `time_estimated` is true when part of it was guessed: a year-less syslog
+  // date (year inferred) or a minute-precision `dmesg -H` stamp.
   std::optional<WallTime> time;
-  std::optional<double> uptime_seconds;  // the kernel's [ 123.456] stamp, when present
   bool time_is_utc = false;
+  bool time_estimated = false;
+  std::optional<double> uptime_seconds;  // the kernel's [ 123.456] stamp, when present
   std::string host;
   std::string pci_bus_id;  // "0000:bb:dd.f", empty when not in the line
   std::optional<uint32_t> xid;
@@ -29,10 +49,14 @@ struct LogEvent {
   std::string gpu_uuid;    // when the log links it to the PCI id
   std::string gpu_serial;
   std::string message;     // the meaningful part of the line, prefix removed
-  std::string detail;      // kind-specific extras, e.g. "Corrected, Data Link Layer, Timeout"
+  std::string detail;      // `fields` as text: "aer_severity=Corrected, aer_type=Data Link Layer"
+  std::vector<EventField> fields;
   std::string raw;         // the raw line (joined, for wrapped NVRM messages)
   std::string source;      // file name, "/dev/kmsg", "journal"
   uint64_t line_number = 0;
+
+  // The value of detail field `name`, or empty.
+  std::string_view Field(std::string_view name) const;
 };
 
 }  // namespace gpudoctor

@@ -1,5 +1,7 @@
 #include "model/snapshot.h"
 
+#include "model/gpu_fields.h"
+
 #include <array>
 #include <utility>
 
@@ -53,6 +55,17 @@ std::vector<std::string> DecodeClockEventReasons(uint64_t mask) {
   for (const auto& entry : kClockEventNames) known |= entry.first;
   if (mask & ~known) names.emplace_back("other");
   return names;
+}
+
+void GpuSnapshot::MarkUnreadable(AccessError error, const std::string& message) {
+  access_error = error;
+  access_message = message;
+  auto fail = [&message](const char*, auto& field) {
+    field = std::remove_reference_t<decltype(field)>::Failed(message);
+  };
+  VisitScalarGpuFields(fail, *this);
+  processes = Field<std::vector<ProcessInfo>>::Failed(message);
+  nvlinks = Field<std::vector<NvLinkInfo>>::Failed(message);
 }
 
 const GpuSnapshot* Snapshot::FindGpu(uint32_t index) const {

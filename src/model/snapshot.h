@@ -125,6 +125,9 @@ struct GpuSnapshot {
   Field<bool> remapped_rows_failure;
   Field<std::vector<NvLinkInfo>> nvlinks;
 
+  // Marks the whole GPU unreadable: every field becomes an error with `message`.
+  void MarkUnreadable(AccessError error, const std::string& message);
+
   bool operator==(const GpuSnapshot&) const = default;
 };
 

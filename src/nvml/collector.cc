@@ -13,6 +13,7 @@
 #include <cstring>
 #include <map>
 #include <new>
+#include <optional>
 #include <set>
 
 #include <nlohmann/json.hpp>
@@ -81,15 +82,31 @@ struct Pipe {
   }
 };
 
-// A probe process that has not been reaped yet.
-struct LiveProbe {
+// A running probe process and the pipes to it.
+struct ProbeProcess {
   pid_t pid = -1;
-  std::set<uint32_t> stuck_gpus;        // GPUs whose reading it still owes
-  bool stuck_in_host = false;           // stuck before any GPU (init, count)
-  std::map<uint32_t, std::string> calls;  // the call each stuck GPU was inside
-  std::map<uint32_t, std::string> pci;    // their PCI ids, when known
+  int input = -1;   // its stdin: requests
+  int output = -1;  // its stdout: JSON lines
+  int errors = -1;  // its stderr: diagnostics from the NVML library
+  std::unique_ptr<SharedTracker> tracker;
+  std::string stderr_text;
+
+  void ClosePipes() {
+    for (int* fd : {&input, &output, &errors}) {
+      if (*fd >= 0) close(*fd);
+      *fd = -1;
+    }
+  }
+};
+
+// A probe that missed its deadline and has not exited yet, with what it holds.
+struct StuckProbe {
+  pid_t pid = -1;
+  bool in_host = false;                   // stuck before any GPU (init, count)
   std::string host_call;
-  steady_clock::time_point started;
+  std::map<uint32_t, std::string> calls;  // stuck GPU -> the call it is inside
+  std::map<uint32_t, std::string> pci;    // stuck GPU -> its PCI id, when known
+  steady_clock::time_point since;
 };
 
 // True once the process has exited and been reaped (or is not ours).
@@ -99,86 +116,36 @@ bool Reap(pid_t pid) {
   return r == pid || (r < 0 && errno == ECHILD);
 }
 
+void Discard(ProbeProcess& probe) {
+  probe.ClosePipes();
+  kill(probe.pid, SIGKILL);
+  Reap(probe.pid);
+}
+
 }  // namespace
 
 struct NvmlCollector::State {
   CollectorOptions options;
-  std::vector<LiveProbe> lingering;  // stuck probes, and finished ones not yet reaped
+  std::optional<ProbeProcess> worker;  // answers requests while it stays healthy
+  std::vector<StuckProbe> stuck;
+  std::vector<pid_t> exiting;          // killed, waiting to be reaped
   Duration kill_stuck_after = std::chrono::minutes(5);
+
+  Result<ProbeProcess> Spawn() const;
 };
 
-NvmlCollector::NvmlCollector(CollectorOptions options) : state_(std::make_unique<State>()) {
-  state_->options = std::move(options);
-}
-
-NvmlCollector::~NvmlCollector() {
-  // Never wait: a probe stuck in the driver may not die until the driver lets it.
-  for (const auto& probe : state_->lingering) {
-    kill(probe.pid, SIGKILL);
-    Reap(probe.pid);
+Result<ProbeProcess> NvmlCollector::State::Spawn() const {
+  ProbeProcess probe;
+  probe.tracker = SharedTracker::Create();
+  Pipe in, out, err;
+  if (!probe.tracker || !in.Open() || !out.Open() || !err.Open()) {
+    std::string why = std::strerror(errno);
+    in.CloseRead(), in.CloseWrite(), out.CloseRead(), out.CloseWrite(), err.CloseRead(), err.CloseWrite();
+    return Error{"cannot start the NVML probe: " + why};
   }
-}
-
-Snapshot NvmlCollector::Collect() {
-  const CollectorOptions& options = state_->options;
-  const auto started = options.clock->Steady();
-  Snapshot snapshot;
-  snapshot.source = options.scenario_path.empty() ? "nvml" : "simulate:" + options.scenario_path;
-  snapshot.taken_at = options.clock->Now();
-  char hostname[256] = {};
-  if (gethostname(hostname, sizeof hostname - 1) == 0) snapshot.hostname = hostname;
-  auto finish = [&] {
-    snapshot.collection_time = options.clock->Steady() - started;
-    return snapshot;
-  };
-
-  // Forget probes that have exited; kill the ones stuck for too long.
-  auto& lingering = state_->lingering;
-  const auto now = steady_clock::now();
-  lingering.erase(std::remove_if(lingering.begin(), lingering.end(),
-                                 [&](const LiveProbe& probe) {
-                                   if (Reap(probe.pid)) return true;
-                                   if (now - probe.started > state_->kill_stuck_after) kill(probe.pid, SIGKILL);
-                                   return false;
-                                 }),
-                  lingering.end());
-
-  std::set<uint32_t> skip;
-  for (const auto& probe : lingering) {
-    if (probe.stuck_in_host) {
-      // An older probe never got past NVML's start: another would only pile up behind it.
-      snapshot.driver_error = AccessError::kHang;
-      snapshot.driver_message = "an earlier probe is still stuck in " + probe.host_call;
-      snapshot.hangs.push_back({std::nullopt, "", probe.host_call, options.deadline, true});
-      return finish();
-    }
-    for (uint32_t gpu : probe.stuck_gpus) {
-      skip.insert(gpu);
-      auto pci = probe.pci.count(gpu) ? probe.pci.at(gpu) : "";
-      snapshot.hangs.push_back({gpu, pci, probe.calls.at(gpu), options.deadline, true});
-    }
-  }
-
-  auto tracker = SharedTracker::Create();
-  Pipe out, err;
-  if (!tracker || !out.Open() || !err.Open()) {
-    snapshot.driver_error = AccessError::kOther;
-    snapshot.driver_message = std::string("cannot start the NVML probe: ") + std::strerror(errno);
-    out.CloseRead(), out.CloseWrite(), err.CloseRead(), err.CloseWrite();
-    return finish();
-  }
-
-  // Prepare everything before spawning: the parent may be multi-threaded.
-  std::vector<std::string> args = {options.probe_executable, "__probe"};
+  // Everything is prepared before spawning: the parent may be multi-threaded.
+  std::vector<std::string> args = {options.probe_executable, "__probe", "--tracker-fd", "3"};
   if (!options.library_path.empty()) args.insert(args.end(), {"--nvml-lib", options.library_path});
-  if (!skip.empty()) {
-    std::string list;
-    for (uint32_t gpu : skip) list += (list.empty() ? "" : ",") + std::to_string(gpu);
-    args.insert(args.end(), {"--skip", list});
-  }
-  auto window_ms = std::chrono::duration_cast<std::chrono::milliseconds>(options.event_window).count();
-  if (window_ms > 0) args.insert(args.end(), {"--event-window-ms", std::to_string(window_ms)});
-  args.insert(args.end(), {"--tracker-fd", "3"});
   std::vector<char*> argv;
   for (auto& a : args) argv.push_back(a.data());
   argv.push_back(nullptr);
@@ -192,27 +159,112 @@ Snapshot NvmlCollector::Collect() {
 
   posix_spawn_file_actions_t actions;
   posix_spawn_file_actions_init(&actions);
+  posix_spawn_file_actions_adddup2(&actions, in.read, STDIN_FILENO);
   posix_spawn_file_actions_adddup2(&actions, out.write, STDOUT_FILENO);
   posix_spawn_file_actions_adddup2(&actions, err.write, STDERR_FILENO);
-  posix_spawn_file_actions_adddup2(&actions, tracker->fd(), 3);
-  posix_spawn_file_actions_addopen(&actions, STDIN_FILENO, "/dev/null", O_RDONLY, 0);
+  posix_spawn_file_actions_adddup2(&actions, probe.tracker->fd(), 3);
   posix_spawn_file_actions_addclosefrom_np(&actions, 4);
-  pid_t pid = -1;
-  int spawn_error = posix_spawn(&pid, argv[0], &actions, nullptr, argv.data(), envp.data());
+  int spawn_error = posix_spawn(&probe.pid, argv[0], &actions, nullptr, argv.data(), envp.data());
   posix_spawn_file_actions_destroy(&actions);
+  in.CloseRead();
   out.CloseWrite();
   err.CloseWrite();
+  probe.input = in.write;
+  probe.output = out.read;
+  probe.errors = err.read;
   if (spawn_error != 0) {
+    probe.ClosePipes();
+    return Error{"cannot start the NVML probe " + args[0] + ": " + std::strerror(spawn_error)};
+  }
+  return probe;
+}
+
+NvmlCollector::NvmlCollector(CollectorOptions options) : state_(std::make_unique<State>()) {
+  state_->options = std::move(options);
+  // Writing a request to a probe that just died must be an error, not a signal that ends us.
+  struct sigaction current {};
+  if (sigaction(SIGPIPE, nullptr, &current) == 0 && current.sa_handler == SIG_DFL) signal(SIGPIPE, SIG_IGN);
+}
+
+NvmlCollector::~NvmlCollector() {
+  // Never wait: a probe stuck in the driver may not die until the driver lets it.
+  if (state_->worker) Discard(*state_->worker);
+  for (const auto& probe : state_->stuck) {
+    kill(probe.pid, SIGKILL);
+    Reap(probe.pid);
+  }
+  for (pid_t pid : state_->exiting) Reap(pid);
+}
+
+Snapshot NvmlCollector::Collect() {
+  State& state = *state_;
+  const CollectorOptions& options = state.options;
+  const auto started = options.clock->Steady();
+  Snapshot snapshot;
+  snapshot.source = options.scenario_path.empty() ? "nvml" : "simulate:" + options.scenario_path;
+  snapshot.taken_at = options.clock->Now();
+  char hostname[256] = {};
+  if (gethostname(hostname, sizeof hostname - 1) == 0) snapshot.hostname = hostname;
+  auto finish = [&] {
+    snapshot.collection_time = options.clock->Steady() - started;
+    return snapshot;
+  };
+
+  // Forget probes that have exited; kill the ones stuck for too long.
+  const auto now = steady_clock::now();
+  std::erase_if(state.exiting, [](pid_t pid) { return Reap(pid); });
+  std::erase_if(state.stuck, [&](const StuckProbe& probe) {
+    if (Reap(probe.pid)) return true;
+    if (now - probe.since > state.kill_stuck_after) kill(probe.pid, SIGKILL);
+    return false;
+  });
+
+  ProbeRequest request;
+  request.event_window = options.event_window;
+  for (const auto& probe : state.stuck) {
+    if (probe.in_host) {
+      // An older probe never got past NVML's start: another would only pile up behind it.
+      snapshot.driver_error = AccessError::kHang;
+      snapshot.driver_message = "an earlier probe is still stuck in " + probe.host_call;
+      snapshot.hangs.push_back({std::nullopt, "", probe.host_call, options.deadline, true});
+      return finish();
+    }
+    for (const auto& [gpu, call] : probe.calls) {
+      request.skip_gpus.insert(gpu);
+      snapshot.hangs.push_back({gpu, probe.pci.at(gpu), call, options.deadline, true});
+    }
+  }
+
+  // Send the request, starting a probe when there is no healthy one. A probe
+  // that died since the last request gets one replacement.
+  const std::string request_line = EncodeProbeRequest(request);
+  for (int attempt = 0; attempt < 2; ++attempt) {
+    if (!state.worker) {
+      auto spawned = state.Spawn();
+      if (!spawned) {
+        snapshot.driver_error = AccessError::kOther;
+        snapshot.driver_message = spawned.error().message;
+        return finish();
+      }
+      state.worker = std::move(*spawned);
+    }
+    if (write(state.worker->input, request_line.data(), request_line.size()) ==
+        static_cast<ssize_t>(request_line.size()))
+      break;
+    Discard(*state.worker);
+    state.worker.reset();
+  }
+  if (!state.worker) {
     snapshot.driver_error = AccessError::kOther;
-    snapshot.driver_message = "cannot start the NVML probe " + args[0] + ": " + std::strerror(spawn_error);
-    out.CloseRead(), err.CloseRead();
+    snapshot.driver_message = "the NVML probe does not accept requests";
     return finish();
   }
+  ProbeProcess& probe = *state.worker;
 
   // Read JSON lines until "done", end of output, or the deadline.
   const auto deadline = steady_clock::now() + options.deadline;
-  std::string buffer, stderr_text;
-  bool host_seen = false, done = false;
+  std::string buffer;
+  bool host_seen = false, done = false, init_failed = false;
   std::set<uint32_t> received;
   std::map<uint32_t, std::string> known_pci;
   auto handle_line = [&](std::string_view line) {
@@ -221,23 +273,20 @@ Snapshot NvmlCollector::Collect() {
     const std::string type = message.value("type", "");
     if (type == "host") {
       host_seen = true;
-      auto host = SnapshotFromJson(message);
-      if (host) {
+      if (auto host = SnapshotFromJson(message)) {
         snapshot.driver_version = host->driver_version;
         snapshot.nvml_version = host->nvml_version;
         snapshot.cuda_driver_version = host->cuda_driver_version;
         snapshot.device_count = host->device_count;
       }
     } else if (type == "init_failed") {
-      host_seen = true;
-      done = true;
+      host_seen = done = init_failed = true;
       snapshot.driver_error = AccessErrorFromName(message.value("access_error", "other")).value_or(AccessError::kOther);
       snapshot.driver_message = message.value("message", "NVML failed to initialise");
     } else if (type == "gpu_id") {
       known_pci[message.value("index", 0u)] = message.value("pci_bus_id", "");
     } else if (type == "gpu") {
-      auto gpu = GpuFromJson(message["gpu"]);
-      if (gpu) {
+      if (auto gpu = GpuFromJson(message["gpu"])) {
         received.insert(gpu->index);
         snapshot.gpus.push_back(std::move(*gpu));
       }
@@ -248,77 +297,79 @@ Snapshot NvmlCollector::Collect() {
       done = true;
     }
   };
-  bool out_open = true, err_open = true;
-  while (!done && out_open) {
+  bool output_open = true;
+  while (!done && output_open) {
     auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - steady_clock::now()).count();
     if (left <= 0) break;
-    pollfd fds[2] = {{out.read, POLLIN, 0}, {err_open ? err.read : -1, POLLIN, 0}};
+    pollfd fds[2] = {{probe.output, POLLIN, 0}, {probe.errors, POLLIN, 0}};
     int ready = poll(fds, 2, static_cast<int>(std::min<long long>(left, 1000)));
     if (ready < 0 && errno != EINTR) break;
     if (ready <= 0) continue;
     char chunk[65536];
     if (fds[0].revents & (POLLIN | POLLHUP | POLLERR)) {
-      ssize_t n = read(out.read, chunk, sizeof chunk);
+      ssize_t n = read(probe.output, chunk, sizeof chunk);
       if (n > 0) {
         buffer.append(chunk, static_cast<size_t>(n));
-        size_t start = 0, newline;
-        while ((newline = buffer.find('\n', start)) != std::string::npos) {
-          handle_line(std::string_view(buffer).substr(start, newline - start));
-          start = newline + 1;
+        size_t begin = 0, newline;
+        while ((newline = buffer.find('\n', begin)) != std::string::npos) {
+          handle_line(std::string_view(buffer).substr(begin, newline - begin));
+          begin = newline + 1;
         }
-        buffer.erase(0, start);
-      } else if (n == 0 || (errno != EINTR && errno != EAGAIN)) {
-        out_open = false;
+        buffer.erase(0, begin);
+      } else if (n == 0 || errno != EINTR) {
+        output_open = false;
       }
     }
-    if (err_open && (fds[1].revents & (POLLIN | POLLHUP | POLLERR))) {
-      ssize_t n = read(err.read, chunk, sizeof chunk);
-      if (n > 0 && stderr_text.size() < 16384) stderr_text.append(chunk, static_cast<size_t>(n));
-      else if (n <= 0) err_open = false;
+    if (probe.errors >= 0 && (fds[1].revents & (POLLIN | POLLHUP | POLLERR))) {
+      ssize_t n = read(probe.errors, chunk, sizeof chunk);
+      if (n > 0 && probe.stderr_text.size() < 16384) probe.stderr_text.append(chunk, static_cast<size_t>(n));
+      else if (n <= 0) {
+        close(probe.errors);
+        probe.errors = -1;
+      }
     }
   }
-  out.CloseRead();
-  err.CloseRead();
+  const std::string probe_stderr(Trim(probe.stderr_text));
 
-  LiveProbe probe;
-  probe.pid = pid;
-  probe.started = steady_clock::now();
-  const std::string probe_stderr(Trim(stderr_text));
-  if (!host_seen) {
-    // Stuck (or died) before NVML answered anything.
-    std::string call = NvmlCallName(tracker->calls().host_call.load());
-    if (!out_open && call.empty()) {
-      snapshot.driver_error = AccessError::kOther;
-      snapshot.driver_message = "the NVML probe exited without an answer" +
-                                (probe_stderr.empty() ? std::string() : ": " + probe_stderr);
-    } else {
-      if (call.empty()) call = "nvmlInit_v2";
-      snapshot.driver_error = AccessError::kHang;
-      snapshot.driver_message = "NVML did not answer within " + FormatDuration(options.deadline) + " (stuck in " + call + ")";
-      snapshot.hangs.push_back({std::nullopt, "", call, options.deadline, false});
-      probe.stuck_in_host = true;
-      probe.host_call = call;
-    }
+  if (done && !init_failed) {
+    probe.stderr_text.clear();
+  } else if (!host_seen && !output_open) {
+    snapshot.driver_error = AccessError::kOther;
+    snapshot.driver_message = "the NVML probe exited without an answer";
+  } else if (!host_seen) {
+    std::string call = NvmlCallName(probe.tracker->calls().host_call.load());
+    if (call.empty()) call = "nvmlInit_v2";
+    snapshot.driver_error = AccessError::kHang;
+    snapshot.driver_message = "NVML did not answer within " + FormatDuration(options.deadline) + " (stuck in " + call + ")";
+    snapshot.hangs.push_back({std::nullopt, "", call, options.deadline, false});
+    state.stuck.push_back({probe.pid, true, call, {}, {}, steady_clock::now()});
   } else if (!done) {
+    StuckProbe stuck{probe.pid, false, "", {}, {}, steady_clock::now()};
     const uint32_t count = snapshot.device_count.value_or(0);
     for (uint32_t index = 0; index < count; ++index) {
-      if (received.count(index) || skip.count(index)) continue;
-      std::string call = index < CallTracker::kMaxGpus ? NvmlCallName(tracker->calls().gpu_call[index].load()) : "";
-      if (call.empty()) call = "unknown call";
+      if (received.count(index) || request.skip_gpus.count(index)) continue;
+      std::string call = index < CallTracker::kMaxGpus ? NvmlCallName(probe.tracker->calls().gpu_call[index].load()) : "";
+      if (call.empty()) call = output_open ? "an NVML call" : "the probe process, which exited";
       std::string pci = known_pci.count(index) ? known_pci[index] : "";
       snapshot.hangs.push_back({index, pci, call, options.deadline, false});
-      probe.stuck_gpus.insert(index);
-      probe.calls[index] = call;
-      probe.pci[index] = pci;
+      stuck.calls[index] = call;
+      stuck.pci[index] = pci;
     }
-    if (probe.stuck_gpus.empty() && !out_open) {
-      // The probe died mid-way (a crash inside the driver library).
-      snapshot.driver_message = "the NVML probe exited early" + (probe_stderr.empty() ? "" : ": " + probe_stderr);
-    }
+    if (!stuck.calls.empty() && output_open) state.stuck.push_back(std::move(stuck));
+    if (!output_open) snapshot.driver_message = "the NVML probe exited early";
   }
-  if (snapshot.driver_error != AccessError::kNone && snapshot.driver_error != AccessError::kHang &&
-      !probe_stderr.empty() && snapshot.driver_message.find(probe_stderr) == std::string::npos) {
+  if (!snapshot.driver_message.empty() && !probe_stderr.empty() && snapshot.driver_error != AccessError::kHang)
     snapshot.driver_message += " (" + probe_stderr + ")";
+
+  // The worker stays for the next request only while it answers completely.
+  if (!(done && !init_failed)) {
+    probe.ClosePipes();
+    const bool is_stuck = !state.stuck.empty() && state.stuck.back().pid == probe.pid;
+    if (!is_stuck) {
+      kill(probe.pid, SIGKILL);
+      if (!Reap(probe.pid)) state.exiting.push_back(probe.pid);
+    }
+    state.worker.reset();
   }
 
   // GPUs that are stuck, now or from before, still appear, so no GPU vanishes from view.
@@ -326,20 +377,13 @@ Snapshot NvmlCollector::Collect() {
     if (!hang.gpu_index || snapshot.FindGpu(*hang.gpu_index)) continue;
     GpuSnapshot gpu;
     gpu.index = *hang.gpu_index;
-    gpu.access_error = AccessError::kHang;
-    gpu.access_message = "NVML did not answer within " + FormatDuration(hang.deadline) + " (stuck in " + hang.call + ")";
+    gpu.MarkUnreadable(AccessError::kHang,
+                       "NVML did not answer within " + FormatDuration(hang.deadline) + " (stuck in " + hang.call + ")");
     if (!hang.pci_bus_id.empty()) gpu.pci_bus_id = Field<std::string>::Value(hang.pci_bus_id);
     snapshot.gpus.push_back(std::move(gpu));
   }
   std::sort(snapshot.gpus.begin(), snapshot.gpus.end(),
             [](const GpuSnapshot& a, const GpuSnapshot& b) { return a.index < b.index; });
-
-  if (!Reap(pid)) {
-    // A finished probe is still shutting NVML down, or a stuck one is inside the
-    // driver. Either way it is reaped later; stuck GPUs are skipped until then.
-    if (!probe.stuck_in_host && probe.stuck_gpus.empty()) kill(pid, SIGKILL);
-    lingering.push_back(std::move(probe));
-  }
   return finish();
 }
 

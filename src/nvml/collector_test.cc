@@ -1,1 +1,224 @@
+#include "nvml/collector.h"
 
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <fstream>
+#include <string>
+
+namespace gpudoctor {
+namespace {
+
+using std::chrono::milliseconds;
+using std::chrono::seconds;
+using std::chrono::steady_clock;
+
+const std::string kBin = std::string(GPUDOCTOR_BINARY_DIR) + "/bin/";
+const std::string kExamples = std::string(GPUDOCTOR_SOURCE_DIR) + "/examples/";
+
+CollectorOptions Options(const std::string& scenario, Duration deadline = seconds(10)) {
+  CollectorOptions options;
+  options.probe_executable = kBin + "gpudoctor";
+  options.library_path = kBin + "libgpudoctor_fake_nvml.so";
+  options.scenario_path = scenario.empty() || scenario[0] == '/' ? scenario : kExamples + scenario;
+  options.deadline = deadline;
+  return options;
+}
+
+std::string WriteScenario(const std::string& name, const std::string& text) {
+  std::string path = ::testing::TempDir() + "/" + name;
+  std::ofstream(path) << text;
+  return path;
+}
+
+class CollectorTest : public ::testing::Test {
+ protected:
+  void SetUp() override { setenv("GPUDOCTOR_FAKE_NOW", "10m", 1); }
+  void TearDown() override { unsetenv("GPUDOCTOR_FAKE_NOW"); }
+};
+
+TEST_F(CollectorTest, HealthyServerGivesEveryFieldOfEveryGpu) {
+  NvmlCollector collector(Options("healthy-8xh100.toml"));
+  Snapshot s = collector.Collect();
+  EXPECT_EQ(s.driver_error, AccessError::kNone) << s.driver_message;
+  EXPECT_EQ(s.driver_version.value_or(""), "550.54.15");
+  EXPECT_EQ(s.cuda_driver_version.value_or(0), 12040);
+  ASSERT_EQ(s.gpus.size(), 8u);
+  EXPECT_TRUE(s.hangs.empty());
+  for (const auto& gpu : s.gpus) {
+    EXPECT_EQ(gpu.access_error, AccessError::kNone);
+    EXPECT_TRUE(gpu.name.has_value());
+    EXPECT_TRUE(gpu.uuid.has_value());
+    ASSERT_TRUE(gpu.pci_bus_id.has_value());
+    EXPECT_EQ(gpu.pci_bus_id.value().size(), 12u);
+    EXPECT_TRUE(gpu.temperature_c.has_value());
+    EXPECT_TRUE(gpu.power_draw_w.has_value());
+    EXPECT_TRUE(gpu.memory_total_bytes.has_value());
+    EXPECT_TRUE(gpu.ecc_volatile_uncorrected.has_value());
+    EXPECT_TRUE(gpu.remapped_rows_pending.has_value());
+    ASSERT_TRUE(gpu.processes.has_value());
+    EXPECT_FALSE(gpu.processes.value().empty());
+    EXPECT_FALSE(gpu.processes.value()[0].name.empty());
+  }
+}
+
+TEST_F(CollectorTest, TheProbeServesManyRequests) {
+  NvmlCollector collector(Options("healthy-8xh100.toml"));
+  for (int i = 0; i < 5; ++i) {
+    Snapshot s = collector.Collect();
+    ASSERT_EQ(s.gpus.size(), 8u) << s.driver_message;
+  }
+}
+
+TEST_F(CollectorTest, UnsupportedFieldsAreNotSupportedNotZero) {
+  auto path = WriteScenario("unsupported.toml", R"(
+gpu_count = 2
+[defaults]
+not_supported = ["fan_speeds_percent", "memory_temperature_c", "power_draw_w"]
+)");
+  NvmlCollector collector(Options(path));
+  Snapshot s = collector.Collect();
+  ASSERT_EQ(s.gpus.size(), 2u) << s.driver_message;
+  EXPECT_TRUE(s.gpus[0].memory_temperature_c.not_supported());
+  EXPECT_TRUE(s.gpus[0].power_draw_w.not_supported());
+  EXPECT_TRUE(s.gpus[0].temperature_c.has_value());
+}
+
+TEST_F(CollectorTest, HungGpuIsReportedWithItsCallAndTheOthersStillAnswer) {
+  NvmlCollector collector(Options("nvml-hang.toml", milliseconds(1500)));
+  auto start = steady_clock::now();
+  Snapshot s = collector.Collect();
+  auto took = steady_clock::now() - start;
+  EXPECT_LT(took, seconds(4));
+  ASSERT_EQ(s.hangs.size(), 1u);
+  ASSERT_TRUE(s.hangs[0].gpu_index.has_value());
+  EXPECT_EQ(*s.hangs[0].gpu_index, 5u);
+  EXPECT_EQ(s.hangs[0].call, "nvmlDeviceGetTemperature");
+  EXPECT_FALSE(s.hangs[0].pci_bus_id.empty());
+  EXPECT_FALSE(s.hangs[0].still_stuck_from_earlier);
+  ASSERT_EQ(s.gpus.size(), 8u);
+  EXPECT_EQ(s.gpus[5].access_error, AccessError::kHang);
+  EXPECT_TRUE(s.gpus[5].temperature_c.failed());
+  for (uint32_t i : {0u, 1u, 2u, 3u, 4u, 6u, 7u}) EXPECT_TRUE(s.gpus[i].temperature_c.has_value()) << i;
+
+  // The stuck probe is still alive: GPU 5 is not probed again, and the
+  // next snapshot does not wait for it.
+  start = steady_clock::now();
+  Snapshot again = collector.Collect();
+  EXPECT_LT(steady_clock::now() - start, milliseconds(1000));
+  ASSERT_EQ(again.hangs.size(), 1u);
+  EXPECT_TRUE(again.hangs[0].still_stuck_from_earlier);
+  EXPECT_EQ(again.gpus.size(), 8u);
+  EXPECT_TRUE(again.gpus[1].temperature_c.has_value());
+}
+
+TEST_F(CollectorTest, NvmlHangingAtStartIsAHostHangAndIsNotRetriedWhileStuck) {
+  auto path = WriteScenario("init-hang.toml", R"(
+gpu_count = 2
+[[hang]]
+call = "nvmlInit_v2"
+duration = "forever"
+)");
+  NvmlCollector collector(Options(path, milliseconds(800)));
+  Snapshot s = collector.Collect();
+  EXPECT_EQ(s.driver_error, AccessError::kHang);
+  ASSERT_EQ(s.hangs.size(), 1u);
+  EXPECT_FALSE(s.hangs[0].gpu_index.has_value());
+  EXPECT_EQ(s.hangs[0].call, "nvmlInit_v2");
+  auto start = steady_clock::now();
+  Snapshot again = collector.Collect();
+  EXPECT_LT(steady_clock::now() - start, milliseconds(500));
+  ASSERT_EQ(again.hangs.size(), 1u);
+  EXPECT_TRUE(again.hangs[0].still_stuck_from_earlier);
+}
+
+TEST_F(CollectorTest, DriverLibraryMismatchAtInit) {
+  NvmlCollector collector(Options("driver-mismatch.toml"));
+  Snapshot s = collector.Collect();
+  EXPECT_EQ(s.driver_error, AccessError::kVersionMismatch);
+  EXPECT_NE(s.driver_message.find("mismatch"), std::string::npos) << s.driver_message;
+  EXPECT_TRUE(s.gpus.empty());
+}
+
+TEST_F(CollectorTest, DriverNotLoaded) {
+  NvmlCollector collector(Options("driver-not-loaded.toml"));
+  Snapshot s = collector.Collect();
+  EXPECT_EQ(s.driver_error, AccessError::kDriverNotLoaded);
+}
+
+TEST_F(CollectorTest, MissingLibraryIsLibraryNotFound) {
+  CollectorOptions options = Options("healthy-8xh100.toml");
+  options.library_path = "/nonexistent/libnvidia-ml.so.1";
+  NvmlCollector collector(options);
+  Snapshot s = collector.Collect();
+  EXPECT_EQ(s.driver_error, AccessError::kLibraryNotFound);
+  EXPECT_EQ(s.driver_message, "NVIDIA driver not found (/nonexistent/libnvidia-ml.so.1)");
+}
+
+TEST_F(CollectorTest, LostGpuFailsItsFieldsAndKeepsItsIdentity) {
+  NvmlCollector collector(Options("gpu-fallen-off-bus.toml"));
+  Snapshot s = collector.Collect();
+  ASSERT_EQ(s.gpus.size(), 8u) << s.driver_message;
+  const GpuSnapshot& lost = s.gpus[3];
+  EXPECT_EQ(lost.access_error, AccessError::kGpuLost);
+  EXPECT_TRUE(lost.temperature_c.failed());
+  EXPECT_NE(lost.temperature_c.error().find("NVML_ERROR_GPU_IS_LOST"), std::string::npos);
+  EXPECT_EQ(s.gpus[2].access_error, AccessError::kNone);
+}
+
+TEST_F(CollectorTest, LegacyLibraryIsReadThroughTheOldEntryPoints) {
+  CollectorOptions options = Options("healthy-8xh100.toml");
+  options.library_path = kBin + "libgpudoctor_fake_nvml_legacy.so";
+  NvmlCollector collector(options);
+  Snapshot s = collector.Collect();
+  ASSERT_EQ(s.gpus.size(), 8u) << s.driver_message;
+  EXPECT_TRUE(s.gpus[0].pci_bus_id.has_value());
+  EXPECT_TRUE(s.gpus[0].processes.has_value());
+  EXPECT_TRUE(s.gpus[0].clock_event_reasons.has_value());
+}
+
+TEST_F(CollectorTest, XidEventsArriveThroughTheEventApi) {
+  CollectorOptions options = Options("ecc-dbe-row-remap.toml");
+  options.event_window = milliseconds(200);
+  NvmlCollector collector(options);
+  Snapshot s = collector.Collect();
+  bool found = false;
+  for (const auto& x : s.xid_events) found |= x.gpu_index == 6 && x.xid == 48;
+  EXPECT_TRUE(found);
+  // Delivered once: the probe keeps its event set between requests.
+  Snapshot again = collector.Collect();
+  for (const auto& x : again.xid_events) EXPECT_FALSE(x.gpu_index == 6 && x.xid == 48);
+}
+
+TEST_F(CollectorTest, AProbeThatCannotStartIsAClearErrorNotAHang) {
+  CollectorOptions options = Options("healthy-8xh100.toml");
+  options.probe_executable = "/nonexistent/gpudoctor";
+  NvmlCollector collector(options);
+  Snapshot s = collector.Collect();
+  EXPECT_NE(s.driver_error, AccessError::kNone);
+  EXPECT_FALSE(s.driver_message.empty());
+}
+
+TEST_F(CollectorTest, AProbeThatExitsAtOnceIsAClearErrorNotAHang) {
+  CollectorOptions options = Options("healthy-8xh100.toml", seconds(5));
+  options.probe_executable = "/bin/true";
+  NvmlCollector collector(options);
+  auto start = steady_clock::now();
+  Snapshot s = collector.Collect();
+  EXPECT_LT(steady_clock::now() - start, seconds(2));
+  EXPECT_EQ(s.driver_error, AccessError::kOther);
+  EXPECT_NE(s.driver_message.find("exited"), std::string::npos) << s.driver_message;
+}
+
+TEST_F(CollectorTest, ABrokenScenarioIsReportedWithTheLibrarysMessage) {
+  auto path = WriteScenario("broken.toml", "gpu_count = [\n");
+  NvmlCollector collector(Options(path));
+  Snapshot s = collector.Collect();
+  EXPECT_NE(s.driver_error, AccessError::kNone);
+  EXPECT_NE(s.driver_message.find("broken.toml"), std::string::npos) << s.driver_message;
+}
+
+}  // namespace
+}  // namespace gpudoctor

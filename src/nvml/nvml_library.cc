@@ -89,8 +89,13 @@ Result<std::unique_ptr<NvmlLibrary>> NvmlLibrary::Load(const std::string& path) 
   // surfaces a broken library here rather than at the first call.
   void* handle = dlopen(target.c_str(), RTLD_NOW | RTLD_LOCAL);
   if (handle == nullptr) {
-    const char* why = dlerror();
-    return Error{"NVIDIA driver not found (" + target + "): " + (why ? why : "dlopen failed")};
+    // "No such file" is the common case and needs no detail; anything else
+    // (wrong architecture, missing dependency) is worth showing.
+    const char* reason = dlerror();
+    const std::string why = reason ? reason : "";
+    if (why.empty() || why.find("No such file or directory") != std::string::npos)
+      return Error{"NVIDIA driver not found (" + target + ")"};
+    return Error{"NVIDIA driver not found (" + target + "): " + why};
   }
   std::unique_ptr<NvmlLibrary> library(new NvmlLibrary());
   library->handle_ = handle;

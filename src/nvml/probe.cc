@@ -6,6 +6,7 @@
 #include <cerrno>
 #include <cstring>
 #include <functional>
+#include <map>
 #include <mutex>
 #include <thread>
 #include <vector>
@@ -433,44 +434,70 @@ class GpuReader {
   GpuSnapshot gpu_;
 };
 
-void ListenForXids(const NvmlLibrary& nvml, const std::vector<std::pair<uint32_t, nvmlDevice_t>>& devices,
-                   Duration window, std::atomic<uint16_t>* slot, LineWriter& out) {
-  auto wait = nvml.nvmlEventSetWait_v2 ? nvml.nvmlEventSetWait_v2 : nvml.nvmlEventSetWait;
-  if (!nvml.nvmlEventSetCreate || !nvml.nvmlDeviceRegisterEvents || !wait) return;
-  nvmlEventSet_t set = nullptr;
-  {
-    TRACK(slot, nvmlEventSetCreate);
-    if (nvml.nvmlEventSetCreate(&set) != NVML_SUCCESS) return;
-  }
-  for (const auto& [index, device] : devices) {
-    TRACK(slot, nvmlDeviceRegisterEvents);
-    nvml.nvmlDeviceRegisterEvents(device, nvmlEventTypeXidCriticalError, set);
-  }
-  auto deadline = std::chrono::steady_clock::now() + window;
-  while (true) {
-    auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
-    if (left.count() < 0) break;
-    nvmlEventData_t data{};
-    nvmlReturn_t rc;
-    {
-      CallScope scope(slot, NvmlCallId(nvml.nvmlEventSetWait_v2 ? "nvmlEventSetWait_v2" : "nvmlEventSetWait"));
-      rc = wait(set, &data, static_cast<unsigned>(left.count()));
+// Keeps one NVML event set for the life of the probe, so an Xid raised
+// between two requests (or as a GPU falls off the bus) is still delivered.
+class XidListener {
+ public:
+  XidListener(const NvmlLibrary& nvml, std::atomic<uint16_t>* slot) : nvml_(nvml), slot_(slot) {}
+  ~XidListener() {
+    if (set_ && nvml_.nvmlEventSetFree) {
+      CallScope scope(slot_, NvmlCallId("nvmlEventSetFree"));
+      nvml_.nvmlEventSetFree(set_);
     }
-    if (rc != NVML_SUCCESS) break;  // NVML_ERROR_TIMEOUT: window over
-    if (!(data.eventType & nvmlEventTypeXidCriticalError)) continue;
+  }
+  XidListener(const XidListener&) = delete;
+  XidListener& operator=(const XidListener&) = delete;
+
+  // Registers GPUs not registered yet; a GPU that refuses is tried again next time.
+  void Register(const std::vector<std::pair<uint32_t, nvmlDevice_t>>& devices) {
+    if (!nvml_.nvmlEventSetCreate || !nvml_.nvmlDeviceRegisterEvents || !Wait()) return;
+    if (!set_) {
+      CallScope scope(slot_, NvmlCallId("nvmlEventSetCreate"));
+      if (nvml_.nvmlEventSetCreate(&set_) != NVML_SUCCESS) {
+        set_ = nullptr;
+        return;
+      }
+    }
     for (const auto& [index, device] : devices) {
-      if (device != data.device) continue;
+      if (registered_.count(device)) continue;
+      CallScope scope(slot_, NvmlCallId("nvmlDeviceRegisterEvents"));
+      if (nvml_.nvmlDeviceRegisterEvents(device, nvmlEventTypeXidCriticalError, set_) == NVML_SUCCESS)
+        registered_[device] = index;
+    }
+  }
+
+  // Reports every pending Xid, waiting up to `window` for the first one.
+  void Drain(Duration window, LineWriter& out) {
+    if (!set_ || registered_.empty()) return;
+    auto timeout = std::chrono::duration_cast<std::chrono::milliseconds>(window).count();
+    for (int events = 0; events < 10000; ++events) {
+      nvmlEventData_t data{};
+      nvmlReturn_t rc;
+      {
+        CallScope scope(slot_, NvmlCallId(nvml_.nvmlEventSetWait_v2 ? "nvmlEventSetWait_v2" : "nvmlEventSetWait"));
+        rc = Wait()(set_, &data, static_cast<unsigned>(timeout));
+      }
+      if (rc != NVML_SUCCESS) return;  // NVML_ERROR_TIMEOUT: nothing more pending
+      timeout = 0;
+      auto it = registered_.find(data.device);
+      if (!(data.eventType & nvmlEventTypeXidCriticalError) || it == registered_.end()) continue;
       out.Write({{"type", "xid"},
-                 {"gpu_index", index},
+                 {"gpu_index", it->second},
                  {"xid", data.eventData},
                  {"time_ms", ToUnixMillis(std::chrono::system_clock::now())}});
     }
   }
-  if (nvml.nvmlEventSetFree) {
-    TRACK(slot, nvmlEventSetFree);
-    nvml.nvmlEventSetFree(set);
+
+ private:
+  decltype(NvmlLibrary::nvmlEventSetWait) Wait() const {
+    return nvml_.nvmlEventSetWait_v2 ? nvml_.nvmlEventSetWait_v2 : nvml_.nvmlEventSetWait;
   }
-}
+
+  const NvmlLibrary& nvml_;
+  std::atomic<uint16_t>* slot_;
+  nvmlEventSet_t set_ = nullptr;
+  std::map<nvmlDevice_t, uint32_t> registered_;
+};
 
 }  // namespace
 
@@ -482,30 +509,48 @@ uint16_t NvmlCallId(const char* name) {
 
 const char* NvmlCallName(uint16_t id) { return id < kCallNames.size() ? kCallNames[id] : ""; }
 
-int RunProbe(const ProbeRequest& request, int output_fd, CallTracker* tracker) {
-  LineWriter out(output_fd);
+std::string EncodeProbeRequest(const ProbeRequest& request) {
+  nlohmann::json json;
+  json["skip"] = request.skip_gpus;
+  json["event_window_ms"] = std::chrono::duration_cast<std::chrono::milliseconds>(request.event_window).count();
+  return json.dump() + "\n";
+}
+
+namespace {
+
+// Reads request lines; false at end of input.
+class RequestReader {
+ public:
+  explicit RequestReader(int fd) : fd_(fd) {}
+  bool Next(ProbeRequest* request) {
+    while (true) {
+      if (auto newline = buffer_.find('\n'); newline != std::string::npos) {
+        auto json = nlohmann::json::parse(buffer_.substr(0, newline), nullptr, false);
+        buffer_.erase(0, newline + 1);
+        *request = ProbeRequest{};
+        if (json.is_object()) {
+          for (const auto& gpu : json.value("skip", nlohmann::json::array()))
+            if (gpu.is_number_unsigned()) request->skip_gpus.insert(gpu.get<uint32_t>());
+          request->event_window = std::chrono::milliseconds(json.value("event_window_ms", int64_t{0}));
+        }
+        return true;
+      }
+      char chunk[4096];
+      ssize_t n = ::read(fd_, chunk, sizeof chunk);
+      if (n < 0 && errno == EINTR) continue;
+      if (n <= 0) return false;
+      buffer_.append(chunk, static_cast<size_t>(n));
+    }
+  }
+
+ private:
+  int fd_;
+  std::string buffer_;
+};
+
+void ServeRequest(const NvmlLibrary& nvml, const ProbeRequest& request, LineWriter& out, CallTracker* tracker,
+                  XidListener& xids) {
   std::atomic<uint16_t>* host_slot = tracker ? &tracker->host_call : nullptr;
-
-  auto loaded = NvmlLibrary::Load(request.library_path);
-  if (!loaded) {
-    out.Write({{"type", "init_failed"}, {"access_error", AccessErrorName(AccessError::kLibraryNotFound)},
-               {"message", loaded.error().message}});
-    return 0;
-  }
-  const NvmlLibrary& nvml = **loaded;
-  nvmlReturn_t rc;
-  {
-    CallScope scope(host_slot, NvmlCallId(nvml.nvmlInit_v2 ? "nvmlInit_v2" : "nvmlInit"));
-    rc = nvml.Init();
-  }
-  if (rc != NVML_SUCCESS) {
-    AccessError error = AccessErrorForNvml(rc);
-    out.Write({{"type", "init_failed"},
-               {"access_error", AccessErrorName(error == AccessError::kNone ? AccessError::kOther : error)},
-               {"message", "NVML failed to initialise: " + NvmlErrorMessage(rc)}});
-    return 0;
-  }
-
   Snapshot host;
   auto version_string = [&](const char* name, nvmlReturn_t (*fn)(char*, unsigned)) {
     if (!fn) return Field<std::string>::NotSupported();
@@ -529,6 +574,7 @@ int RunProbe(const ProbeRequest& request, int output_fd, CallTracker* tracker) {
                                    : Field<int32_t>::Failed(NvmlErrorMessage(code));
   }
   unsigned count = 0;
+  nvmlReturn_t rc;
   {
     CallScope scope(host_slot, NvmlCallId(nvml.nvmlDeviceGetCount_v2 ? "nvmlDeviceGetCount_v2" : "nvmlDeviceGetCount"));
     rc = nvml.DeviceCount(&count);
@@ -558,7 +604,7 @@ int RunProbe(const ProbeRequest& request, int output_fd, CallTracker* tracker) {
       GpuSnapshot gpu = reader.Read();
       out.Write({{"type", "gpu"}, {"gpu", GpuToJson(gpu)}});
       nvmlDevice_t device = nullptr;
-      if (gpu.access_error == AccessError::kNone && nvml.HandleByIndex(index, &device) == NVML_SUCCESS) {
+      if (nvml.HandleByIndex(index, &device) == NVML_SUCCESS) {
         std::lock_guard lock(devices_mutex);
         devices.emplace_back(index, device);
       }
@@ -566,10 +612,45 @@ int RunProbe(const ProbeRequest& request, int output_fd, CallTracker* tracker) {
   }
   for (auto& thread : threads) thread.join();
 
-  if (request.event_window.count() > 0 && !devices.empty())
-    ListenForXids(nvml, devices, request.event_window, host_slot, out);
-
+  xids.Register(devices);
+  xids.Drain(request.event_window, out);
   out.Write({{"type", "done"}});
+}
+
+}  // namespace
+
+int RunProbe(const std::string& library_path, int input_fd, int output_fd, CallTracker* tracker) {
+  LineWriter out(output_fd);
+  RequestReader requests(input_fd);
+  std::atomic<uint16_t>* host_slot = tracker ? &tracker->host_call : nullptr;
+  ProbeRequest request;
+  if (!requests.Next(&request)) return 0;
+
+  auto loaded = NvmlLibrary::Load(library_path);
+  if (!loaded) {
+    out.Write({{"type", "init_failed"}, {"access_error", AccessErrorName(AccessError::kLibraryNotFound)},
+               {"message", loaded.error().message}});
+    return 0;
+  }
+  const NvmlLibrary& nvml = **loaded;
+  nvmlReturn_t rc;
+  {
+    CallScope scope(host_slot, NvmlCallId(nvml.nvmlInit_v2 ? "nvmlInit_v2" : "nvmlInit"));
+    rc = nvml.Init();
+  }
+  if (rc != NVML_SUCCESS) {
+    AccessError error = AccessErrorForNvml(rc);
+    out.Write({{"type", "init_failed"},
+               {"access_error", AccessErrorName(error == AccessError::kNone ? AccessError::kOther : error)},
+               {"message", "NVML failed to initialise: " + NvmlErrorMessage(rc)}});
+    return 0;
+  }
+  {
+    XidListener xids(nvml, host_slot);
+    do {
+      ServeRequest(nvml, request, out, tracker, xids);
+    } while (requests.Next(&request));
+  }
   if (nvml.nvmlShutdown) {
     CallScope scope(host_slot, NvmlCallId("nvmlShutdown"));
     nvml.nvmlShutdown();

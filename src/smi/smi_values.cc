@@ -112,6 +112,12 @@ Field<uint64_t> MebibytesField(std::string_view text) {
   return Field<uint64_t>::Value(*amount << shift);
 }
 
+Field<std::vector<uint32_t>> FanSpeedField(std::string_view text) {
+  Field<uint32_t> percent = NumberField<uint32_t>(text);
+  if (!percent.has_value()) return WithoutReading<std::vector<uint32_t>>(percent);
+  return Field<std::vector<uint32_t>>::Value({percent.value()});
+}
+
 Field<bool> FlagField(std::string_view text) {
   Field<std::string> reading = TextField(text);
   if (!reading.has_value()) return WithoutReading<bool>(reading);

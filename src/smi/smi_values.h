@@ -18,6 +18,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "common/clock.h"
 #include "model/field.h"
@@ -38,6 +39,9 @@ Field<Number> NumberField(std::string_view text);
 
 // Memory in bytes; nvidia-smi reports MiB, with or without the unit.
 Field<uint64_t> MebibytesField(std::string_view text);
+
+// nvidia-smi prints one fan speed ("30 %"); the model keeps one per fan.
+Field<std::vector<uint32_t>> FanSpeedField(std::string_view text);
 
 // Yes/No, Enabled/Disabled, On/Off, Active/Not Active.
 Field<bool> FlagField(std::string_view text);

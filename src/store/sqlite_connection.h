@@ -88,6 +88,8 @@ class SqliteConnection {
   // The first column of the first row, for PRAGMAs and counts; nullopt when NULL or no row.
   Result<std::optional<int64_t>> QueryInt(const std::string& sql);
 
+  // Rows changed by the last INSERT, UPDATE or DELETE.
+  int64_t Changes() { return sqlite3_changes64(db_); }
   std::string LastError() const { return sqlite3_errmsg(db_); }
   sqlite3* handle() { return db_; }
 

@@ -7,8 +7,7 @@ namespace gpudoctor::fake_nvml {
 namespace {
 
 #define GPUDOCTOR_FAKE_NVML_NAME(name, ret, params) std::string_view{#name},
-constexpr std::array<std::string_view, kNvmlCallCount> kCallNames{
-    GPUDOCTOR_NVML_FUNCTIONS(GPUDOCTOR_FAKE_NVML_NAME)};
+constexpr std::array<std::string_view, kNvmlCallCount> kCallNames{GPUDOCTOR_NVML_FUNCTIONS(GPUDOCTOR_FAKE_NVML_NAME)};
 #undef GPUDOCTOR_FAKE_NVML_NAME
 
 // Calls whose first parameter is an nvmlDevice_t, found from the parameter

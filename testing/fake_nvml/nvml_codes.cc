@@ -54,8 +54,10 @@ constexpr std::string_view kConstantPrefix = "nvml_error_";
 std::optional<nvmlReturn_t> NvmlCodeFromName(std::string_view name) {
   std::string lower = ToLower(Trim(name));
   std::string_view key = lower;
-  if (key == "nvml_success") key = "success";
-  else if (StartsWith(key, kConstantPrefix)) key.remove_prefix(kConstantPrefix.size());
+  if (key == "nvml_success")
+    key = "success";
+  else if (StartsWith(key, kConstantPrefix))
+    key.remove_prefix(kConstantPrefix.size());
   for (const CodeInfo& info : kCodes)
     if (info.name == key) return info.code;
   return std::nullopt;

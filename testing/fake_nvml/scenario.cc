@@ -1,11 +1,11 @@
 #include "scenario.h"
 
 #include <fmt/format.h>
+#include <toml++/toml.h>
 
 #include <algorithm>
 #include <cmath>
 #include <map>
-#include <toml++/toml.h>
 
 #include "common/text.h"
 #include "model/snapshot.h"
@@ -83,6 +83,7 @@ constexpr std::string_view kNotSupportedKey = "not_supported";
 constexpr std::string_view kNvLinkCountKey = "nvlink_count";
 constexpr std::string_view kPciDeviceIdKey = "pci_device_id";
 constexpr std::string_view kPciSubsystemIdKey = "pci_subsystem_id";
+constexpr std::string_view kJitterKey = "jitter";
 
 // Keys that must differ between GPUs, so [defaults] may not set them.
 bool MustBeUnique(GpuField field) {
@@ -100,7 +101,9 @@ struct ParseFailure {
 
 uint32_t LineOf(const toml::node& node) { return node.source().begin.line; }
 
-[[noreturn]] void Fail(const toml::node& node, std::string message) { throw ParseFailure{LineOf(node), std::move(message)}; }
+[[noreturn]] void Fail(const toml::node& node, std::string message) {
+  throw ParseFailure{LineOf(node), std::move(message)};
+}
 
 double ReadNumber(const toml::node& node, std::string_view what) {
   if (auto integer = node.value_exact<int64_t>()) return static_cast<double>(*integer);
@@ -162,7 +165,7 @@ double ReadSeconds(const toml::node& node, std::string_view what) {
 }
 
 nvmlReturn_t ReadErrorCode(const toml::node& node, std::string_view what) {
-  if (auto code = node.value_exact<int64_t>()) return static_cast<nvmlReturn_t>(*code);
+  if (node.is_integer()) return static_cast<nvmlReturn_t>(ReadUnsigned(node, what, INT32_MAX));
   if (auto text = node.value_exact<std::string>()) {
     if (auto code = NvmlCodeFromName(*text)) return *code;
     Fail(node, fmt::format("{}: \"{}\" is not an NVML return code (like \"gpu_is_lost\")", what, *text));
@@ -213,17 +216,10 @@ constexpr uint32_t kDefaultNvLinkCount = 18;
 // PCI buses of the eight GPUs in a typical HGX H100 board.
 constexpr std::array<uint32_t, 8> kDefaultPciBuses{0x1b, 0x43, 0x52, 0x61, 0x9d, 0xc3, 0xd1, 0xdf};
 
-uint64_t SplitMix64(uint64_t x) {
-  x += 0x9E3779B97F4A7C15ULL;
-  x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ULL;
-  x = (x ^ (x >> 27)) * 0x94D049BB133111EBULL;
-  return x ^ (x >> 31);
-}
-
-// Unique per index because SplitMix64 is a bijection and `high` is kept whole.
+// Unique per index because Mix64 is a bijection and `high` is kept whole.
 std::string DefaultUuid(uint32_t index) {
-  uint64_t high = SplitMix64(2ULL * index + 1);
-  uint64_t low = SplitMix64(2ULL * index + 2);
+  uint64_t high = Mix64(2ULL * index + 1);
+  uint64_t low = Mix64(2ULL * index + 2);
   return fmt::format("GPU-{:08x}-{:04x}-{:04x}-{:04x}-{:012x}", high >> 32, (high >> 16) & 0xffff, high & 0xffff,
                      low >> 48, low & 0xffffffffffffULL);
 }
@@ -326,18 +322,13 @@ void ApplyGpuField(const GpuFieldInfo& info, const toml::node& node, GpuSpec& gp
       gpu.text[slot] = std::move(text);
       return;
     }
-    case FieldKind::kFlag:
-      gpu.tracks[slot].set_base(ReadBool(node, info.key));
-      return;
-    case FieldKind::kMask:
-      gpu.tracks[slot].set_base(static_cast<double>(ReadClockEventReasons(node)));
-      return;
+    case FieldKind::kFlag: gpu.tracks[slot].set_base(ReadBool(node, info.key)); return;
+    case FieldKind::kMask: gpu.tracks[slot].set_base(static_cast<double>(ReadClockEventReasons(node))); return;
     case FieldKind::kNumber:
       gpu.tracks[slot].set_base(ReadNonNegative(node, info.key, info.max));
       if (info.field == GpuField::kMemoryUsedMib) gpu.memory_used_from_processes = false;
       return;
-    case FieldKind::kStructured:
-      break;
+    case FieldKind::kStructured: break;
   }
   switch (info.field) {
     case GpuField::kFanSpeedsPercent:
@@ -345,14 +336,9 @@ void ApplyGpuField(const GpuFieldInfo& info, const toml::node& node, GpuSpec& gp
       for (const toml::node& item : ReadArray(node, info.key))
         gpu.fan_speeds_percent.emplace_back(ReadNonNegative(item, "a fan speed", info.max));
       return;
-    case GpuField::kProcesses:
-      gpu.processes = ReadProcesses(node);
-      return;
-    case GpuField::kNvLink:
-      ApplyNvLinkEntries(node, gpu.nvlinks);
-      return;
-    default:
-      return;
+    case GpuField::kProcesses: gpu.processes = ReadProcesses(node); return;
+    case GpuField::kNvLink: ApplyNvLinkEntries(node, gpu.nvlinks); return;
+    default: return;
   }
 }
 
@@ -367,6 +353,18 @@ std::bitset<kGpuFieldCount> ReadNotSupported(const toml::node& node) {
   return fields;
 }
 
+// `jitter = { temperature_c = 1.5, ... }` replaces the GPU's jitter.
+void ApplyJitter(const toml::node& node, GpuSpec& gpu) {
+  for (Track& track : gpu.tracks) track.set_jitter(0, 0);
+  for (auto&& [key, value] : ReadTable(node, kJitterKey)) {
+    auto field = GpuFieldFromKey(key.str());
+    if (!field || KindOf(*field) != FieldKind::kNumber || *field == GpuField::kMemoryUsedMib)
+      Fail(value, fmt::format("jitter: \"{}\" is not a number field that can jitter", key.str()));
+    size_t slot = static_cast<size_t>(*field);
+    gpu.tracks[slot].set_jitter(ReadNonNegative(value, key.str()), Mix64(gpu.index * kGpuFieldCount + slot));
+  }
+}
+
 // Applies one [defaults] or [gpu.N] table on top of `gpu`.
 void ApplyGpuTable(const toml::table& table, bool is_defaults, GpuSpec& gpu) {
   // nvlink_count first: the nvlink entries refer to it.
@@ -377,6 +375,8 @@ void ApplyGpuTable(const toml::table& table, bool is_defaults, GpuSpec& gpu) {
     if (name == kNvLinkCountKey) continue;
     if (name == kNotSupportedKey) {
       gpu.not_supported = ReadNotSupported(node);
+    } else if (name == kJitterKey) {
+      ApplyJitter(node, gpu);
     } else if (name == kPciDeviceIdKey) {
       gpu.pci_device_id = static_cast<uint32_t>(ReadUnsigned(node, name, UINT32_MAX));
     } else if (name == kPciSubsystemIdKey) {
@@ -529,16 +529,18 @@ void ApplyTimelineEntry(const toml::table& table, std::vector<GpuSpec>& gpus) {
     auto found = std::find(kNvLinkCounterKeys.begin(), kNvLinkCounterKeys.end(), counter);
     if (found != kNvLinkCounterKeys.end()) nvlink_counter = static_cast<size_t>(found - kNvLinkCounterKeys.begin());
     if (!nvlink_active && !nvlink_counter)
-      Fail(field_node, fmt::format("\"{}\" is not an nvlink field (active, {})", field_name,
-                                   fmt::join(kNvLinkCounterKeys, ", ")));
+      Fail(field_node,
+           fmt::format("\"{}\" is not an nvlink field (active, {})", field_name, fmt::join(kNvLinkCounterKeys, ", ")));
     if (nvlink_active) value_kind = {FieldKind::kFlag, 1};
   } else if (!field) {
     Fail(field_node, fmt::format("\"{}\" is not a GPU field", field_name));
   } else if (InfoOf(*field).kind == FieldKind::kText) {
     Fail(field_node, fmt::format("\"{}\" is fixed for the whole scenario", field_name));
   } else if (*field == GpuField::kProcesses || *field == GpuField::kNvLink) {
-    Fail(field_node, fmt::format("use \"{}\" or \"nvlink.<counter>\" to change part of \"{}\"",
-                                 kProcessMemoryField, field_name));
+    Fail(field_node,
+         fmt::format("use \"{}\" or \"nvlink.<counter>\" to change part of \"{}\"", kProcessMemoryField, field_name));
+  } else if (*field == GpuField::kFanSpeedsPercent) {
+    value_kind = {FieldKind::kNumber, InfoOf(*field).max};
   } else {
     value_kind = {InfoOf(*field).kind, InfoOf(*field).max};
   }
@@ -550,8 +552,8 @@ void ApplyTimelineEntry(const toml::table& table, std::vector<GpuSpec>& gpus) {
     GpuSpec& gpu = gpus[index];
     if (pid_node != nullptr) {
       uint64_t pid = ReadUnsigned(*pid_node, "pid", UINT32_MAX);
-      auto process = std::find_if(gpu.processes.begin(), gpu.processes.end(),
-                                  [&](const ProcessSpec& p) { return p.pid == pid; });
+      auto process =
+          std::find_if(gpu.processes.begin(), gpu.processes.end(), [&](const ProcessSpec& p) { return p.pid == pid; });
       if (process == gpu.processes.end()) Fail(*pid_node, fmt::format("gpu {} has no process with pid {}", index, pid));
       tracks.push_back(&process->used_memory_mib);
     } else if (nvlink_active || nvlink_counter) {
@@ -660,15 +662,18 @@ Scenario ReadScenario(const toml::table& root) {
     scenario.time_scale = ReadNumber(*node, "time_scale");
     if (scenario.time_scale <= 0) Fail(*node, "time_scale must be greater than zero");
   }
+  if (const toml::node* node = reader.Optional("start")) scenario.start = ReadSeconds(*node, "start");
   scenario.driver_version = "550.54.15";
   scenario.nvml_version = "12.550.54.15";
   scenario.cuda_driver_version = 12040;
   if (const toml::node* node = reader.Optional("driver_version"))
     scenario.driver_version = ReadString(*node, "driver_version");
-  if (const toml::node* node = reader.Optional("nvml_version")) scenario.nvml_version = ReadString(*node, "nvml_version");
+  if (const toml::node* node = reader.Optional("nvml_version"))
+    scenario.nvml_version = ReadString(*node, "nvml_version");
   if (const toml::node* node = reader.Optional("cuda_driver_version"))
     scenario.cuda_driver_version = static_cast<int>(ReadUnsigned(*node, "cuda_driver_version", INT32_MAX));
-  if (const toml::node* node = reader.Optional("xid_lookback")) scenario.xid_lookback = ReadSeconds(*node, "xid_lookback");
+  if (const toml::node* node = reader.Optional("xid_lookback"))
+    scenario.xid_lookback = ReadSeconds(*node, "xid_lookback");
 
   uint32_t gpu_count = kDefaultGpuCount;
   if (const toml::node* node = reader.Optional("gpu_count"))
@@ -692,12 +697,16 @@ Scenario ReadScenario(const toml::table& root) {
       ApplyGpuTable(*found->second, /*is_defaults=*/false, gpu);
     scenario.gpus.push_back(std::move(gpu));
   }
-  for (size_t a = 0; a < scenario.gpus.size(); ++a)
-    for (size_t b = a + 1; b < scenario.gpus.size(); ++b)
-      for (GpuField field : {GpuField::kUuid, GpuField::kSerial, GpuField::kPciBusId})
-        if (scenario.gpus[a].Text(field) == scenario.gpus[b].Text(field))
-          Fail(*overrides.count(static_cast<uint32_t>(b)) ? *overrides[static_cast<uint32_t>(b)] : root,
-               fmt::format("gpu {} and gpu {} have the same {}", a, b, KeyOf(field)));
+  for (uint32_t a = 0; a < gpu_count; ++a) {
+    for (uint32_t b = a + 1; b < gpu_count; ++b) {
+      for (GpuField field : {GpuField::kUuid, GpuField::kSerial, GpuField::kPciBusId}) {
+        if (scenario.gpus[a].Text(field) != scenario.gpus[b].Text(field)) continue;
+        auto later = overrides.find(b);
+        Fail(later != overrides.end() ? static_cast<const toml::node&>(*later->second) : root,
+             fmt::format("gpu {} and gpu {} have the same {}", a, b, KeyOf(field)));
+      }
+    }
+  }
 
   ForEachTable(reader.Optional("timeline"), "timeline",
                [&](const toml::table& table) { ApplyTimelineEntry(table, scenario.gpus); });
@@ -741,10 +750,11 @@ double GpuSpec::Number(GpuField field, double t) const {
   if (field == GpuField::kMemoryUsedMib && memory_used_from_processes) {
     double sum = 0;
     for (const ProcessSpec& process : processes)
-      if (process.RunningAt(t)) sum += process.used_memory_mib.At(t);
+      if (process.RunningAt(t)) sum += std::max(0.0, process.used_memory_mib.At(t));
     return sum;
   }
-  return tracks[static_cast<size_t>(field)].At(t);
+  // Jitter may push a value past its range; the GPU never reports that.
+  return std::clamp(tracks[static_cast<size_t>(field)].At(t), 0.0, InfoOf(field).max);
 }
 
 Result<Scenario> ParseScenario(std::string_view toml_text, std::string_view file_name) {

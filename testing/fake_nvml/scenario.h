@@ -81,7 +81,7 @@ inline constexpr size_t kTextFieldCount = static_cast<size_t>(GpuField::kPersist
 
 enum class FieldKind { kText, kFlag, kMask, kNumber, kStructured };
 FieldKind KindOf(GpuField field);
-std::string_view KeyOf(GpuField field);                    // "temperature_c"
+std::string_view KeyOf(GpuField field);  // "temperature_c"
 std::optional<GpuField> GpuFieldFromKey(std::string_view key);
 
 // Clock-event reason bits by the names model/snapshot.cc decodes them to.
@@ -91,7 +91,7 @@ struct ProcessSpec {
   uint32_t pid = 0;
   std::string name;
   Track used_memory_mib;
-  double start = 0;         // scenario seconds; running in [start, stop)
+  double start = 0;  // scenario seconds; running in [start, stop)
   double stop = kForever;
   bool RunningAt(double t) const { return start <= t && t < stop; }
 };
@@ -165,6 +165,9 @@ struct XidSpec {
 struct Scenario {
   std::string description;
   double time_scale = 1.0;
+  // Scenario time when the clock starts (seconds). A one-shot command sees the
+  // scenario at this moment; a running agent watches it go on from there.
+  double start = 0;
   std::string driver_version;
   std::string nvml_version;
   int cuda_driver_version = 0;

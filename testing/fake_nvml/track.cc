@@ -1,6 +1,7 @@
 #include "track.h"
 
 #include <algorithm>
+#include <cmath>
 
 namespace gpudoctor::fake_nvml {
 
@@ -14,7 +15,19 @@ void Track::Add(Effect effect) {
   effects_.insert(position, effect);
 }
 
-double Track::At(double t) const {
+double Track::At(double t) const { return jitter_ == 0 ? Trajectory(t) : Trajectory(t) + Noise(t); }
+
+double Track::Noise(double t) const {
+  double second = std::floor(t);
+  auto point = [&](double at) {
+    uint64_t bits = Mix64(seed_ ^ static_cast<uint64_t>(static_cast<int64_t>(at)));
+    return static_cast<double>(bits >> 11) * 0x1.0p-52 - 1.0;  // [-1, 1)
+  };
+  double from = point(second);
+  return jitter_ * (from + (point(second + 1) - from) * (t - second));
+}
+
+double Track::Trajectory(double t) const {
   // The effect in force, and the value the track had when it began.
   const Effect* current = nullptr;
   double start = base_;
@@ -22,13 +35,11 @@ double Track::At(double t) const {
     if (current == nullptr) return base_;
     double elapsed = when - current->at;
     switch (current->kind) {
-      case Kind::kSet:
-        return current->amount;
+      case Kind::kSet: return current->amount;
       case Kind::kRamp:
         if (current->duration <= 0 || elapsed >= current->duration) return current->amount;
         return start + (current->amount - start) * (elapsed / current->duration);
-      case Kind::kRise:
-        return start + current->amount * std::min(elapsed, current->duration);
+      case Kind::kRise: return start + current->amount * std::min(elapsed, current->duration);
     }
     return start;
   };

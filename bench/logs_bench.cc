@@ -1,0 +1,159 @@
+// Log engine benchmark: single-threaded MB/s of `gpudoctor logs` parsing a
+// large log, next to `grep -E -f` with an equivalent pattern set (the same
+// literals the engine's prefilter looks for) and `cat >/dev/null`, all
+// measured in the same run on the same file. Also reports peak memory.
+//
+//   python3 bench/logs_gen.py --size-mb 1024 --output /tmp/kern-1g.log
+//   build/bin/logs_bench /tmp/kern-1g.log [--runs 3]
+//
+// Results go in docs/benchmarks.md ("Log engine").
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <ctime>
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include "common/text.h"
+#include "logs/catalog.h"
+#include "logs/log_reader.h"
+
+namespace {
+
+using namespace gpudoctor;
+using Stopwatch = std::chrono::steady_clock;
+
+double Seconds(Stopwatch::time_point start) { return std::chrono::duration<double>(Stopwatch::now() - start).count(); }
+
+struct Timing {
+  double wall = 0;  // seconds
+  double cpu = 0;   // user + system seconds: what the reader itself cost, even on a busy machine
+};
+
+double CpuSeconds(const rusage& usage) {
+  return static_cast<double>(usage.ru_utime.tv_sec + usage.ru_stime.tv_sec) +
+         static_cast<double>(usage.ru_utime.tv_usec + usage.ru_stime.tv_usec) / 1e6;
+}
+
+// Runs a shell command with its output sent to `output`, and times it.
+Timing TimeCommand(const std::string& command, const std::string& output = "/dev/null") {
+  auto start = Stopwatch::now();
+  pid_t pid = fork();
+  if (pid == 0) {
+    execl("/bin/sh", "sh", "-c", (command + " >" + output + " 2>&1").c_str(), static_cast<char*>(nullptr));
+    _exit(127);
+  }
+  int status = 0;
+  rusage usage{};
+  wait4(pid, &status, 0, &usage);
+  return Timing{Seconds(start), CpuSeconds(usage)};
+}
+
+double ProcessCpuSeconds() {
+  timespec now{};
+  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &now);
+  return static_cast<double>(now.tv_sec) + static_cast<double>(now.tv_nsec) / 1e9;
+}
+
+// The literals of every catalog pattern as extended regular expressions,
+// caseless ones spelled with [xX] classes: what the engine's prefilter
+// searches for.
+std::string WritePatternFile() {
+  std::string path = "/tmp/gpudoctor_logs_bench_patterns.txt";
+  std::ofstream out(path);
+  for (const PatternSpec& pattern : LogCatalog::Builtin().patterns()) {
+    for (const std::string& literal : pattern.literals) {
+      std::string ere;
+      for (char c : literal) {
+        bool letter = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z');
+        if (pattern.caseless && letter) {
+          ere += std::string("[") + static_cast<char>(std::tolower(c)) + static_cast<char>(std::toupper(c)) + "]";
+        } else if (std::string(".[]()*+?{}|^$\\").find(c) != std::string::npos) {
+          ere += std::string("\\") + c;
+        } else {
+          ere += c;
+        }
+      }
+      out << ere << "\n";
+    }
+  }
+  out << "GPU at PCI:\nGPU Board Serial Number:\nserial number is\n";
+  return path;
+}
+
+Timing Best(const std::vector<Timing>& runs) {
+  Timing best = runs.front();
+  for (const Timing& run : runs) {
+    best.wall = std::min(best.wall, run.wall);
+    best.cpu = std::min(best.cpu, run.cpu);
+  }
+  return best;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc < 2) {
+    std::fprintf(stderr, "usage: logs_bench LOGFILE [--runs N]\n");
+    return 64;
+  }
+  std::string path = argv[1];
+  int runs = 3;
+  if (argc >= 4 && std::string(argv[2]) == "--runs") runs = std::max(1, std::atoi(argv[3]));
+  struct stat info {};
+  if (stat(path.c_str(), &info) != 0) {
+    std::perror(path.c_str());
+    return 66;
+  }
+  const double megabytes = static_cast<double>(info.st_size) / 1e6;
+  std::string patterns = WritePatternFile();
+
+  // Warm the page cache and the built-in catalog so every contender reads from memory.
+  TimeCommand("cat '" + path + "'");
+  (void)LineMatcher::Builtin();
+
+  std::vector<Timing> cat_runs, grep_runs, engine_runs;
+  uint64_t events = 0, lines = 0, parsed = 0;
+  for (int run = 0; run < runs; ++run) {
+    cat_runs.push_back(TimeCommand("cat '" + path + "'"));
+    // Counting into a file: with its output on /dev/null GNU grep stops at the first match.
+    grep_runs.push_back(
+        TimeCommand("LC_ALL=C grep -E -c -f '" + patterns + "' '" + path + "'", "/tmp/gpudoctor_logs_bench.out"));
+    auto start = Stopwatch::now();
+    double cpu_start = ProcessCpuSeconds();
+    auto contents = ReadLogFile(path);
+    engine_runs.push_back(Timing{Seconds(start), ProcessCpuSeconds() - cpu_start});
+    if (!contents) {
+      std::fprintf(stderr, "%s\n", contents.error().message.c_str());
+      return 1;
+    }
+    events = contents->events.size();
+    lines = contents->stats.lines;
+    parsed = contents->stats.parsed_lines;
+  }
+  rusage usage{};
+  getrusage(RUSAGE_SELF, &usage);
+
+  std::printf("file: %s, %.0f MB, %llu lines, %llu lines parsed in full, %llu events\n", path.c_str(), megabytes,
+              static_cast<unsigned long long>(lines), static_cast<unsigned long long>(parsed),
+              static_cast<unsigned long long>(events));
+  std::printf("best of %d runs, single thread, file in page cache\n\n", runs);
+  std::printf("| reader | wall s | MB/s (wall) | CPU s | MB/s (CPU) |\n|---|---|---|---|---|\n");
+  auto row = [&](const char* name, const std::vector<Timing>& timings) {
+    Timing best = Best(timings);
+    std::printf("| %s | %.2f | %.0f | %.2f | %.0f |\n", name, best.wall, megabytes / best.wall, best.cpu,
+                megabytes / std::max(best.cpu, 1e-3));
+  };
+  row("cat >/dev/null", cat_runs);
+  row("LC_ALL=C grep -E -c -f (the engine's literals)", grep_runs);
+  row("gpudoctor log engine (ReadLogFile, full parse of candidates)", engine_runs);
+  std::printf("\npeak resident memory of the benchmark process: %.1f MiB (includes %llu events kept in memory)\n",
+              static_cast<double>(usage.ru_maxrss) / 1024.0, static_cast<unsigned long long>(events));
+  return 0;
+}

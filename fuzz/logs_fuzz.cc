@@ -1,0 +1,92 @@
+// Fuzz targets for the log engine (libFuzzer).
+//
+// Built twice from this file:
+//   logs_line_parser_fuzz (GPUDOCTOR_FUZZ_LINE_PARSER): the input is one log line,
+//                     parsed alone and as part of a text, and its events
+//                     turned into JSON.
+//   logs_file_reader_fuzz (GPUDOCTOR_FUZZ_FILE_READER): the input is a log file,
+//                     read in pieces of every size through the fast scanner,
+//                     and once more through the gzip decoder.
+// Neither may crash, hang, or break the reader's invariants.
+#include <cstddef>
+#include <cstdint>
+#include <cstdlib>
+#include <string>
+#include <string_view>
+
+#include "logs/byte_source.h"
+#include "logs/event_json.h"
+#include "logs/incidents.h"
+#include "logs/log_parser.h"
+#include "logs/log_reader.h"
+
+namespace {
+
+using namespace gpudoctor;
+
+void Check(bool condition) {
+  if (!condition) std::abort();
+}
+
+#if defined(GPUDOCTOR_FUZZ_LINE_PARSER)
+
+void FuzzLine(std::string_view input) {
+  ParseOptions options;
+  options.prefix.reference_time = WallTime{std::chrono::seconds{1'750'000'000}};
+  for (const LogEvent& event : ParseLine(input, options)) {
+    Check(!event.kind.empty());
+    Check(!JsonLine(LogEventToJson(event)).empty());
+  }
+  auto events = ParseText(input, options);
+  for (const Incident& incident : GroupIncidents(events)) Check(incident.event_count > 0);
+}
+
+#elif defined(GPUDOCTOR_FUZZ_FILE_READER)
+
+ReadStats Scan(const std::string& data, size_t piece, bool prefilter, size_t* events) {
+  MemoryByteSource source(data, "fuzz", piece);
+  ReadOptions options;
+  options.prefilter = prefilter;
+  options.max_line_bytes = 512;  // small, so that over-long lines are exercised
+  options.parse.prefix.reference_time = WallTime{std::chrono::seconds{1'750'000'000}};
+  LogScanner scanner(options);
+  *events = 0;
+  ReadAll(source, scanner, [&](LogEvent&&) { ++*events; });
+  return scanner.stats();
+}
+
+void FuzzFile(std::string_view input) {
+  std::string data(input);
+  size_t whole_events = 0;
+  ReadStats whole = Scan(data, SIZE_MAX, true, &whole_events);
+  Check(whole.bytes == data.size());
+  // The fast path and the full parse agree, however the input is split.
+  size_t events = 0;
+  ReadStats full = Scan(data, 7, false, &events);
+  Check(events == whole_events);
+  Check(full.lines == whole.lines);
+  Scan(data, 1, true, &events);
+  Check(events == whole_events);
+  // The same bytes as a (probably invalid) gzip stream: any error is reported, never fatal.
+  auto gzip = DecompressIfGzip(std::make_unique<MemoryByteSource>("\x1f\x8b" + data, "fuzz.gz"));
+  if (gzip) {
+    LogScanner scanner(ReadOptions{});
+    ReadAll(**gzip, scanner, [](LogEvent&&) {});
+  }
+}
+
+#else
+#error "define GPUDOCTOR_FUZZ_LINE_PARSER or GPUDOCTOR_FUZZ_FILE_READER"
+#endif
+
+}  // namespace
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  std::string_view input(reinterpret_cast<const char*>(data), size);
+#if defined(GPUDOCTOR_FUZZ_LINE_PARSER)
+  FuzzLine(input);
+#else
+  FuzzFile(input);
+#endif
+  return 0;
+}

@@ -1,0 +1,251 @@
+#include "agent/alerts.h"
+
+#include <condition_variable>
+#include <cstdio>
+#include <deque>
+#include <thread>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "agent/finding_json.h"
+
+namespace gpudoctor {
+
+std::string AlertJson(const Alert& alert) {
+  return TransitionToJson(alert.transition, alert.hostname, alert.suppressed)
+      .dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+}
+
+std::string AlertLine(const Alert& alert) {
+  const Finding& f = alert.transition.incident.finding;
+  std::string where;
+  if (f.gpu) {
+    where = f.gpu->index ? fmt::format(" on GPU {}", *f.gpu->index) : std::string(" on a GPU");
+    if (!f.gpu->pci_bus_id.empty()) where += fmt::format(" ({})", f.gpu->pci_bus_id);
+  }
+  std::string line = fmt::format("{} {} {}{}: {}", TransitionName(alert.transition.kind),
+                                 SeverityName(f.severity), f.id, where, f.summary);
+  if (alert.suppressed > 0) line += fmt::format(" [{} earlier changes suppressed]", alert.suppressed);
+  return line;
+}
+
+// ---- AlertRateLimiter ---------------------------------------------------
+
+bool AlertRateLimiter::SameState(const Entry& entry, const FindingTransition& transition) {
+  const bool entry_open = entry.last_kind != FindingTransition::Kind::kResolved;
+  const bool transition_open = transition.kind != FindingTransition::Kind::kResolved;
+  if (entry_open != transition_open) return false;
+  return !entry_open || entry.last_severity == transition.incident.finding.severity;
+}
+
+std::optional<Alert> AlertRateLimiter::Offer(const FindingTransition& transition,
+                                             std::string_view hostname, WallTime now) {
+  auto [it, fresh] = entries_.try_emplace(transition.incident.key);
+  Entry& entry = it->second;
+  if (!fresh && now - entry.last_sent < min_interval_) {
+    entry.held = transition;
+    ++entry.suppressed;
+    ++suppressed_total_;
+    return std::nullopt;
+  }
+  Alert alert{transition, std::string(hostname), entry.suppressed};
+  entry.last_sent = now;
+  entry.last_kind = transition.kind;
+  entry.last_severity = transition.incident.finding.severity;
+  entry.held.reset();
+  entry.suppressed = 0;
+  return alert;
+}
+
+std::vector<Alert> AlertRateLimiter::Due(std::string_view hostname, WallTime now) {
+  std::vector<Alert> due;
+  for (auto it = entries_.begin(); it != entries_.end();) {
+    Entry& entry = it->second;
+    const bool interval_passed = now - entry.last_sent >= min_interval_;
+    if (interval_passed && entry.held) {
+      if (!SameState(entry, *entry.held)) {
+        due.push_back({*entry.held, std::string(hostname), entry.suppressed});
+        entry.last_sent = now;
+        entry.last_kind = entry.held->kind;
+        entry.last_severity = entry.held->incident.finding.severity;
+        entry.suppressed = 0;
+      }
+      // Same state as last sent: the flapping in between is not news.
+      entry.held.reset();
+    }
+    const bool quiet = interval_passed && !entry.held && entry.last_kind == FindingTransition::Kind::kResolved;
+    it = quiet ? entries_.erase(it) : std::next(it);
+  }
+  return due;
+}
+
+// ---- SinkWorker -----------------------------------------------------------
+
+// One sink's queue and delivery thread.
+class AlertDispatcher::SinkWorker {
+ public:
+  SinkWorker(std::unique_ptr<AlertSink> sink, std::string name, size_t max_queue,
+             std::function<void(std::string_view)> log)
+      : sink_(std::move(sink)), name_(std::move(name)), max_queue_(std::max<size_t>(1, max_queue)),
+        log_(std::move(log)), thread_([this] { Run(); }) {}
+
+  ~SinkWorker() { Stop(std::chrono::seconds(0)); }
+
+  const AlertSink& sink() const { return *sink_; }
+
+  void Enqueue(Alert alert) {
+    std::lock_guard lock(mutex_);
+    if (stopping_) return;
+    if (queue_.size() >= max_queue_) {
+      queue_.pop_front();
+      ++dropped_;
+    }
+    queue_.push_back(std::move(alert));
+    changed_.notify_all();
+  }
+
+  // Waits until the queue is empty and nothing is in flight, or `deadline`.
+  bool WaitIdle(std::optional<std::chrono::steady_clock::time_point> deadline) {
+    std::unique_lock lock(mutex_);
+    auto idle = [&] { return queue_.empty() && !busy_; };
+    if (!deadline) {
+      changed_.wait(lock, idle);
+      return true;
+    }
+    return changed_.wait_until(lock, *deadline, idle);
+  }
+
+  void Stop(Duration drain) {
+    if (!thread_.joinable()) return;
+    WaitIdle(std::chrono::steady_clock::now() + drain);
+    {
+      std::lock_guard lock(mutex_);
+      stopping_ = true;
+      dropped_ += queue_.size();
+      queue_.clear();
+      changed_.notify_all();
+    }
+    sink_->Interrupt();
+    thread_.join();
+  }
+
+  AlertCounters::Sink Counters() const {
+    std::lock_guard lock(mutex_);
+    return {name_, delivered_, failed_};
+  }
+  uint64_t dropped() const {
+    std::lock_guard lock(mutex_);
+    return dropped_;
+  }
+
+ private:
+  void Run() {
+    for (;;) {
+      Alert alert;
+      {
+        std::unique_lock lock(mutex_);
+        changed_.wait(lock, [&] { return !queue_.empty() || stopping_; });
+        if (stopping_) return;
+        alert = std::move(queue_.front());
+        queue_.pop_front();
+        busy_ = true;
+      }
+      const Status status = sink_->Deliver(alert);
+      if (!status) log_(fmt::format("alert to {} failed: {} ({})", sink_->Describe(), status.error().message, AlertLine(alert)));
+      std::lock_guard lock(mutex_);
+      ++(status ? delivered_ : failed_);
+      busy_ = false;
+      changed_.notify_all();
+    }
+  }
+
+  const std::unique_ptr<AlertSink> sink_;
+  const std::string name_;
+  const size_t max_queue_;
+  const std::function<void(std::string_view)> log_;
+  mutable std::mutex mutex_;
+  std::condition_variable changed_;
+  std::deque<Alert> queue_;
+  bool busy_ = false;
+  bool stopping_ = false;
+  uint64_t delivered_ = 0;
+  uint64_t failed_ = 0;
+  uint64_t dropped_ = 0;
+  std::thread thread_;  // last: starts once everything above is constructed
+};
+
+// ---- AlertDispatcher -------------------------------------------------------
+
+AlertDispatcher::AlertDispatcher(std::vector<std::unique_ptr<AlertSink>> sinks,
+                                 AlertDispatcherOptions options, const Clock& clock)
+    : options_(std::move(options)), clock_(clock), limiter_(options_.min_interval) {
+  if (!options_.log) {
+    options_.log = [](std::string_view line) { fmt::print(stderr, "gpudoctor: {}\n", line); };
+  }
+  // Metric labels must be unique: a second webhook becomes "webhook-2".
+  std::map<std::string, int> seen;
+  for (std::unique_ptr<AlertSink>& sink : sinks) {
+    std::string name(sink->kind());
+    if (const int n = ++seen[name]; n > 1) name += fmt::format("-{}", n);
+    workers_.push_back(std::make_unique<SinkWorker>(std::move(sink), std::move(name), options_.max_queue,
+                                                    options_.log));
+  }
+}
+
+AlertDispatcher::~AlertDispatcher() { Stop(); }
+
+void AlertDispatcher::Log(std::string_view line) const { options_.log(line); }
+
+void AlertDispatcher::Submit(const std::vector<FindingTransition>& transitions) {
+  std::vector<Alert> ready;
+  {
+    std::lock_guard lock(limiter_mutex_);
+    const WallTime now = clock_.Now();
+    ready = limiter_.Due(options_.hostname, now);
+    for (const FindingTransition& t : transitions) {
+      if (std::optional<Alert> alert = limiter_.Offer(t, options_.hostname, now)) {
+        ready.push_back(std::move(*alert));
+      }
+    }
+  }
+  for (const Alert& alert : ready) Dispatch(alert);
+}
+
+void AlertDispatcher::Dispatch(const Alert& alert) {
+  if (options_.dry_run) {
+    const std::string json = AlertJson(alert);
+    if (workers_.empty()) Log(fmt::format("dry-run: would alert (no sinks configured): {}", json));
+    for (const auto& worker : workers_) {
+      Log(fmt::format("dry-run: would send to {}: {}", worker->sink().Describe(), json));
+    }
+    return;
+  }
+  for (const auto& worker : workers_) worker->Enqueue(alert);
+}
+
+void AlertDispatcher::Flush() {
+  for (const auto& worker : workers_) worker->WaitIdle(std::nullopt);
+}
+
+void AlertDispatcher::Stop(Duration drain) {
+  const auto deadline = std::chrono::steady_clock::now() + drain;
+  for (const auto& worker : workers_) {
+    const auto left = std::max(Duration::zero(), std::chrono::duration_cast<Duration>(
+                                                     deadline - std::chrono::steady_clock::now()));
+    worker->Stop(left);
+  }
+}
+
+AlertCounters AlertDispatcher::Counters() const {
+  AlertCounters counters;
+  for (const auto& worker : workers_) {
+    counters.sinks.push_back(worker->Counters());
+    counters.dropped += worker->dropped();
+  }
+  std::lock_guard lock(limiter_mutex_);
+  counters.suppressed = limiter_.suppressed_total();
+  return counters;
+}
+
+}  // namespace gpudoctor

@@ -1,0 +1,90 @@
+// HttpServer: the agent's HTTP endpoint. Serves /metrics (Prometheus), the
+// JSON API under /api/v1/, /healthz and the embedded web dashboard at /.
+//
+// It only reads the published AgentView and the HistorySource, never NVML, so
+// it keeps answering while a probe is hung. It binds 127.0.0.1:9847 unless
+// told otherwise, runs a fixed number of worker threads with a bounded
+// backlog, enforces read/write timeouts and a request size limit, and can
+// require a bearer token.
+//
+//   HttpServer server({.view = state, .history = &history}, options, SystemClock::Instance());
+//   Result<int> port = server.Start();  // listening in the background
+//   ...
+//   server.Stop();
+#pragma once
+
+#include <chrono>
+#include <cstddef>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include "agent/agent_view.h"
+#include "agent/metrics.h"
+#include "common/clock.h"
+#include "common/result.h"
+
+namespace gpudoctor {
+
+inline constexpr int kDefaultHttpPort = 9847;
+inline constexpr std::string_view kDefaultListenAddress = "127.0.0.1:9847";
+
+struct ListenAddress {
+  std::string host;  // "127.0.0.1", "0.0.0.0", "::1"
+  int port = kDefaultHttpPort;
+  bool operator==(const ListenAddress&) const = default;
+};
+
+// Parses "HOST:PORT", "[IPv6]:PORT", ":PORT" (all IPv4 interfaces) or
+// "HOST" (default port). Port 0 picks a free port.
+Result<ListenAddress> ParseListenAddress(std::string_view text);
+
+// Reads a bearer token from a file (first line, surrounding space trimmed).
+// Refuses empty tokens.
+Result<std::string> ReadBearerTokenFile(const std::string& path);
+
+struct HttpServerOptions {
+  ListenAddress listen{"127.0.0.1", kDefaultHttpPort};
+  // When set, every endpoint but /healthz and the dashboard's static files
+  // requires "Authorization: Bearer <token>".
+  std::optional<std::string> bearer_token;
+  Duration read_timeout = std::chrono::seconds(5);
+  Duration write_timeout = std::chrono::seconds(5);
+  Duration keep_alive_timeout = std::chrono::seconds(5);
+  size_t max_request_body_bytes = 16 * 1024;  // the API takes no bodies
+  size_t worker_threads = 4;
+  size_t max_queued_connections = 64;  // beyond this, accepting pauses
+  // /healthz answers 200 while the latest sample is at most this old.
+  Duration stale_after = std::chrono::seconds(15);
+  bool dcgm_compatible_metrics = false;
+  std::string version;  // shown in gpudoctor_build_info and /api/v1/status
+};
+
+// What the server reads. `view` must outlive the server.
+struct HttpServerSources {
+  const AgentView& view;
+  const HistorySource* history = nullptr;       // null: /api/v1/history answers 503
+  std::function<AlertCounters()> alert_counters;  // empty: no alert metrics
+};
+
+class HttpServer {
+ public:
+  HttpServer(HttpServerSources sources, HttpServerOptions options, const Clock& clock);
+  ~HttpServer();  // stops
+  HttpServer(const HttpServer&) = delete;
+  HttpServer& operator=(const HttpServer&) = delete;
+
+  // Binds and starts serving on a background thread. Returns the bound port
+  // (useful with port 0). Fails when the address cannot be bound.
+  Result<int> Start();
+  // Stops accepting, finishes requests in flight, joins the threads. Idempotent.
+  void Stop();
+
+ private:
+  class Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace gpudoctor

@@ -1,0 +1,286 @@
+#include "agent/metrics.h"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <cmath>
+#include <filesystem>
+
+#include <gtest/gtest.h>
+
+#include "agent/prometheus_text_parser.h"
+#include "agent/subprocess.h"
+#include "agent/testing/synthetic_agent.h"
+#include "common/text.h"
+
+namespace gpudoctor {
+namespace {
+
+using std::chrono::seconds;
+
+const WallTime kNow = FromUnixMillis(1'714'564'800'000);
+
+struct Scene {
+  Snapshot snapshot = SyntheticSnapshot(8, kNow - seconds(2));
+  std::vector<StoredFinding> findings;
+  AgentStatus status;
+  AlertCounters alerts;
+  bool with_alerts = false;
+
+  Scene() {
+    status.started_at = kNow - std::chrono::hours(1);
+    status.last_sample_at = snapshot.taken_at;
+    status.samples_total = 720;
+    status.probe_hangs_total = 2;
+  }
+
+  std::string Render(MetricsOptions options = {}) const {
+    MetricsInput input{.snapshot = &snapshot, .findings = findings, .status = status, .now = kNow,
+                       .alerts = with_alerts ? &alerts : nullptr};
+    return RenderPrometheusMetrics(input, options);
+  }
+
+  PromExposition Parse(MetricsOptions options = {}) const {
+    const std::string text = Render(options);
+    Result<PromExposition> parsed = ParsePrometheusText(text);
+    EXPECT_TRUE(parsed.ok()) << (parsed.ok() ? "" : parsed.error().message) << "\n" << text;
+    return parsed.ok() ? *parsed : PromExposition{};
+  }
+};
+
+std::map<std::string, std::string> Gpu(int index) { return {{"gpu", std::to_string(index)}}; }
+
+TEST(Metrics, GpuReadingsCarryUnitsAndIdentityLabels) {
+  Scene scene;
+  const GpuSnapshot& gpu0 = scene.snapshot.gpus[0];
+  const PromExposition e = scene.Parse();
+
+  const std::vector<const PromSample*> temperature = e.Find("gpudoctor_gpu_temperature_celsius", Gpu(0));
+  ASSERT_EQ(temperature.size(), 1u);
+  EXPECT_EQ(temperature[0]->labels.at("uuid"), gpu0.uuid.value());
+  EXPECT_EQ(temperature[0]->labels.at("pci_bus_id"), "0000:18:00.0");
+  EXPECT_EQ(temperature[0]->labels.at("hostname"), kSyntheticHostname);
+  EXPECT_EQ(temperature[0]->value, gpu0.temperature_c.value());
+
+  EXPECT_EQ(e.Value("gpudoctor_gpu_power_watts", Gpu(0)), gpu0.power_draw_w.value());
+  EXPECT_EQ(e.Value("gpudoctor_gpu_power_limit_watts", Gpu(0)), 700);
+  EXPECT_DOUBLE_EQ(*e.Value("gpudoctor_gpu_utilization_ratio", Gpu(0)),
+                   gpu0.utilization_gpu_percent.value() / 100.0);
+  EXPECT_EQ(e.Value("gpudoctor_gpu_memory_used_bytes", Gpu(0)),
+            static_cast<double>(gpu0.memory_used_bytes.value()));
+  EXPECT_EQ(e.Value("gpudoctor_gpu_memory_total_bytes", Gpu(0)), 80.0 * 1024 * 1024 * 1024);
+  EXPECT_EQ(e.Value("gpudoctor_gpu_sm_clock_hertz", Gpu(0)), 1980e6);
+  EXPECT_EQ(e.Value("gpudoctor_gpu_ecc_errors_total", {{"gpu", "5"}, {"type", "uncorrected"}, {"scope", "volatile"}}), 1);
+  EXPECT_EQ(e.Value("gpudoctor_gpu_remapped_rows_pending", Gpu(5)), 1);
+  EXPECT_EQ(e.Value("gpudoctor_gpu_clock_event_active", {{"gpu", "2"}, {"reason", "gpu_idle"}}), 1);
+  EXPECT_EQ(e.Value("gpudoctor_gpu_clock_event_active", {{"gpu", "0"}, {"reason", "gpu_idle"}}), 0);
+  EXPECT_EQ(e.Find("gpudoctor_gpu_nvlink_active", Gpu(0)).size(), 18u);
+  EXPECT_EQ(e.Value("gpudoctor_gpu_accessible", Gpu(7)), 1);
+  EXPECT_EQ(e.Find("gpudoctor_gpu_info").size(), 8u);
+  EXPECT_EQ(e.Value("gpudoctor_gpus"), 8);
+
+  EXPECT_EQ(e.families.at("gpudoctor_gpu_temperature_celsius").type, "gauge");
+  EXPECT_EQ(e.families.at("gpudoctor_gpu_pcie_replays_total").type, "counter");
+  EXPECT_FALSE(e.families.at("gpudoctor_gpu_power_watts").help.empty());
+}
+
+TEST(Metrics, MissingReadingsHaveNoSampleNeverZero) {
+  Scene scene;
+  scene.snapshot.gpus[0].temperature_c = Field<uint32_t>::NotSupported();
+  scene.snapshot.gpus[1].power_draw_w = Field<double>::Failed("NVML_ERROR_UNKNOWN");
+  for (GpuSnapshot& gpu : scene.snapshot.gpus) gpu.memory_temperature_c = Field<uint32_t>::NotSupported();
+  const PromExposition e = scene.Parse();
+
+  EXPECT_TRUE(e.Find("gpudoctor_gpu_temperature_celsius", Gpu(0)).empty());
+  EXPECT_EQ(e.Find("gpudoctor_gpu_temperature_celsius").size(), 7u);
+  EXPECT_TRUE(e.Find("gpudoctor_gpu_power_watts", Gpu(1)).empty());
+  EXPECT_EQ(e.Find("gpudoctor_gpu_power_watts").size(), 7u);
+  // A reading no GPU has leaves no family behind, not even its HELP line.
+  EXPECT_FALSE(e.families.contains("gpudoctor_gpu_memory_temperature_celsius"));
+  EXPECT_EQ(scene.Render().find("memory_temperature"), std::string::npos);
+  // Synthetic boards have no fans and no page retirement.
+  EXPECT_FALSE(e.families.contains("gpudoctor_gpu_fan_speed_ratio"));
+  EXPECT_TRUE(e.Find("gpudoctor_gpu_retired_pages").empty());
+}
+
+TEST(Metrics, UnreachableGpuKeepsIdentityOnly) {
+  Scene scene;
+  scene.snapshot.gpus[4].access_error = AccessError::kGpuLost;
+  const PromExposition e = scene.Parse();
+  EXPECT_EQ(e.Value("gpudoctor_gpu_accessible", Gpu(4)), 0);
+  EXPECT_EQ(e.Find("gpudoctor_gpu_info", Gpu(4)).size(), 1u);
+  EXPECT_TRUE(e.Find("gpudoctor_gpu_temperature_celsius", Gpu(4)).empty());
+  EXPECT_TRUE(e.Find("gpudoctor_gpu_memory_used_bytes", Gpu(4)).empty());
+}
+
+TEST(Metrics, FindingGaugeFollowsTheOpenSet) {
+  Scene scene;
+  scene.findings = SyntheticIncidents(scene.snapshot, kNow);
+  PromExposition e = scene.Parse();
+  EXPECT_EQ(e.Value("gpudoctor_finding", {{"id", "temperature_high"}, {"severity", "warning"}, {"gpu", "3"}}), 1);
+  EXPECT_EQ(e.Value("gpudoctor_finding", {{"id", "row_remap_pending"}, {"severity", "critical"}, {"gpu", "5"}}), 1);
+  EXPECT_EQ(e.Value("gpudoctor_findings_open", {{"severity", "warning"}}), 2);
+  EXPECT_EQ(e.Value("gpudoctor_findings_open", {{"severity", "critical"}}), 1);
+
+  // Resolved: the series disappears rather than turning 0.
+  std::erase_if(scene.findings, [](const StoredFinding& f) { return f.finding.id == "temperature_high"; });
+  e = scene.Parse();
+  EXPECT_TRUE(e.Find("gpudoctor_finding", {{"id", "temperature_high"}}).empty());
+  EXPECT_EQ(e.Find("gpudoctor_finding").size(), 2u);
+  EXPECT_EQ(e.Value("gpudoctor_findings_open", {{"severity", "warning"}}), 1);
+}
+
+TEST(Metrics, HostWideFindingsAndDuplicatesStayValid) {
+  Scene scene;
+  StoredFinding host{.key = "driver_version_mismatch",
+                     .finding = {.id = "driver_version_mismatch", .severity = Severity::kCritical}};
+  scene.findings = {host, host};
+  const PromExposition e = scene.Parse();  // no repeated series
+  EXPECT_EQ(e.Value("gpudoctor_finding", {{"id", "driver_version_mismatch"}, {"gpu", ""}}), 1);
+}
+
+TEST(Metrics, AgentHealthAndStaleSamples) {
+  Scene scene;
+  PromExposition e = scene.Parse();
+  EXPECT_EQ(e.Value("gpudoctor_up"), 1);
+  EXPECT_EQ(e.Value("gpudoctor_nvml_up"), 1);
+  EXPECT_EQ(e.Value("gpudoctor_sample_age_seconds"), 2);
+  EXPECT_EQ(e.Value("gpudoctor_samples_total"), 720);
+  EXPECT_EQ(e.Value("gpudoctor_probe_hangs_total"), 2);
+  EXPECT_EQ(e.Value("gpudoctor_start_time_seconds"), 1'714'564'800.0 - 3600);
+
+  // Sampling stalled (a hung driver): readings go, gpudoctor_up says why.
+  scene.status.last_sample_at = kNow - seconds(60);
+  e = scene.Parse({.stale_after = seconds(15)});
+  EXPECT_EQ(e.Value("gpudoctor_up"), 0);
+  EXPECT_EQ(e.Value("gpudoctor_sample_age_seconds"), 60);
+  EXPECT_EQ(e.Value("gpudoctor_probe_hangs_total"), 2);
+  EXPECT_TRUE(e.Find("gpudoctor_gpu_temperature_celsius").empty());
+  EXPECT_FALSE(e.families.contains("gpudoctor_nvml_up"));
+  EXPECT_EQ(e.Find("gpudoctor_gpu_info").size(), 8u);
+}
+
+TEST(Metrics, BeforeTheFirstSample) {
+  AgentStatus status;
+  status.started_at = kNow;
+  const std::string text = RenderPrometheusMetrics({.status = status, .now = kNow}, {});
+  Result<PromExposition> e = ParsePrometheusText(text);
+  ASSERT_TRUE(e.ok()) << e.error().message;
+  EXPECT_EQ(e->Value("gpudoctor_up"), 0);
+  EXPECT_EQ(e->Value("gpudoctor_samples_total"), 0);
+  EXPECT_TRUE(e->Find("gpudoctor_sample_age_seconds").empty());
+}
+
+TEST(Metrics, DcgmExporterNamesOnlyWhenAsked) {
+  Scene scene;
+  scene.status.xids = {{.gpu_index = 5, .count = 3, .last_xid = 63, .last_seen = kNow}};
+  EXPECT_TRUE(scene.Parse().Find("DCGM_FI_DEV_GPU_TEMP").empty());
+
+  const PromExposition e = scene.Parse({.dcgm_compatible = true});
+  const std::vector<const PromSample*> temp = e.Find("DCGM_FI_DEV_GPU_TEMP", Gpu(0));
+  ASSERT_EQ(temp.size(), 1u);
+  const std::map<std::string, std::string> expected_labels = {
+      {"gpu", "0"},
+      {"UUID", scene.snapshot.gpus[0].uuid.value()},
+      {"pci_bus_id", "00000000:18:00.0"},
+      {"device", "nvidia0"},
+      {"modelName", "NVIDIA H100 80GB HBM3"},
+      {"Hostname", kSyntheticHostname}};
+  EXPECT_EQ(temp[0]->labels, expected_labels);
+  EXPECT_EQ(temp[0]->value, scene.snapshot.gpus[0].temperature_c.value());
+  // dcgm-exporter's units: MiB, %, MHz.
+  EXPECT_EQ(e.Value("DCGM_FI_DEV_FB_USED", Gpu(0)),
+            std::floor(scene.snapshot.gpus[0].memory_used_bytes.value() / 1048576.0));
+  EXPECT_EQ(e.Value("DCGM_FI_DEV_FB_TOTAL", Gpu(0)), 81920);
+  EXPECT_EQ(e.Value("DCGM_FI_DEV_GPU_UTIL", Gpu(0)), scene.snapshot.gpus[0].utilization_gpu_percent.value());
+  EXPECT_EQ(e.Value("DCGM_FI_DEV_SM_CLOCK", Gpu(0)), 1980);
+  EXPECT_EQ(e.Value("DCGM_FI_DEV_ECC_DBE_VOL_TOTAL", Gpu(5)), 1);
+  EXPECT_EQ(e.Value("DCGM_FI_DEV_XID_ERRORS", Gpu(5)), 63);
+  EXPECT_EQ(e.Value("gpudoctor_gpu_xid_errors_total", Gpu(5)), 3);
+  EXPECT_EQ(e.Value("gpudoctor_gpu_last_xid_code", Gpu(5)), 63);
+  EXPECT_EQ(e.families.at("DCGM_FI_DEV_PCIE_REPLAY_COUNTER").type, "counter");
+  EXPECT_TRUE(e.Find("DCGM_FI_DEV_FAN_SPEED").empty());  // no fans: no sample
+}
+
+TEST(Metrics, LabelValuesAreEscaped) {
+  Scene scene;
+  scene.snapshot.hostname = "odd\"host\\name\nline2";
+  const PromExposition e = scene.Parse();
+  EXPECT_EQ(e.Find("gpudoctor_gpu_temperature_celsius", {{"hostname", scene.snapshot.hostname}}).size(), 8u);
+}
+
+TEST(Metrics, AlertCounters) {
+  Scene scene;
+  scene.with_alerts = true;
+  scene.alerts = {.sinks = {{"webhook", 4, 1}, {"exec", 2, 0}}, .suppressed = 7, .dropped = 0};
+  const PromExposition e = scene.Parse();
+  EXPECT_EQ(e.Value("gpudoctor_alerts_delivered_total", {{"sink", "webhook"}}), 4);
+  EXPECT_EQ(e.Value("gpudoctor_alerts_failed_total", {{"sink", "webhook"}}), 1);
+  EXPECT_EQ(e.Value("gpudoctor_alerts_suppressed_total"), 7);
+}
+
+// Everything at once: all families catalogued, counters named *_total.
+std::string RenderEverything(bool dcgm) {
+  Scene scene;
+  scene.with_alerts = true;
+  scene.alerts = {.sinks = {{"webhook", 1, 0}}};
+  scene.status.xids = {{.gpu_index = 1, .count = 1, .last_xid = 79, .last_seen = kNow}};
+  scene.snapshot.gpus[0].fan_speeds_percent = Field<std::vector<uint32_t>>::Value({40, 45});
+  scene.snapshot.gpus[0].retired_pages_sbe = Field<uint32_t>::Value(1);
+  scene.findings = SyntheticIncidents(scene.snapshot, kNow);
+  return scene.Render({.dcgm_compatible = dcgm, .version = "1.2.3"});
+}
+
+TEST(Metrics, EveryFamilyIsCatalogued) {
+  Result<PromExposition> e = ParsePrometheusText(RenderEverything(true));
+  ASSERT_TRUE(e.ok()) << e.error().message;
+  const std::vector<std::string_view> names = MetricFamilyNames();
+  for (const auto& [name, family] : e->families) {
+    EXPECT_NE(std::find(names.begin(), names.end(), name), names.end()) << name;
+    if (StartsWith(name, "gpudoctor_")) {
+      EXPECT_EQ(family.type == "counter", EndsWith(name, "_total")) << name;
+    }
+  }
+  EXPECT_EQ(e->Value("gpudoctor_build_info", {{"version", "1.2.3"}}), 1);
+  EXPECT_EQ(e->Value("gpudoctor_gpu_fan_speed_ratio", {{"gpu", "0"}, {"fan", "1"}}), 0.45);
+}
+
+TEST(Metrics, NvmlStylePciBusId) {
+  EXPECT_EQ(NvmlStylePciBusId("0000:3b:00.0"), "00000000:3B:00.0");
+  EXPECT_EQ(NvmlStylePciBusId("0001:db:1f.7"), "00000001:DB:1F.7");
+  EXPECT_EQ(NvmlStylePciBusId("garbage"), "garbage");
+  EXPECT_EQ(NvmlStylePciBusId(""), "");
+}
+
+// Prometheus' own linter, where installed.
+std::optional<std::string> FindPromtool() {
+  for (const char* path : {"/usr/bin/promtool", "/usr/local/bin/promtool"}) {
+    if (::access(path, X_OK) == 0) return path;
+  }
+  return std::nullopt;
+}
+
+TEST(Metrics, PromtoolAcceptsTheOutput) {
+  std::optional<std::string> promtool = FindPromtool();
+  if (!promtool) GTEST_SKIP() << "promtool is not installed";
+  Result<ProcessOutcome> own = RunProcess({.argv = {*promtool, "check", "metrics"},
+                                           .stdin_data = RenderEverything(false),
+                                           .timeout = seconds(30)});
+  ASSERT_TRUE(own.ok()) << own.error().message;
+  EXPECT_TRUE(own->Succeeded()) << own->output;  // parses and passes every lint
+
+  // dcgm-exporter's names break Prometheus naming lints on purpose (counters
+  // without _total, units in HELP only), but must still parse.
+  Result<ProcessOutcome> dcgm = RunProcess({.argv = {*promtool, "check", "metrics"},
+                                            .stdin_data = RenderEverything(true),
+                                            .timeout = seconds(30)});
+  ASSERT_TRUE(dcgm.ok()) << dcgm.error().message;
+  EXPECT_EQ(dcgm->output.find("error while linting"), std::string::npos) << dcgm->output;
+  for (std::string_view line : Split(dcgm->output, '\n')) {
+    if (Trim(line).empty()) continue;
+    EXPECT_TRUE(StartsWith(line, "DCGM_FI_")) << "lint beyond the dcgm names: " << line;
+  }
+}
+
+}  // namespace
+}  // namespace gpudoctor

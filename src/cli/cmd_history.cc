@@ -1,0 +1,300 @@
+// `gpudoctor history`: what the agent recorded: a metric of a GPU over time,
+// or the findings that were open, from the SQLite history (read-only).
+//
+//   gpudoctor history                                   GPUs in the file, open findings
+//   gpudoctor history --gpu 0 --metric temperature_c --since 6h
+//   gpudoctor history --findings --since 7d --json
+//
+// Exit codes: 66 the file is missing or unreadable, 65 it is not a gpudoctor
+// history, 64 bad arguments (unknown metric or GPU, unreadable time).
+
+#include <time.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "cli/terminal.h"
+#include "common/text.h"
+#include "store/history_command.h"
+#include "store/sqlite_store.h"
+
+namespace gpudoctor {
+namespace {
+
+constexpr const char* kDefaultDatabase = "/var/lib/gpudoctor/history.db";
+
+struct HistoryOptions {
+  std::string database = kDefaultDatabase;
+  std::string gpu;
+  std::string metric;
+  std::string since = "1h";
+  std::string until = "now";
+  std::string resolution = "auto";
+  bool findings = false;
+  bool open_only = false;
+};
+
+// "now", a duration before now ("90m", "7d"), or UTC "2024-05-01T12:00:00Z"
+// (seconds, fraction and Z optional; a space may replace the T).
+std::optional<WallTime> ParseWhen(std::string_view text, WallTime now) {
+  text = Trim(text);
+  if (text == "now") return now;
+  if (auto ago = ParseDuration(text)) return now - *ago;
+  std::string copy(text);
+  std::tm tm{};
+  int consumed = 0;
+  double seconds = 0;
+  if (std::sscanf(copy.c_str(), "%4d-%2d-%2d%*[T ]%2d:%2d%n", &tm.tm_year, &tm.tm_mon, &tm.tm_mday, &tm.tm_hour,
+                  &tm.tm_min, &consumed) < 5) {
+    if (std::sscanf(copy.c_str(), "%4d-%2d-%2d%n", &tm.tm_year, &tm.tm_mon, &tm.tm_mday, &consumed) < 3)
+      return std::nullopt;
+  }
+  std::string_view rest = std::string_view(copy).substr(static_cast<size_t>(consumed));
+  if (!rest.empty() && rest.front() == ':') {
+    size_t end = 1;
+    while (end < rest.size() && (std::isdigit(static_cast<unsigned char>(rest[end])) || rest[end] == '.')) ++end;
+    auto parsed = ParseDouble(rest.substr(1, end - 1));
+    if (!parsed || *parsed < 0 || *parsed >= 61) return std::nullopt;
+    seconds = *parsed;
+    rest.remove_prefix(end);
+  }
+  if (rest != "" && rest != "Z" && rest != "z") return std::nullopt;
+  if (tm.tm_mon < 1 || tm.tm_mon > 12 || tm.tm_mday < 1 || tm.tm_mday > 31 || tm.tm_hour > 23 || tm.tm_min > 59)
+    return std::nullopt;
+  tm.tm_year -= 1900;
+  tm.tm_mon -= 1;
+  const time_t whole = timegm(&tm);
+  return WallTime{std::chrono::seconds{whole}} +
+         std::chrono::duration_cast<WallTime::duration>(std::chrono::duration<double>(seconds));
+}
+
+// "auto" leaves `resolution` empty; false for an unknown name.
+bool ParseResolution(std::string_view text, std::optional<Resolution>& resolution) {
+  resolution.reset();
+  if (text == "auto") return true;
+  for (Resolution r : {Resolution::kRaw, Resolution::kMinute, Resolution::kHour}) {
+    if (text == ResolutionName(r)) {
+      resolution = r;
+      return true;
+    }
+  }
+  return false;
+}
+
+std::string Number(double value) { return fmt::format("{:.6g}", value); }
+
+nlohmann::json IncidentToJson(const StoredFinding& incident) {
+  nlohmann::json json = FindingToJson(incident.finding);
+  json["incident_id"] = incident.incident_id;
+  json["state"] = incident.open() ? "open" : "resolved";
+  json["opened_at"] = FormatIsoUtc(incident.opened_at);
+  json["last_seen"] = FormatIsoUtc(incident.last_seen);
+  json["resolved_at"] = incident.resolved_at ? nlohmann::json(FormatIsoUtc(*incident.resolved_at)) : nullptr;
+  return json;
+}
+
+nlohmann::json GpuToJson(const GpuIdentity& gpu) {
+  return {{"index", gpu.index}, {"uuid", gpu.uuid.empty() ? nlohmann::json(nullptr) : nlohmann::json(gpu.uuid)}};
+}
+
+class HistoryCommand {
+ public:
+  HistoryCommand(const HistoryOptions& options, const GlobalOptions& global)
+      : options_(options), global_(global), style_(global.color, stdout) {}
+
+  int Run() {
+    const WallTime now = SystemClock::Instance().Now();
+    auto from = ParseWhen(options_.since, now);
+    auto until = ParseWhen(options_.until, now);
+    if (!from) return Fail(exit_code::kUsage, "--since: expected \"now\", a duration like 6h, or 2024-05-01T12:00:00Z");
+    if (!until) return Fail(exit_code::kUsage, "--until: expected \"now\", a duration like 6h, or 2024-05-01T12:00:00Z");
+    if (*from >= *until) return Fail(exit_code::kUsage, "--since must be before --until");
+    from_ = *from;
+    until_ = *until;
+
+    std::error_code error;
+    if (!std::filesystem::exists(options_.database, error))
+      return Fail(exit_code::kNoInput, options_.database + ": no such history file (see --db)");
+    if (access(options_.database.c_str(), R_OK) != 0)
+      return Fail(exit_code::kNoInput, options_.database + ": not readable (" + std::strerror(errno) + ")");
+    SqliteStoreOptions store_options;
+    store_options.read_only = true;
+    auto store = SqliteHistoryStore::Open(options_.database, store_options);
+    if (!store) return Fail(exit_code::kDataError, store.error().message);
+    store_ = std::move(*store);
+
+    if (options_.findings) return Findings(options_.open_only, /*whole_history=*/false);
+    if (!options_.metric.empty()) return Series();
+    return Overview();
+  }
+
+ private:
+  int Fail(int code, const std::string& message) {
+    std::fprintf(stderr, "gpudoctor history: %s\n", message.c_str());
+    return code;
+  }
+
+  int Findings(bool open_only, bool whole_history) {
+    auto incidents = store_->QueryFindings({.from = from_, .until = until_, .gpu = options_.gpu, .open_only = open_only});
+    if (!incidents) return Fail(exit_code::kDataError, incidents.error().message);
+    if (global_.json) {
+      nlohmann::json list = nlohmann::json::array();
+      for (const StoredFinding& incident : *incidents) list.push_back(IncidentToJson(incident));
+      Print({{"from", FormatIsoUtc(from_)}, {"until", FormatIsoUtc(until_)}, {"findings", list}});
+      return exit_code::kOk;
+    }
+    if (incidents->empty()) {
+      if (whole_history) std::printf("None.\n");
+      else std::printf("No findings between %s and %s.\n", FormatIsoUtc(from_).c_str(), FormatIsoUtc(until_).c_str());
+      return exit_code::kOk;
+    }
+    std::printf("%s\n", style_.Bold(fmt::format("{:>6}  {:<8}  {:<8}  {:<22}  {:<5}  {:<24}  {:<24}  {}", "ID", "STATE",
+                                                "SEVERITY", "RULE", "GPU", "OPENED", "RESOLVED", "SUMMARY"))
+                            .c_str());
+    for (const StoredFinding& incident : *incidents) {
+      const Finding& finding = incident.finding;
+      const std::string gpu = finding.gpu && finding.gpu->index ? std::to_string(*finding.gpu->index) : "-";
+      const std::string severity = fmt::format("{:<8}", SeverityName(finding.severity));
+      std::printf("%6lld  %-8s  %s  %-22s  %-5s  %-24s  %-24s  %s\n", static_cast<long long>(incident.incident_id),
+                  incident.open() ? "open" : "resolved",
+                  style_.color() ? style_.Severity(finding.severity).c_str() : severity.c_str(), finding.id.c_str(),
+                  gpu.c_str(), FormatIsoUtc(incident.opened_at).c_str(),
+                  incident.resolved_at ? FormatIsoUtc(*incident.resolved_at).c_str() : "-", finding.summary.c_str());
+    }
+    return exit_code::kOk;
+  }
+
+  int Series() {
+    auto metric = MetricFromName(options_.metric);
+    if (!metric) {
+      std::string names;
+      for (const MetricInfo& info : kMetrics) names += (names.empty() ? "" : ", ") + std::string(info.name);
+      return Fail(exit_code::kUsage, "unknown metric '" + options_.metric + "'; one of: " + names);
+    }
+    std::optional<Resolution> resolution;
+    if (!ParseResolution(options_.resolution, resolution))
+      return Fail(exit_code::kUsage, "--resolution: expected auto, raw, 1m or 1h");
+    auto gpus = SelectedGpus();
+    if (!gpus) return Fail(exit_code::kUsage, gpus.error().message);
+
+    nlohmann::json series_list = nlohmann::json::array();
+    for (const GpuIdentity& gpu : *gpus) {
+      auto series = store_->QuerySeries({.gpu = gpu.uuid.empty() ? std::to_string(gpu.index) : gpu.uuid,
+                                         .metric = *metric,
+                                         .from = from_,
+                                         .until = until_,
+                                         .resolution = resolution});
+      if (!series) return Fail(exit_code::kDataError, series.error().message);
+      if (global_.json) {
+        nlohmann::json points = nlohmann::json::array();
+        for (const SeriesPoint& p : series->points)
+          points.push_back({{"t", FormatIsoUtc(p.time)}, {"min", p.min}, {"avg", p.avg}, {"max", p.max}});
+        series_list.push_back(
+            {{"gpu", GpuToJson(series->gpu)}, {"resolution", ResolutionName(series->resolution)}, {"points", points}});
+        continue;
+      }
+      std::printf("%s\n", style_.Bold(fmt::format("GPU {}{} {} ({}, {} points)", gpu.index,
+                                                  gpu.uuid.empty() ? "" : " " + gpu.uuid, options_.metric,
+                                                  ResolutionName(series->resolution), series->points.size()))
+                              .c_str());
+      const bool raw = series->resolution == Resolution::kRaw;
+      std::printf("  %-24s  %s\n", "TIME", raw ? "VALUE" : "MIN         AVG         MAX");
+      for (const SeriesPoint& p : series->points) {
+        if (raw) std::printf("  %-24s  %s\n", FormatIsoUtc(p.time).c_str(), Number(p.avg).c_str());
+        else
+          std::printf("  %-24s  %-10s  %-10s  %s\n", FormatIsoUtc(p.time).c_str(), Number(p.min).c_str(),
+                      Number(p.avg).c_str(), Number(p.max).c_str());
+      }
+    }
+    if (global_.json) {
+      const MetricInfo& info = kMetrics[MetricSlot(*metric)];
+      Print({{"metric", info.name},
+             {"unit", info.unit},
+             {"from", FormatIsoUtc(from_)},
+             {"until", FormatIsoUtc(until_)},
+             {"series", series_list}});
+    }
+    return exit_code::kOk;
+  }
+
+  int Overview() {
+    auto gpus = SelectedGpus();
+    if (!gpus) return Fail(exit_code::kUsage, gpus.error().message);
+    if (global_.json) {
+      nlohmann::json list = nlohmann::json::array();
+      for (const GpuIdentity& gpu : *gpus) list.push_back(GpuToJson(gpu));
+      auto open = store_->QueryFindings({.from = WallTime{}, .until = WallTime::max(), .gpu = options_.gpu, .open_only = true});
+      if (!open) return Fail(exit_code::kDataError, open.error().message);
+      nlohmann::json findings = nlohmann::json::array();
+      for (const StoredFinding& incident : *open) findings.push_back(IncidentToJson(incident));
+      nlohmann::json metrics = nlohmann::json::array();
+      for (const MetricInfo& info : kMetrics) metrics.push_back({{"name", info.name}, {"unit", info.unit}});
+      Print({{"gpus", list}, {"open_findings", findings}, {"metrics", metrics}});
+      return exit_code::kOk;
+    }
+    std::printf("%s\n", style_.Bold(fmt::format("{} GPU(s) in {}", gpus->size(), options_.database)).c_str());
+    for (const GpuIdentity& gpu : *gpus)
+      std::printf("  GPU %u  %s\n", gpu.index, gpu.uuid.empty() ? "(no UUID)" : gpu.uuid.c_str());
+    std::printf("Metrics (--metric):");
+    for (const MetricInfo& info : kMetrics) std::printf(" %s", std::string(info.name).c_str());
+    std::printf("\n\n");
+    from_ = WallTime{};
+    until_ = WallTime::max();
+    std::printf("%s\n", style_.Bold("Open findings").c_str());
+    return Findings(/*open_only=*/true, /*whole_history=*/true);
+  }
+
+  Result<std::vector<GpuIdentity>> SelectedGpus() {
+    auto gpus = store_->ListGpus();
+    if (!gpus) return gpus.error();
+    if (options_.gpu.empty()) return gpus;
+    std::vector<GpuIdentity> selected;
+    for (const GpuIdentity& gpu : *gpus)
+      if (MatchesGpu(gpu, options_.gpu)) selected.push_back(gpu);
+    if (selected.empty()) return Error{"no GPU '" + options_.gpu + "' in the history"};
+    return selected;
+  }
+
+  static void Print(const nlohmann::json& json) {
+    std::printf("%s\n", json.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace).c_str());
+  }
+
+  const HistoryOptions& options_;
+  const GlobalOptions& global_;
+  Style style_;
+  std::unique_ptr<SqliteHistoryStore> store_;
+  WallTime from_, until_;
+};
+
+}  // namespace
+
+void RegisterHistoryCommand(CLI::App& app, CommandContext& context) {
+  auto options = std::make_shared<HistoryOptions>();
+  CLI::App* command = app.add_subcommand(
+      "history", "Show what the agent recorded: a GPU metric over time, or the findings that were open");
+  command->add_option("--db", options->database, "History file written by `gpudoctor agent`")->capture_default_str();
+  command->add_option("--gpu", options->gpu, "GPU index or UUID (default: every GPU)");
+  command->add_option("--metric", options->metric, "Metric to show, e.g. temperature_c, power_w, utilization_gpu_percent");
+  command->add_option("--since", options->since, "Start: \"now\", a duration before now (6h, 7d) or UTC 2024-05-01T12:00:00Z")
+      ->capture_default_str();
+  command->add_option("--until", options->until, "End, in the same forms as --since")->capture_default_str();
+  command->add_option("--resolution", options->resolution, "raw, 1m, 1h or auto (by the length of the range)")
+      ->capture_default_str();
+  command->add_flag("--findings", options->findings, "List the findings open at any time in the range");
+  command->add_flag("--open", options->open_only, "With --findings: only those still open");
+  command->footer(
+      "Examples:\n"
+      "  gpudoctor history --gpu 0 --metric temperature_c --since 6h\n"
+      "  gpudoctor history --findings --since 7d --json\n"
+      "The global --json flag prints JSON (docs/store.md describes the fields).");
+  command->callback([options, &context] {
+    context.exit_code = HistoryCommand(*options, context.options).Run();
+  });
+}
+
+}  // namespace gpudoctor

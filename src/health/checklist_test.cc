@@ -1,0 +1,81 @@
+#include "health/checklist.h"
+
+#include <gtest/gtest.h>
+
+#include "health/finding_json.h"
+#include "health/health_test_support.h"
+
+namespace gpudoctor {
+namespace {
+
+using namespace testing_support;
+
+TEST(BuildChecklist, HealthyServerPassesEveryConfiguredItem) {
+  Snapshot snapshot = HealthySnapshot(8);
+  HostSignals host = HealthyHost(8);
+  std::vector<LogEvent> events;
+  std::vector<Finding> findings = Evaluate(&snapshot, &host, &events);
+  Checklist checklist = BuildChecklist(findings, DefaultHealthConfig());
+  ASSERT_EQ(checklist.items.size(), 8u);
+  for (const ChecklistItem& item : checklist.items) {
+    EXPECT_TRUE(item.checked) << item.title;
+    EXPECT_EQ(item.severity, Severity::kOk) << item.title;
+  }
+  EXPECT_EQ(checklist.items[0].summary, "All 8 GPUs below 75 °C (hottest: GPU 7 at 47 °C)");
+  EXPECT_FALSE(checklist.other_findings.empty());
+  for (size_t index : checklist.other_findings) EXPECT_NE(findings[index].id, "temperature_high");
+}
+
+TEST(BuildChecklist, ItemTakesItsWorstFinding) {
+  Snapshot snapshot = HealthySnapshot(2);
+  snapshot.gpus[0].access_error = AccessError::kGpuLost;
+  snapshot.gpus[1].access_error = AccessError::kResetRequired;
+  std::vector<Finding> findings = Evaluate(&snapshot);
+  Checklist checklist = BuildChecklist(findings, DefaultHealthConfig());
+  const ChecklistItem& answering = checklist.items[3];
+  EXPECT_EQ(answering.title, "nvidia-smi answering");
+  EXPECT_EQ(answering.severity, Severity::kCritical);
+  EXPECT_EQ(answering.summary, "GPU 0 has fallen off the bus (+1 more)");
+  EXPECT_EQ(findings[answering.findings.front()].id, "gpu_lost");
+}
+
+TEST(BuildChecklist, ItemsWithNothingToJudgeAreNotChecked) {
+  Snapshot snapshot = HealthySnapshot(1);
+  std::vector<Finding> findings = Evaluate(&snapshot);  // no host signals, no logs
+  Checklist checklist = BuildChecklist(findings, DefaultHealthConfig());
+  const ChecklistItem& backups = checklist.items[7];
+  EXPECT_EQ(backups.title, "Backups working");
+  EXPECT_FALSE(backups.checked);
+  EXPECT_EQ(backups.summary, "not checked");
+  EXPECT_EQ(backups.severity, Severity::kOk);
+}
+
+TEST(FindingJson, HasTheDocumentedShape) {
+  Finding finding;
+  finding.id = "temperature_high";
+  finding.severity = Severity::kCritical;
+  finding.gpu = GpuRef{3, "GPU-abc", "0000:3b:00.0", ""};
+  finding.summary = "GPU 3 at 83 °C";
+  finding.evidence = {"GPU 3 temperature: 83 °C"};
+  finding.cause = "dust";
+  finding.actions = {"clean"};
+  nlohmann::json j = FindingToJson(finding);
+  EXPECT_EQ(j["id"], "temperature_high");
+  EXPECT_EQ(j["severity"], "critical");
+  EXPECT_EQ(j["gpu"]["index"], 3);
+  EXPECT_EQ(j["gpu"]["uuid"], "GPU-abc");
+  EXPECT_EQ(j["gpu"]["pci_bus_id"], "0000:3b:00.0");
+  EXPECT_FALSE(j["gpu"].contains("serial"));
+  finding.gpu = GpuRef{std::nullopt, "", "0000:3b:00.0", ""};
+  EXPECT_TRUE(FindingToJson(finding)["gpu"]["index"].is_null());
+  EXPECT_TRUE(FindingToJson(finding)["gpu"]["uuid"].is_null());
+  EXPECT_EQ(j["evidence"].size(), 1u);
+  EXPECT_EQ(j["actions"][0], "clean");
+  finding.gpu.reset();
+  EXPECT_TRUE(FindingToJson(finding)["gpu"].is_null());
+  EXPECT_EQ(WorstSeverity({finding}), Severity::kCritical);
+  EXPECT_EQ(WorstSeverity({}), Severity::kOk);
+}
+
+}  // namespace
+}  // namespace gpudoctor

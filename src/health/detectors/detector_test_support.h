@@ -1,0 +1,80 @@
+// Scenario builders for the detector tests: tracks and snapshots over
+// simulated minutes.
+#pragma once
+
+#include <stdlib.h>
+
+#include <filesystem>
+#include <functional>
+#include <string>
+
+#include "health/detectors/gpu_track.h"
+#include "model/snapshot.h"
+
+namespace gpudoctor::testing {
+
+using namespace std::chrono_literals;
+
+inline WallTime Start() { return WallTime{std::chrono::seconds{1'700'000'000}}; }
+
+// A track sampled every `step` for `length`, each point made by `at(seconds since start)`.
+inline GpuTrack TrackOf(Duration length, Duration step, const std::function<GpuPoint(double seconds)>& at) {
+  GpuTrack track;
+  track.ref = GpuRef{.index = 0, .uuid = "GPU-0"};
+  for (Duration t{0}; t <= length; t += step) {
+    GpuPoint point = at(std::chrono::duration<double>(t).count());
+    point.time = Start() + t;
+    track.points.push_back(point);
+  }
+  return track;
+}
+
+inline GpuPoint Busy(double util = 100, double power = 380, double temperature = 65) {
+  return GpuPoint{.utilization_percent = util,
+                  .temperature_c = temperature,
+                  .power_w = power,
+                  .power_limit_w = 400,
+                  .fan_percent = 60,
+                  .process_count = 1};
+}
+
+inline GpuSnapshot GpuAt(uint32_t index, uint32_t util, std::vector<ProcessInfo> processes = {}) {
+  GpuSnapshot gpu;
+  gpu.index = index;
+  gpu.uuid = Field<std::string>::Value("GPU-" + std::to_string(index));
+  gpu.utilization_gpu_percent = Field<uint32_t>::Value(util);
+  gpu.temperature_c = Field<uint32_t>::Value(60);
+  gpu.power_draw_w = Field<double>::Value(util > 50 ? 350.0 : 80.0);
+  gpu.power_limit_w = Field<double>::Value(400.0);
+  gpu.fan_speeds_percent = Field<std::vector<uint32_t>>::Value({50});
+  gpu.memory_total_bytes = Field<uint64_t>::Value(80ull << 30);
+  gpu.memory_used_bytes = Field<uint64_t>::Value(30ull << 30);
+  gpu.ecc_volatile_corrected = Field<uint64_t>::Value(0);
+  gpu.ecc_volatile_uncorrected = Field<uint64_t>::Value(0);
+  gpu.pcie_replay_count = Field<uint64_t>::Value(0);
+  gpu.processes = Field<std::vector<ProcessInfo>>::Value(std::move(processes));
+  return gpu;
+}
+
+inline ProcessInfo Process(uint32_t pid, const std::string& name, uint64_t bytes) {
+  return ProcessInfo{.pid = pid, .name = name, .used_memory_bytes = Field<uint64_t>::Value(bytes)};
+}
+
+// A fresh directory under $TMPDIR, removed on destruction.
+class TempDir {
+ public:
+  TempDir() {
+    std::string pattern = (std::filesystem::temp_directory_path() / "gpudoctor-detectors-XXXXXX").string();
+    path_ = mkdtemp(pattern.data());
+  }
+  ~TempDir() {
+    std::error_code ignored;
+    std::filesystem::remove_all(path_, ignored);
+  }
+  std::string File(const std::string& name) const { return (path_ / name).string(); }
+
+ private:
+  std::filesystem::path path_;
+};
+
+}  // namespace gpudoctor::testing

@@ -1,0 +1,137 @@
+// TrendDetectors end to end: snapshots in, findings out, on simulated hours.
+#include "health/detectors/trend_detectors.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <fstream>
+
+#include "common/clock.h"
+#include "health/detectors/detector_test_support.h"
+
+namespace gpudoctor {
+namespace {
+
+using namespace testing;
+
+std::vector<std::string> Ids(const std::vector<Finding>& findings) {
+  std::vector<std::string> ids;
+  for (const Finding& f : findings) ids.push_back(f.id + "@" + (f.gpu ? std::to_string(*f.gpu->index) : "host"));
+  return ids;
+}
+
+// An 8-GPU data-parallel job; `tweak` changes GPUs at a given second.
+Snapshot TrainingSnapshot(WallTime now, double seconds, const std::function<void(GpuSnapshot&, double)>& tweak) {
+  Snapshot snapshot;
+  snapshot.taken_at = now;
+  for (uint32_t i = 0; i < 8; ++i) {
+    const uint32_t util = 95 + static_cast<uint32_t>(std::lround(4 * std::sin(seconds / 13 + i)));
+    GpuSnapshot gpu = GpuAt(i, util, {Process(4000 + i, "python", (30ull << 30) + (i << 20))});
+    gpu.temperature_c = Field<uint32_t>::Value(66 + i % 3);
+    tweak(gpu, seconds);
+    snapshot.gpus.push_back(gpu);
+  }
+  return snapshot;
+}
+
+// Runs `length` of 5-second samples; returns the first time each finding appeared.
+std::map<std::string, Duration> RunScenario(TrendDetectors& detectors, Duration length,
+                                    const std::function<void(GpuSnapshot&, double)>& tweak) {
+  FakeClock clock(Start());
+  std::map<std::string, Duration> first_seen;
+  for (Duration t{0}; t <= length; t += 5s) {
+    clock.Set(Start() + t);
+    detectors.Observe(TrainingSnapshot(clock.Now(), std::chrono::duration<double>(t).count(), tweak), clock.Now());
+    for (const std::string& id : Ids(detectors.Evaluate(clock.Now()))) first_seen.emplace(id, t);
+  }
+  return first_seen;
+}
+
+TEST(TrendDetectors, TwoHoursOfHealthyTrainingRaiseNothing) {
+  TrendDetectors detectors({});
+  auto seen = RunScenario(detectors, 2h, [](GpuSnapshot&, double) {});
+  EXPECT_TRUE(seen.empty()) << seen.begin()->first;
+}
+
+TEST(TrendDetectors, OneHungRankIsAStragglerWithinItsWindow) {
+  TrendDetectors detectors({});
+  // Rank 3 hangs at 20 minutes: its GPU goes idle, the others keep spinning.
+  auto seen = RunScenario(detectors, 40min, [](GpuSnapshot& gpu, double s) {
+    if (gpu.index == 3 && s >= 1200) gpu.utilization_gpu_percent = Field<uint32_t>::Value(0);
+  });
+  ASSERT_TRUE(seen.contains("gpu_straggler@3"));
+  // 5 minutes after, not before; and after 15 idle minutes with its process, stuck as well.
+  EXPECT_EQ(seen, (std::map<std::string, Duration>{{"gpu_straggler@3", 25min}, {"utilization_stuck@3", 35min}}));
+}
+
+TEST(TrendDetectors, LeakingProcessAndCountersThroughSnapshots) {
+  TrendDetectors detectors({});
+  auto seen = RunScenario(detectors, 45min, [](GpuSnapshot& gpu, double s) {
+    if (gpu.index == 5) {
+      gpu.processes.value()[0].used_memory_bytes = Field<uint64_t>::Value((20ull << 30) + static_cast<uint64_t>(s / 60 * (16 << 20)));
+    }
+    if (gpu.index == 6) gpu.pcie_replay_count = Field<uint64_t>::Value(static_cast<uint64_t>(s));  // 60/min
+  });
+  ASSERT_TRUE(seen.contains("memory_leak@5"));
+  EXPECT_EQ(seen["memory_leak@5"], 20min);  // as soon as min_span of history exists
+  ASSERT_TRUE(seen.contains("pcie_replay_rate@6"));
+  EXPECT_EQ(seen["pcie_replay_rate@6"], 1min);
+  EXPECT_EQ(seen.size(), 2u);
+}
+
+TEST(TrendDetectors, StaleDataIsNotJudged) {
+  TrendDetectors detectors({});
+  auto seen = RunScenario(detectors, 30min, [](GpuSnapshot& gpu, double) {
+    if (gpu.index == 0) gpu.processes = Field<std::vector<ProcessInfo>>::Value({});
+    if (gpu.index == 0) gpu.utilization_gpu_percent = Field<uint32_t>::Value(100);
+    if (gpu.index == 0) gpu.power_draw_w = Field<double>::Value(60);
+  });
+  ASSERT_TRUE(seen.contains("utilization_stuck@0"));
+  EXPECT_FALSE(detectors.Evaluate(Start() + 30min).empty());
+  EXPECT_TRUE(detectors.Evaluate(Start() + 35min).empty());  // no sample for 5 minutes
+  ASSERT_NE(detectors.Track(0), nullptr);
+}
+
+TEST(TrendDetectors, JobStallCarriesTheGpuStateOfThatMoment) {
+  TempDir dir;
+  TrendConfig config;
+  JobWatchConfig job;
+  job.name = "llama";
+  job.path = dir.File("train.log");
+  job.progress_regex = R"(step \d+)";
+  config.jobs.push_back(job);
+  std::ofstream(job.path) << "";
+  TrendDetectors detectors(config);
+
+  FakeClock clock(Start());
+  std::optional<Duration> fired;
+  Finding stall;
+  for (Duration t{0}; t <= 15min; t += 5s) {
+    clock.Set(Start() + t);
+    if (t < 5min && t % 30s == 0s) std::ofstream(job.path, std::ios::app) << "step " << t.count() << "\n";
+    Snapshot snapshot = TrainingSnapshot(clock.Now(), 0, [&](GpuSnapshot& gpu, double) {
+      if (t >= 5min) gpu.utilization_gpu_percent = Field<uint32_t>::Value(gpu.index == 2 ? 0 : 100);
+    });
+    if (t == 5min) snapshot.xid_events.push_back({.gpu_index = 2, .xid = 79, .time = clock.Now()});
+    detectors.Observe(snapshot, clock.Now());
+    for (const Finding& f : detectors.Evaluate(clock.Now())) {
+      if (f.id == "job_stall" && !fired) {
+        fired = t;
+        stall = f;
+      }
+    }
+  }
+  ASSERT_TRUE(fired);
+  EXPECT_EQ(*fired, 4min + 30s + 3min);  // last progress at 4:30
+  EXPECT_EQ(stall.severity, Severity::kCritical);
+  auto has = [&](const std::string& text) {
+    return std::any_of(stall.evidence.begin(), stall.evidence.end(),
+                       [&](const std::string& line) { return line.find(text) != std::string::npos; });
+  };
+  EXPECT_TRUE(has("GPU 2: util 0%, processes python[4002]"));
+  EXPECT_TRUE(has("GPU 0: util 100%"));
+  EXPECT_TRUE(has("Xid 79 on GPU 2"));
+}
+
+}  // namespace
+}  // namespace gpudoctor

@@ -1,0 +1,157 @@
+// HealthConfig: every threshold, text and switch the health rules use.
+//
+// The defaults live in data/rules.toml, which is compiled into the binary; a
+// config file uses the same layout and replaces only the keys it sets. The
+// remediation text (cause and actions) is data too, so operators can adapt
+// it to their site without touching code. docs/findings.md lists every key.
+//
+//   Result<HealthConfig> config = LoadHealthConfigFile("/etc/gpudoctor.toml");
+//   if (!config) return Fail(config.error().message);
+//   HostSignals host = CollectHostSignals(config->host, env);
+//   std::vector<Finding> findings = EvaluateRules(input, *config);
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "common/clock.h"
+#include "common/result.h"
+#include "health/finding.h"
+#include "host/host_signals.h"
+
+namespace gpudoctor {
+
+// Thresholds, one struct per rule that has any; names match [rules.<id>] keys.
+struct RuleThresholds {
+  struct {
+    double warning_c = 0;
+    double critical_c = 0;
+    double gpu_limit_margin_c = 0;
+  } temperature_high;
+  struct {
+    double hot_c = 0;
+  } fan_failure;
+  struct {
+    double over_limit_percent = 0;
+  } power_capped;
+  struct {
+    std::vector<std::string> sensor_names;
+    double min_c = 0;
+    double max_c = 0;
+    double critical_max_c = 0;
+  } inlet_temperature;
+  struct {
+    uint64_t volatile_count = 0;
+    uint64_t aggregate_count = 0;
+  } ecc_uncorrectable;
+  struct {
+    uint64_t volatile_count = 0;
+  } ecc_corrected_high;
+  struct {
+    uint64_t warning_count = 0;
+    uint64_t critical_count = 0;
+  } retired_pages;
+  struct {
+    double warning_percent = 0;
+  } memory_high;
+  struct {
+    double min_utilization_percent = 0;
+  } pcie_link_degraded;
+  struct {
+    double warning_per_minute = 0;
+  } pcie_replay;
+  struct {
+    double warning_per_minute = 0;
+  } nvlink_errors;
+  struct {
+    Duration window{};
+  } xid_recent;
+  struct {
+    Duration window{};
+  } log_errors;
+  struct {
+    std::string required;  // "12.4"; empty: not checked
+  } cuda_incompatible;
+  struct {
+    uint64_t expected = 0;  // 0: not checked
+  } gpu_count_mismatch;
+  struct {
+    double warning_free_percent = 0;
+    double critical_free_percent = 0;
+  } disk_space;
+  struct {
+    Severity severity = Severity::kCritical;
+  } process_missing;
+  struct {
+    Duration max_age{};
+  } backup_stale;
+  struct {
+    uint64_t blocked_warning = 0;
+    std::vector<std::string> gpu_task_names;
+    Duration window{};
+  } host_hung_tasks;
+  struct {
+    double warning_available_percent = 0;
+  } host_memory;
+  struct {
+    double memory_full_avg60 = 0;
+    double io_full_avg60 = 0;
+    double cpu_some_avg60 = 0;
+  } host_pressure;
+};
+
+// The probable cause and the operator's next steps for a finding.
+struct Remedy {
+  std::string cause;
+  std::vector<std::string> actions;
+  bool operator==(const Remedy&) const = default;
+};
+
+// Everything about one rule that is not a threshold.
+struct RuleSettings {
+  bool enabled = true;
+  std::string category;  // thermal, power, pcie, memory, driver, application, host, unknown
+  Remedy remedy;
+  std::map<std::string, Remedy, std::less<>> cases;  // [rules.<id>.<case>]
+};
+
+// One line of the weekly checklist and the rules that decide it.
+struct ChecklistEntry {
+  std::string title;
+  std::vector<std::string> rule_ids;
+};
+
+struct HealthConfig {
+  HostConfig host;  // [host]: what the host signals collect
+  RuleThresholds thresholds;
+  std::map<std::string, RuleSettings, std::less<>> rules;  // one entry per rule id
+  std::vector<ChecklistEntry> checklist;
+
+  bool Enabled(std::string_view rule_id) const;
+  std::string_view Category(std::string_view rule_id) const;  // "unknown" when none is set
+  // The remedy of `rule_id`'s case `case_name`, or the rule's own remedy
+  // when the case has none (or `case_name` is empty).
+  const Remedy& RemedyFor(std::string_view rule_id, std::string_view case_name = {}) const;
+};
+
+// The compiled-in defaults of data/rules.toml.
+const HealthConfig& DefaultHealthConfig();
+
+// Applies the TOML `text` on top of `base`. Unknown keys in [host] and
+// [rules.*], unknown rule ids and values of the wrong type are errors that
+// name the key; other top-level tables are left to other modules. A
+// [[checklist]] array, when present, replaces the whole checklist.
+// `origin` names the text in error messages (a file name).
+Result<HealthConfig> ApplyHealthConfig(HealthConfig base, std::string_view text, std::string_view origin);
+
+// DefaultHealthConfig() with the file at `path` applied.
+Result<HealthConfig> LoadHealthConfigFile(const std::string& path);
+
+// "[rules.temperature_high] warning_c", ... : every threshold key, for docs and tests.
+std::vector<std::string> HealthConfigKeys();
+
+}  // namespace gpudoctor

@@ -1,0 +1,156 @@
+#include "health/rule_context.h"
+
+#include <cmath>
+
+#include "common/text.h"
+#include "model/gpu_fields.h"
+
+namespace gpudoctor::rules_internal {
+
+RuleContext::RuleContext(const HealthInput& input_in, const HealthConfig& config_in, std::vector<Finding>& findings)
+    : input(input_in), config(config_in), thresholds(config_in.thresholds), findings_(findings) {
+  if (input.snapshot != nullptr) {
+    for (const GpuSnapshot& gpu : input.snapshot->gpus)
+      if (gpu.access_error == AccessError::kNone) readable_.push_back(&gpu);
+  }
+}
+
+Finding& RuleContext::Report(std::string_view rule_id, Severity severity, std::optional<GpuRef> gpu,
+                             std::string summary, std::vector<std::string> evidence, std::string_view case_name) {
+  const Remedy& remedy =
+      severity == Severity::kUnknown ? config.RemedyFor("field_error") : config.RemedyFor(rule_id, case_name);
+  Finding finding;
+  finding.id = std::string(rule_id);
+  finding.severity = severity;
+  finding.gpu = std::move(gpu);
+  finding.summary = std::move(summary);
+  finding.evidence = std::move(evidence);
+  finding.cause = remedy.cause;
+  finding.actions = remedy.actions;
+  findings_.push_back(std::move(finding));
+  return findings_.back();
+}
+
+void RuleContext::Pass(std::string_view rule_id, std::string summary, std::vector<std::string> evidence) {
+  Finding finding;
+  finding.id = std::string(rule_id);
+  finding.severity = Severity::kOk;
+  finding.summary = std::move(summary);
+  finding.evidence = std::move(evidence);
+  findings_.push_back(std::move(finding));
+}
+
+bool RuleContext::DriverUp() const {
+  return input.snapshot != nullptr && input.snapshot->driver_error == AccessError::kNone;
+}
+
+const GpuSnapshot* RuleContext::PreviousOf(const GpuSnapshot& gpu) const {
+  if (input.previous == nullptr) return nullptr;
+  for (const GpuSnapshot& earlier : input.previous->gpus) {
+    if (gpu.uuid.has_value() && earlier.uuid.has_value()) {
+      if (gpu.uuid.value() == earlier.uuid.value()) return &earlier;
+    } else if (earlier.index == gpu.index) {
+      return &earlier;
+    }
+  }
+  return nullptr;
+}
+
+const GpuSnapshot* RuleContext::GpuAtPci(std::string_view pci_bus_id) const {
+  if (input.snapshot == nullptr || pci_bus_id.empty()) return nullptr;
+  std::optional<std::string> wanted = NormalizePciBusId(pci_bus_id);
+  if (!wanted) return nullptr;
+  for (const GpuSnapshot& gpu : input.snapshot->gpus) {
+    if (!gpu.pci_bus_id.has_value()) continue;
+    if (NormalizePciBusId(gpu.pci_bus_id.value()) == wanted) return &gpu;
+  }
+  return nullptr;
+}
+
+bool RuleContext::WithinWindow(const std::optional<WallTime>& time, Duration window) const {
+  if (!time) return true;
+  return *time >= input.now - std::chrono::duration_cast<WallTime::duration>(window);
+}
+
+GpuRef RefFor(const GpuSnapshot& gpu) {
+  GpuRef ref;
+  ref.index = gpu.index;
+  ref.uuid = gpu.uuid.value_or("");
+  if (gpu.pci_bus_id.has_value()) ref.pci_bus_id = NormalizePciBusId(gpu.pci_bus_id.value()).value_or(gpu.pci_bus_id.value());
+  ref.serial = gpu.serial.value_or("");
+  return ref;
+}
+
+GpuRef RefForPci(std::string_view pci_bus_id) {
+  GpuRef ref;
+  ref.pci_bus_id = NormalizePciBusId(pci_bus_id).value_or(std::string(pci_bus_id));
+  return ref;
+}
+
+std::string GpuLabel(const GpuSnapshot& gpu) { return fmt::format("GPU {}", gpu.index); }
+
+std::string FormatBytes(uint64_t bytes) {
+  constexpr const char* kUnits[] = {"B", "KiB", "MiB", "GiB", "TiB", "PiB"};
+  double value = static_cast<double>(bytes);
+  size_t unit = 0;
+  while (value >= 1024 && unit + 1 < std::size(kUnits)) {
+    value /= 1024;
+    ++unit;
+  }
+  return unit == 0 ? fmt::format("{} B", bytes) : fmt::format("{:.1f} {}", value, kUnits[unit]);
+}
+
+std::string FormatSpan(Duration duration) {
+  const int64_t millis = std::chrono::duration_cast<std::chrono::milliseconds>(duration).count();
+  if (millis < 1000) return fmt::format("{}ms", std::max<int64_t>(millis, 0));
+  const int64_t seconds = millis / 1000;
+  auto two_parts = [](int64_t big, std::string_view big_unit, int64_t small, std::string_view small_unit) {
+    return small == 0 ? fmt::format("{}{}", big, big_unit) : fmt::format("{}{} {}{}", big, big_unit, small, small_unit);
+  };
+  if (seconds < 60) return fmt::format("{}s", seconds);
+  if (seconds < 3600) return two_parts(seconds / 60, "m", seconds % 60, "s");
+  if (seconds < 48 * 3600) return two_parts(seconds / 3600, "h", seconds % 3600 / 60, "m");
+  return two_parts(seconds / 86400, "d", seconds % 86400 / 3600, "h");
+}
+
+std::string FormatNumber(double value) {
+  if (std::fabs(value - std::round(value)) < 0.05) return fmt::format("{:.0f}", value);
+  return fmt::format("{:.1f}", value);
+}
+
+std::string JoinWithAnd(const std::vector<std::string>& items) {
+  std::string text;
+  for (size_t i = 0; i < items.size(); ++i) {
+    if (i > 0) text += i + 1 == items.size() ? " and " : ", ";
+    text += items[i];
+  }
+  return text;
+}
+
+std::string Plural(size_t count, std::string_view singular, std::string_view plural) {
+  return fmt::format("{} {}", count, count == 1 ? singular : plural);
+}
+
+std::string AllOf(size_t count, std::string_view singular, std::string_view plural) {
+  return count == 1 ? fmt::format("1 {}", singular) : fmt::format("All {} {}", count, plural);
+}
+
+std::vector<FailedField> FailedFields(const GpuSnapshot& gpu) {
+  std::vector<FailedField> out;
+  std::string prefix;
+  auto collect = [&](const char* name, const auto& field) {
+    if (field.failed()) out.push_back({prefix + name, field.error()});
+  };
+  VisitScalarGpuFields(collect, gpu);
+  collect("processes", gpu.processes);
+  collect("nvlinks", gpu.nvlinks);
+  if (gpu.nvlinks.has_value()) {
+    for (const NvLinkInfo& link : gpu.nvlinks.value()) {
+      prefix = fmt::format("nvlinks[{}].", link.link);
+      VisitNvLinkFields(collect, link);
+    }
+  }
+  return out;
+}
+
+}  // namespace gpudoctor::rules_internal

@@ -1,0 +1,47 @@
+// The health rules: a snapshot, host signals and log events in, findings out.
+//
+// Every rule reports each problem it sees as a warning, critical or unknown
+// finding with its evidence, probable cause and next steps, or - when it had
+// something to judge and found nothing wrong - one ok finding that says what
+// it checked ("all 8 GPUs below 75 °C"). A rule with nothing to judge (no
+// GPUs readable, nothing configured, a source not available) reports nothing.
+// Rule ids and thresholds are documented in docs/findings.md.
+//
+//   HealthInput input;
+//   input.snapshot = &snapshot;
+//   input.host = &host_signals;       // optional
+//   input.log_events = &events;       // optional
+//   input.now = clock.Now();
+//   std::vector<Finding> findings = EvaluateRules(input, DefaultHealthConfig());
+//   int exit_status = ExitStatusFor(WorstSeverity(findings));
+#pragma once
+
+#include <vector>
+
+#include "common/clock.h"
+#include "health/event_grader.h"
+#include "health/finding.h"
+#include "health/health_config.h"
+#include "host/host_signals.h"
+#include "logs/event.h"
+#include "model/snapshot.h"
+
+namespace gpudoctor {
+
+struct HealthInput {
+  const Snapshot* snapshot = nullptr;  // nullptr: no GPU data
+  // An earlier snapshot of the same server, for counters that must be seen
+  // rising (PCIe replays, NVLink errors). nullptr: those rules judge levels only.
+  const Snapshot* previous = nullptr;
+  const HostSignals* host = nullptr;               // nullptr: host signals not collected
+  const std::vector<LogEvent>* log_events = nullptr;  // nullptr: logs not read
+  const EventGrader* event_grader = nullptr;       // nullptr: events graded by their own severity
+  WallTime now;                                    // from the caller's Clock
+};
+
+// Runs every enabled rule, in the order of kRuleIds (health/rule_ids.h).
+// Never fails: a rule that cannot judge something says so in an unknown
+// finding.
+std::vector<Finding> EvaluateRules(const HealthInput& input, const HealthConfig& config);
+
+}  // namespace gpudoctor

@@ -1,0 +1,572 @@
+// Rules judged from the snapshot: driver, thermal, power, memory, links.
+#include <gtest/gtest.h>
+
+#include <set>
+
+#include "health/health_test_support.h"
+#include "health/rule_ids.h"
+
+namespace gpudoctor {
+namespace {
+
+using namespace testing_support;
+using std::chrono::minutes;
+
+// The one finding with `id`; fails the test when there is not exactly one.
+Finding Single(const std::vector<Finding>& findings, std::string_view id) {
+  std::vector<Finding> matching = WithId(findings, id);
+  if (matching.size() != 1) {
+    ADD_FAILURE() << "expected one '" << id << "' finding, got " << matching.size();
+    return Finding{};
+  }
+  return matching.front();
+}
+
+bool EvidenceHas(const Finding& finding, std::string_view text) {
+  for (const std::string& line : finding.evidence)
+    if (line.find(text) != std::string::npos) return true;
+  return false;
+}
+
+HealthConfig ConfigWith(std::string_view toml) {
+  Result<HealthConfig> config = ApplyHealthConfig(DefaultHealthConfig(), toml, "test");
+  EXPECT_TRUE(config.ok()) << (config.ok() ? "" : config.error().message);
+  return config.ok() ? *config : DefaultHealthConfig();
+}
+
+std::vector<Finding> EvaluateWith(const HealthConfig& config, const Snapshot* snapshot, const HostSignals* host = nullptr) {
+  HealthInput input;
+  input.snapshot = snapshot;
+  input.host = host;
+  input.now = kNow;
+  return EvaluateRules(input, config);
+}
+
+TEST(HealthyServer, EveryRuleReportsOkAndNothingElse) {
+  Snapshot snapshot = HealthySnapshot(2);
+  HostSignals host = HealthyHost(2);
+  std::vector<LogEvent> no_events;
+  HealthConfig config = ConfigWith(R"(
+    [rules.cuda_incompatible]
+    required = "12.4"
+    [rules.gpu_count_mismatch]
+    expected = 2
+  )");
+  HealthInput input;
+  input.snapshot = &snapshot;
+  input.previous = &snapshot;
+  input.host = &host;
+  input.log_events = &no_events;
+  input.now = kNow;
+  std::vector<Finding> findings = EvaluateRules(input, config);
+
+  std::set<std::string> ok_ids;
+  for (const Finding& finding : findings) {
+    EXPECT_EQ(finding.severity, Severity::kOk) << finding.id << ": " << finding.summary;
+    EXPECT_FALSE(finding.summary.empty()) << finding.id;
+    ok_ids.insert(finding.id);
+  }
+  for (std::string_view id : kRuleIds) EXPECT_TRUE(ok_ids.count(std::string(id))) << "no ok result from " << id;
+  EXPECT_EQ(Single(findings, "temperature_high").summary, "All 2 GPUs below 75 °C (hottest: GPU 1 at 41 °C)");
+}
+
+TEST(HealthyServer, NoInputGivesNoFindings) {
+  EXPECT_TRUE(Evaluate(nullptr).empty());
+}
+
+TEST(HealthyServer, DisabledRuleIsSkipped) {
+  Snapshot snapshot = HealthySnapshot();
+  snapshot.gpus[0].temperature_c = Field<uint32_t>::Value(99);
+  HealthConfig config = ConfigWith("[rules.temperature_high]\nenabled = false\n");
+  EXPECT_TRUE(WithId(EvaluateWith(config, &snapshot), "temperature_high").empty());
+}
+
+TEST(NvmlHang, HungGpuIsCritical) {
+  Snapshot snapshot = HealthySnapshot();
+  snapshot.gpus[1].access_error = AccessError::kHang;
+  snapshot.hangs.push_back({1, "0000:43:00.0", "nvmlDeviceGetTemperature", std::chrono::seconds(10), false});
+  snapshot.hangs.push_back({1, "0000:43:00.0", "nvmlDeviceGetPowerUsage", std::chrono::seconds(10), true});
+  Finding finding = Single(Evaluate(&snapshot), "nvml_hang");
+  EXPECT_EQ(finding.severity, Severity::kCritical);
+  ASSERT_TRUE(finding.gpu.has_value());
+  EXPECT_EQ(finding.gpu->index, 1u);
+  EXPECT_EQ(finding.gpu->pci_bus_id, "0000:43:00.0");
+  EXPECT_TRUE(EvidenceHas(finding, "nvmlDeviceGetTemperature did not return within 10s"));
+  EXPECT_TRUE(EvidenceHas(finding, "still stuck"));
+  EXPECT_FALSE(finding.cause.empty());
+  EXPECT_FALSE(finding.actions.empty());
+}
+
+TEST(NvmlHang, HangAtStartIsCritical) {
+  Snapshot snapshot;
+  snapshot.driver_error = AccessError::kHang;
+  snapshot.hangs.push_back({std::nullopt, "", "nvmlInit_v2", std::chrono::seconds(10), false});
+  std::vector<Finding> findings = Evaluate(&snapshot);
+  Finding finding = Single(findings, "nvml_hang");
+  EXPECT_EQ(finding.severity, Severity::kCritical);
+  EXPECT_EQ(finding.summary, "NVML hung in nvmlInit_v2");
+  EXPECT_TRUE(WithId(findings, "driver_unavailable").empty());
+}
+
+TEST(DriverUnavailable, DriverNotLoadedIsCriticalWithItsOwnRemedy) {
+  Snapshot snapshot;
+  snapshot.driver_error = AccessError::kDriverNotLoaded;
+  snapshot.driver_message = "NVIDIA-SMI has failed because it couldn't communicate with the NVIDIA driver";
+  std::vector<Finding> findings = Evaluate(&snapshot);
+  Finding finding = Single(findings, "driver_unavailable");
+  EXPECT_EQ(finding.severity, Severity::kCritical);
+  EXPECT_EQ(finding.cause, DefaultHealthConfig().RemedyFor("driver_unavailable", "driver_not_loaded").cause);
+  EXPECT_TRUE(EvidenceHas(finding, "couldn't communicate"));
+  // No GPU could be read, so the GPU rules have nothing to judge.
+  EXPECT_TRUE(WithId(findings, "temperature_high").empty());
+  EXPECT_EQ(Problems(findings).size(), 1u);
+}
+
+TEST(DriverUnavailable, MissingLibrary) {
+  Snapshot snapshot;
+  snapshot.driver_error = AccessError::kLibraryNotFound;
+  Finding finding = Single(Evaluate(&snapshot), "driver_unavailable");
+  EXPECT_EQ(finding.severity, Severity::kCritical);
+  EXPECT_NE(finding.cause.find("libnvidia-ml.so.1"), std::string::npos);
+}
+
+TEST(DriverMismatch, NvmlMismatchErrorIsCritical) {
+  Snapshot snapshot;
+  snapshot.driver_error = AccessError::kVersionMismatch;
+  snapshot.driver_message = "Failed to initialize NVML: Driver/library version mismatch";
+  std::vector<Finding> findings = Evaluate(&snapshot);
+  EXPECT_EQ(Single(findings, "driver_mismatch").severity, Severity::kCritical);
+  EXPECT_TRUE(WithId(findings, "driver_unavailable").empty());
+}
+
+TEST(DriverMismatch, ModuleVersionDiffersFromNvml) {
+  Snapshot snapshot = HealthySnapshot();
+  HostSignals host = HealthyHost();
+  host.nvidia_module_version = Field<std::string>::Value("550.54.14");
+  Finding finding = Single(Evaluate(&snapshot, &host), "driver_mismatch");
+  EXPECT_EQ(finding.severity, Severity::kCritical);
+  EXPECT_EQ(finding.summary, "Kernel module 550.54.14 but NVML library 550.54.15");
+}
+
+TEST(DriverMismatch, SameVersionWrittenDifferentlyIsOk) {
+  Snapshot snapshot = HealthySnapshot();
+  snapshot.driver_version = Field<std::string>::Value("535.129.03");
+  HostSignals host = HealthyHost();
+  host.nvidia_module_version = Field<std::string>::Value("535.129.3");
+  EXPECT_EQ(Single(Evaluate(&snapshot, &host), "driver_mismatch").severity, Severity::kOk);
+}
+
+TEST(NouveauLoaded, IsCritical) {
+  Snapshot snapshot = HealthySnapshot();
+  HostSignals host = HealthyHost();
+  host.nouveau_loaded = Field<bool>::Value(true);
+  EXPECT_EQ(Single(Evaluate(&snapshot, &host), "nouveau_loaded").severity, Severity::kCritical);
+}
+
+struct CudaCase {
+  std::string required;
+  std::string driver;
+  int32_t cuda_driver_version;
+  Severity expected;
+};
+
+class CudaIncompatibleTest : public ::testing::TestWithParam<CudaCase> {};
+
+TEST_P(CudaIncompatibleTest, GradesDriverAgainstRequiredCuda) {
+  const CudaCase& c = GetParam();
+  Snapshot snapshot = HealthySnapshot();
+  snapshot.driver_version = c.driver.empty() ? Field<std::string>::NotSupported() : Field<std::string>::Value(c.driver);
+  snapshot.cuda_driver_version =
+      c.cuda_driver_version == 0 ? Field<int32_t>::NotSupported() : Field<int32_t>::Value(c.cuda_driver_version);
+  HealthConfig config = ConfigWith("[rules.cuda_incompatible]\nrequired = \"" + c.required + "\"\n");
+  EXPECT_EQ(Single(EvaluateWith(config, &snapshot), "cuda_incompatible").severity, c.expected);
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Table, CudaIncompatibleTest,
+    ::testing::Values(CudaCase{"12.4", "550.54.15", 12040, Severity::kOk},
+                      CudaCase{"12.4", "535.129.03", 12020, Severity::kWarning},  // minor version compatibility
+                      CudaCase{"12.4", "470.82.01", 11040, Severity::kCritical},
+                      CudaCase{"13.0", "550.54.15", 12040, Severity::kCritical},
+                      CudaCase{"11.8", "550.54.15", 12040, Severity::kOk},
+                      CudaCase{"12.4", "", 12020, Severity::kWarning},  // judged on NVML's CUDA version alone
+                      CudaCase{"12.4", "", 0, Severity::kUnknown}));
+
+TEST(NoDevices, NvmlWithoutGpusIsCritical) {
+  Snapshot snapshot = HealthySnapshot(0);
+  HostSignals host = HealthyHost(2);
+  Finding finding = Single(Evaluate(&snapshot, &host), "no_devices");
+  EXPECT_EQ(finding.severity, Severity::kCritical);
+  EXPECT_TRUE(EvidenceHas(finding, "NVIDIA GPUs on the PCI bus: 2"));
+}
+
+TEST(GpuCountMismatch, FewerGpusThanExpectedIsCritical) {
+  Snapshot snapshot = HealthySnapshot(2);
+  HealthConfig config = ConfigWith("[rules.gpu_count_mismatch]\nexpected = 8\n");
+  Finding finding = Single(EvaluateWith(config, &snapshot), "gpu_count_mismatch");
+  EXPECT_EQ(finding.severity, Severity::kCritical);
+  EXPECT_EQ(finding.summary, "NVML sees 2 GPUs, 8 expected");
+}
+
+TEST(GpuMissing, GpuOnBusButNotInNvmlIsCritical) {
+  Snapshot snapshot = HealthySnapshot(2);
+  HostSignals host = HealthyHost(3);
+  host.pci_gpus.value()[2].driver = "";
+  Finding finding = Single(Evaluate(&snapshot, &host), "gpu_missing");
+  EXPECT_EQ(finding.severity, Severity::kCritical);
+  ASSERT_TRUE(finding.gpu.has_value());
+  EXPECT_EQ(finding.gpu->pci_bus_id, "0000:6b:00.0");
+  EXPECT_TRUE(EvidenceHas(finding, "driver none"));
+}
+
+TEST(GpuLost, LostGpuIsCritical) {
+  Snapshot snapshot = HealthySnapshot();
+  snapshot.gpus[0].access_error = AccessError::kGpuLost;
+  snapshot.gpus[0].access_message = "GPU is lost";
+  std::vector<Finding> findings = Evaluate(&snapshot);
+  Finding finding = Single(findings, "gpu_lost");
+  EXPECT_EQ(finding.severity, Severity::kCritical);
+  EXPECT_EQ(finding.gpu->index, 0u);
+  EXPECT_TRUE(WithId(findings, "gpu_unreachable").front().severity == Severity::kOk);
+}
+
+TEST(GpuUnreachable, ResetRequiredIsCriticalWithResetRemedy) {
+  Snapshot snapshot = HealthySnapshot();
+  snapshot.gpus[1].access_error = AccessError::kResetRequired;
+  Finding finding = Single(Evaluate(&snapshot), "gpu_unreachable");
+  EXPECT_EQ(finding.severity, Severity::kCritical);
+  EXPECT_EQ(finding.summary, "GPU 1 needs a reset");
+  EXPECT_EQ(finding.cause, DefaultHealthConfig().RemedyFor("gpu_unreachable", "reset_required").cause);
+}
+
+TEST(FieldError, FailedReadingIsAWarningNamingTheField) {
+  Snapshot snapshot = HealthySnapshot();
+  snapshot.gpus[0].power_limit_w = Field<double>::Failed("Unknown Error");
+  Finding finding = Single(Evaluate(&snapshot), "field_error");
+  EXPECT_EQ(finding.severity, Severity::kWarning);
+  EXPECT_EQ(finding.summary, "GPU 0: 1 reading failed (power_limit_w)");
+  EXPECT_TRUE(EvidenceHas(finding, "power_limit_w: Unknown Error"));
+}
+
+TEST(TemperatureHigh, GradesAgainstDefaults) {
+  Snapshot snapshot = HealthySnapshot(3);
+  snapshot.gpus[0].temperature_c = Field<uint32_t>::Value(76);
+  snapshot.gpus[1].temperature_c = Field<uint32_t>::Value(81);
+  std::vector<Finding> findings = WithId(Evaluate(&snapshot), "temperature_high");
+  ASSERT_EQ(findings.size(), 2u);
+  EXPECT_EQ(findings[0].severity, Severity::kWarning);
+  EXPECT_EQ(findings[0].gpu->index, 0u);
+  EXPECT_EQ(findings[0].summary, "GPU 0 at 76 °C (warning at 75 °C)");
+  EXPECT_EQ(findings[1].severity, Severity::kCritical);
+  EXPECT_EQ(findings[1].summary, "GPU 1 at 81 °C (critical at 80 °C)");
+  EXPECT_NE(findings[1].actions.front().find("dust"), std::string::npos);
+}
+
+TEST(TemperatureHigh, LowGpuLimitLowersThresholds) {
+  // A laptop GPU whose maximum operating temperature is 57 °C.
+  Snapshot snapshot = HealthySnapshot(1);
+  snapshot.gpus[0].temperature_c = Field<uint32_t>::Value(56);
+  snapshot.gpus[0].temperature_max_operating_c = Field<uint32_t>::Value(57);
+  snapshot.gpus[0].temperature_slowdown_c = Field<uint32_t>::Value(97);
+  Finding finding = Single(Evaluate(&snapshot), "temperature_high");
+  EXPECT_EQ(finding.severity, Severity::kWarning);
+  EXPECT_TRUE(EvidenceHas(finding, "warning at 52 °C, critical at 57 °C"));
+  EXPECT_TRUE(EvidenceHas(finding, "maximum operating temperature 57 °C"));
+  snapshot.gpus[0].temperature_c = Field<uint32_t>::Value(57);
+  EXPECT_EQ(Single(Evaluate(&snapshot), "temperature_high").severity, Severity::kCritical);
+}
+
+TEST(TemperatureHigh, ConfigOverridesThresholds) {
+  Snapshot snapshot = HealthySnapshot(1);
+  snapshot.gpus[0].temperature_c = Field<uint32_t>::Value(61);
+  HealthConfig config = ConfigWith("[rules.temperature_high]\nwarning_c = 60\n");
+  EXPECT_EQ(Single(EvaluateWith(config, &snapshot), "temperature_high").severity, Severity::kWarning);
+}
+
+TEST(TemperatureHigh, UnreadableTemperatureIsUnknown) {
+  Snapshot snapshot = HealthySnapshot(1);
+  snapshot.gpus[0].temperature_c = Field<uint32_t>::Failed("Unknown Error");
+  Finding finding = Single(Evaluate(&snapshot), "temperature_high");
+  EXPECT_EQ(finding.severity, Severity::kUnknown);
+  EXPECT_EQ(finding.cause, DefaultHealthConfig().RemedyFor("field_error").cause);
+}
+
+TEST(FanFailure, StoppedFanOnHotGpuIsCritical) {
+  Snapshot snapshot = HealthySnapshot();
+  snapshot.gpus[1].temperature_c = Field<uint32_t>::Value(70);
+  snapshot.gpus[1].fan_speeds_percent = Field<std::vector<uint32_t>>::Value({45, 0});
+  Finding finding = Single(Evaluate(&snapshot), "fan_failure");
+  EXPECT_EQ(finding.severity, Severity::kCritical);
+  EXPECT_EQ(finding.summary, "GPU 1 fan 1 at 0% while the GPU is at 70 °C");
+}
+
+TEST(FanFailure, StoppedFanOnCoolGpuIsFine) {
+  Snapshot snapshot = HealthySnapshot();
+  snapshot.gpus[0].fan_speeds_percent = Field<std::vector<uint32_t>>::Value({0});
+  EXPECT_EQ(Single(Evaluate(&snapshot), "fan_failure").severity, Severity::kOk);
+}
+
+TEST(FanFailure, FanErrorIsAWarning) {
+  Snapshot snapshot = HealthySnapshot();
+  snapshot.gpus[0].fan_speeds_percent = Field<std::vector<uint32_t>>::Failed("ERR!");
+  Finding finding = Single(Evaluate(&snapshot), "fan_failure");
+  EXPECT_EQ(finding.severity, Severity::kWarning);
+  EXPECT_TRUE(EvidenceHas(finding, "ERR!"));
+}
+
+TEST(FanFailure, ChassisFanFaultFromBmc) {
+  Snapshot snapshot = HealthySnapshot();
+  HostSignals host = HealthyHost();
+  host.ipmi_sensors.value().push_back({"ipmi", "Fan2A", SensorKind::kFan, 0.0, "RPM", SensorStatus::kCritical, "0 RPM"});
+  Finding finding = Single(Evaluate(&snapshot, &host), "fan_failure");
+  EXPECT_EQ(finding.severity, Severity::kCritical);
+  EXPECT_EQ(finding.summary, "Chassis fan 'Fan2A' reports a fault");
+}
+
+TEST(ClockThrottle, HardwareSlowdownIsCritical) {
+  Snapshot snapshot = HealthySnapshot();
+  snapshot.gpus[0].clock_event_reasons = Field<uint64_t>::Value(clock_event::kHwSlowdown | clock_event::kHwThermalSlowdown);
+  Finding finding = Single(Evaluate(&snapshot), "clock_throttle");
+  EXPECT_EQ(finding.severity, Severity::kCritical);
+  EXPECT_EQ(finding.summary, "GPU 0 clocks slowed: hw_slowdown and hw_thermal_slowdown");
+}
+
+TEST(ClockThrottle, SoftwareThermalSlowdownIsAWarning) {
+  Snapshot snapshot = HealthySnapshot();
+  snapshot.gpus[0].clock_event_reasons = Field<uint64_t>::Value(clock_event::kSwThermalSlowdown);
+  EXPECT_EQ(Single(Evaluate(&snapshot), "clock_throttle").severity, Severity::kWarning);
+}
+
+TEST(ClockThrottle, PowerBrakeUsesPowerRemedy) {
+  Snapshot snapshot = HealthySnapshot();
+  snapshot.gpus[0].clock_event_reasons =
+      Field<uint64_t>::Value(clock_event::kHwSlowdown | clock_event::kHwPowerBrakeSlowdown);
+  Finding finding = Single(Evaluate(&snapshot), "clock_throttle");
+  EXPECT_EQ(finding.cause, DefaultHealthConfig().RemedyFor("clock_throttle", "power_brake").cause);
+}
+
+TEST(ClockThrottle, PowerCapUnderLoadIsNormal) {
+  Snapshot snapshot = HealthySnapshot();
+  snapshot.gpus[0].clock_event_reasons = Field<uint64_t>::Value(clock_event::kSwPowerCap);
+  snapshot.gpus[0].power_draw_w = Field<double>::Value(699);
+  std::vector<Finding> findings = Evaluate(&snapshot);
+  EXPECT_EQ(Single(findings, "clock_throttle").severity, Severity::kOk);
+  Finding power = Single(findings, "power_capped");
+  EXPECT_EQ(power.severity, Severity::kOk);
+  EXPECT_TRUE(EvidenceHas(power, "GPU 0 at the power cap"));
+}
+
+TEST(PowerCapped, DrawAboveLimitIsAWarning) {
+  Snapshot snapshot = HealthySnapshot();
+  snapshot.gpus[0].power_draw_w = Field<double>::Value(228.82);
+  snapshot.gpus[0].power_limit_w = Field<double>::Value(210);
+  Finding finding = Single(Evaluate(&snapshot), "power_capped");
+  EXPECT_EQ(finding.severity, Severity::kWarning);
+  EXPECT_EQ(finding.summary, "GPU 0 draws 228.8 W, above its 210 W limit");
+}
+
+TEST(PsuFault, BmcPowerSupplyFailureIsCritical) {
+  Snapshot snapshot = HealthySnapshot();
+  HostSignals host = HealthyHost();
+  host.ipmi_sensors.value().push_back({"ipmi", "PS2 Status", SensorKind::kPowerSupply, std::nullopt, "",
+                                       SensorStatus::kCritical, "Presence detected, Power Supply AC lost"});
+  Finding finding = Single(Evaluate(&snapshot, &host), "psu_fault");
+  EXPECT_EQ(finding.severity, Severity::kCritical);
+  EXPECT_EQ(finding.summary, "Power supply 'PS2 Status': Presence detected, Power Supply AC lost");
+}
+
+TEST(SensorAlarm, VoltageOutOfRange) {
+  HostSignals host = HealthyHost();
+  host.ipmi_sensors.value()[3].status = SensorStatus::kCritical;
+  Finding finding = Single(Evaluate(nullptr, &host), "sensor_alarm");
+  EXPECT_EQ(finding.severity, Severity::kCritical);
+  EXPECT_EQ(finding.summary, "voltage sensor 'Voltage 1' beyond its alarm threshold");
+}
+
+TEST(InletTemperature, OutsideRecommendedRange) {
+  HostSignals host = HealthyHost();
+  for (auto [value, expected] : {std::pair{27.0, Severity::kWarning}, std::pair{36.0, Severity::kCritical},
+                                 std::pair{14.0, Severity::kWarning}, std::pair{20.0, Severity::kOk}}) {
+    host.ipmi_sensors.value()[0].value = value;
+    EXPECT_EQ(Single(Evaluate(nullptr, &host), "inlet_temperature").severity, expected) << value;
+  }
+  // The inlet sensor's own alarm is reported here, not as a sensor alarm.
+  host.ipmi_sensors.value()[0].status = SensorStatus::kCritical;
+  EXPECT_EQ(Single(Evaluate(nullptr, &host), "sensor_alarm").severity, Severity::kOk);
+}
+
+TEST(EccUncorrectable, VolatileErrorsAreCritical) {
+  Snapshot snapshot = HealthySnapshot();
+  snapshot.gpus[0].ecc_volatile_uncorrected = Field<uint64_t>::Value(2);
+  snapshot.gpus[0].ecc_aggregate_uncorrected = Field<uint64_t>::Value(2);
+  Finding finding = Single(Evaluate(&snapshot), "ecc_uncorrectable");
+  EXPECT_EQ(finding.severity, Severity::kCritical);
+  EXPECT_EQ(finding.summary, "GPU 0: 2 uncorrectable ECC errors since the driver loaded");
+}
+
+TEST(EccUncorrectable, LifetimeErrorsAreAWarning) {
+  Snapshot snapshot = HealthySnapshot();
+  snapshot.gpus[1].ecc_aggregate_uncorrected = Field<uint64_t>::Value(1);
+  EXPECT_EQ(Single(Evaluate(&snapshot), "ecc_uncorrectable").severity, Severity::kWarning);
+}
+
+TEST(EccCorrectedHigh, ManyCorrectedErrorsAreAWarning) {
+  Snapshot snapshot = HealthySnapshot();
+  snapshot.gpus[0].ecc_volatile_corrected = Field<uint64_t>::Value(5000);
+  EXPECT_EQ(Single(Evaluate(&snapshot), "ecc_corrected_high").severity, Severity::kWarning);
+}
+
+TEST(RetiredPages, PendingAndLimit) {
+  Snapshot snapshot = HealthySnapshot(3);
+  snapshot.gpus[0].retired_pages_pending = Field<bool>::Value(true);
+  snapshot.gpus[1].retired_pages_sbe = Field<uint32_t>::Value(40);
+  snapshot.gpus[1].retired_pages_dbe = Field<uint32_t>::Value(20);
+  snapshot.gpus[2].retired_pages_sbe = Field<uint32_t>::Value(16);
+  std::vector<Finding> findings = WithId(Evaluate(&snapshot), "retired_pages");
+  ASSERT_EQ(findings.size(), 3u);
+  EXPECT_EQ(findings[0].severity, Severity::kWarning);
+  EXPECT_EQ(findings[0].summary, "GPU 0 has memory pages waiting to be retired: reset needed");
+  EXPECT_EQ(findings[1].severity, Severity::kCritical);
+  EXPECT_EQ(findings[2].severity, Severity::kWarning);
+}
+
+TEST(RemappedRowsPending, PendingRemapIsAWarning) {
+  Snapshot snapshot = HealthySnapshot();
+  snapshot.gpus[0].remapped_rows_uncorrectable = Field<uint32_t>::Value(4);
+  snapshot.gpus[0].remapped_rows_pending = Field<bool>::Value(true);
+  Finding finding = Single(Evaluate(&snapshot), "remapped_rows_pending");
+  EXPECT_EQ(finding.severity, Severity::kWarning);
+  EXPECT_TRUE(EvidenceHas(finding, "0 for correctable errors, 4 for uncorrectable errors"));
+}
+
+TEST(RowRemapFailure, IsCritical) {
+  Snapshot snapshot = HealthySnapshot();
+  snapshot.gpus[1].remapped_rows_failure = Field<bool>::Value(true);
+  Finding finding = Single(Evaluate(&snapshot), "row_remap_failure");
+  EXPECT_EQ(finding.severity, Severity::kCritical);
+  EXPECT_NE(finding.actions.back().find("RMA"), std::string::npos);
+}
+
+TEST(MemoryHigh, AboveNinetyPercentIsAWarning) {
+  Snapshot snapshot = HealthySnapshot();
+  snapshot.gpus[0].memory_used_bytes = Field<uint64_t>::Value(78ull << 30);
+  snapshot.gpus[0].processes = Field<std::vector<ProcessInfo>>::Value(
+      {{4242, "python3", Field<uint64_t>::Value(77ull << 30)}});
+  Finding finding = Single(Evaluate(&snapshot), "memory_high");
+  EXPECT_EQ(finding.severity, Severity::kWarning);
+  EXPECT_EQ(finding.summary, "GPU 0 memory 97.5% used");
+  EXPECT_TRUE(EvidenceHas(finding, "pid 4242 python3: 77.0 GiB"));
+}
+
+TEST(PcieLinkDegraded, NarrowLinkIsAWarning) {
+  Snapshot snapshot = HealthySnapshot();
+  snapshot.gpus[1].pcie_width_current = Field<uint32_t>::Value(8);
+  Finding finding = Single(Evaluate(&snapshot), "pcie_link_degraded");
+  EXPECT_EQ(finding.severity, Severity::kWarning);
+  EXPECT_EQ(finding.summary, "GPU 1 PCIe link degraded: x8 instead of x16");
+}
+
+TEST(PcieLinkDegraded, LowGenerationCountsOnlyUnderLoad) {
+  Snapshot snapshot = HealthySnapshot();
+  snapshot.gpus[0].pcie_generation_current = Field<uint32_t>::Value(1);
+  Finding idle = Single(Evaluate(&snapshot), "pcie_link_degraded");
+  EXPECT_EQ(idle.severity, Severity::kOk);
+  EXPECT_TRUE(EvidenceHas(idle, "while idle"));
+  snapshot.gpus[0].utilization_gpu_percent = Field<uint32_t>::Value(95);
+  EXPECT_EQ(Single(Evaluate(&snapshot), "pcie_link_degraded").severity, Severity::kWarning);
+}
+
+TEST(PcieLinkDegraded, KernelLinkWidthJudgesGpusNvmlCannot) {
+  Snapshot snapshot = HealthySnapshot();
+  snapshot.gpus[1].pcie_width_current = Field<uint32_t>::NotSupported();
+  snapshot.gpus[1].pcie_generation_current = Field<uint32_t>::NotSupported();
+  HostSignals host = HealthyHost();
+  host.pci_gpus.value()[1].link.current_width = Field<uint32_t>::Value(4);
+  Finding finding = Single(Evaluate(&snapshot, &host), "pcie_link_degraded");
+  EXPECT_EQ(finding.severity, Severity::kWarning);
+  EXPECT_EQ(finding.gpu->index, 1u);
+  EXPECT_TRUE(EvidenceHas(finding, "current_link_width 4, max_link_width 16"));
+}
+
+TEST(PcieReplay, RisingCounterIsAWarning) {
+  Snapshot before = HealthySnapshot();
+  before.taken_at = kNow - minutes(2);
+  before.gpus[0].pcie_replay_count = Field<uint64_t>::Value(10);
+  Snapshot now = HealthySnapshot();
+  now.gpus[0].pcie_replay_count = Field<uint64_t>::Value(110);
+  Finding finding = Single(Evaluate(&now, nullptr, nullptr, &before), "pcie_replay");
+  EXPECT_EQ(finding.severity, Severity::kWarning);
+  EXPECT_EQ(finding.summary, "GPU 0 PCIe replay counter rose by 100 in 2m");
+
+  now.gpus[0].pcie_replay_count = Field<uint64_t>::Value(20);  // 5 a minute: below the limit
+  EXPECT_EQ(Single(Evaluate(&now, nullptr, nullptr, &before), "pcie_replay").severity, Severity::kOk);
+  now.gpus[0].pcie_replay_count = Field<uint64_t>::Value(3);  // reset since: 3 new
+  EXPECT_EQ(Single(Evaluate(&now, nullptr, nullptr, &before), "pcie_replay").severity, Severity::kOk);
+}
+
+TEST(PcieReplay, SingleSnapshotCannotJudgeARise) {
+  Snapshot snapshot = HealthySnapshot();
+  snapshot.gpus[0].pcie_replay_count = Field<uint64_t>::Value(5000);
+  Finding finding = Single(Evaluate(&snapshot), "pcie_replay");
+  EXPECT_EQ(finding.severity, Severity::kOk);
+  EXPECT_TRUE(EvidenceHas(finding, "GPU 0: 5000 replays"));
+}
+
+TEST(NvlinkDown, InactiveLinkIsCritical) {
+  Snapshot snapshot = HealthySnapshot();
+  snapshot.gpus[1].nvlinks.value()[2].active = Field<bool>::Value(false);
+  Finding finding = Single(Evaluate(&snapshot), "nvlink_down");
+  EXPECT_EQ(finding.severity, Severity::kCritical);
+  EXPECT_EQ(finding.summary, "GPU 1 NVLink 2 down");
+  EXPECT_TRUE(EvidenceHas(finding, "3 of 4 links up"));
+}
+
+TEST(NvlinkDown, ServerWithoutActiveLinksHasNoNvlink) {
+  Snapshot snapshot = HealthySnapshot();
+  for (GpuSnapshot& gpu : snapshot.gpus)
+    for (NvLinkInfo& link : gpu.nvlinks.value()) link.active = Field<bool>::Value(false);
+  EXPECT_TRUE(WithId(Evaluate(&snapshot), "nvlink_down").empty());
+}
+
+TEST(NvlinkErrors, RisingErrorsAreAWarning) {
+  Snapshot before = HealthySnapshot();
+  before.taken_at = kNow - minutes(1);
+  Snapshot now = HealthySnapshot();
+  now.gpus[0].nvlinks.value()[1].recovery_errors = Field<uint64_t>::Value(30);
+  Finding finding = Single(Evaluate(&now, nullptr, nullptr, &before), "nvlink_errors");
+  EXPECT_EQ(finding.severity, Severity::kWarning);
+  EXPECT_EQ(finding.summary, "GPU 0 NVLink 1 errors rising: +30 in 1m");
+  EXPECT_TRUE(EvidenceHas(finding, "recovery errors: +30"));
+}
+
+TEST(BadInput, SnapshotOfFailuresNeverCrashes) {
+  Snapshot snapshot;
+  snapshot.driver_version = Field<std::string>::Failed("x");
+  snapshot.device_count = Field<uint32_t>::Failed("x");
+  GpuSnapshot gpu;
+  gpu.index = 7;
+  gpu.temperature_c = Field<uint32_t>::Failed("x");
+  gpu.memory_total_bytes = Field<uint64_t>::Value(0);
+  gpu.memory_used_bytes = Field<uint64_t>::Value(5);
+  gpu.power_limit_w = Field<double>::Value(0);
+  gpu.power_draw_w = Field<double>::Value(100);
+  gpu.nvlinks = Field<std::vector<NvLinkInfo>>::Value({NvLinkInfo{}});
+  snapshot.gpus = {gpu, gpu};
+  snapshot.hangs.push_back({42, "", "", {}, false});
+  snapshot.xid_events.push_back({99, 1ull << 40, kNow});
+  HostSignals host;
+  host.disks.push_back({"/", Field<FileSystemSpace>::Value({})});
+  host.backups.push_back({"/b", Field<BackupScan>::Value({})});
+  host.memory = Field<MemoryInfo>::Value({});
+  std::vector<LogEvent> events(3);
+  events[0].kind = "xid";
+  events[1].kind = "xid";
+  events[1].xid = 79;
+  events[1].pci_bus_id = "garbage";
+  std::vector<Finding> findings = Evaluate(&snapshot, &host, &events, &snapshot);
+  for (const Finding& finding : findings) EXPECT_FALSE(finding.summary.empty()) << finding.id;
+  EXPECT_FALSE(WithId(findings, "field_error").empty());
+}
+
+}  // namespace
+}  // namespace gpudoctor

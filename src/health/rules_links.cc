@@ -1,0 +1,230 @@
+// Rules about the GPUs' PCIe and NVLink connections.
+#include <algorithm>
+
+#include "common/text.h"
+#include "health/rule_context.h"
+
+namespace gpudoctor::rules_internal {
+namespace {
+
+// How much a counter rose between two snapshots. A counter that went down
+// was reset (driver reload, GPU reset): all of its current value is new.
+struct Rise {
+  uint64_t delta = 0;
+  double per_minute = 0;
+};
+
+Rise CounterRise(uint64_t now, uint64_t before, Duration interval) {
+  Rise rise;
+  rise.delta = now >= before ? now - before : now;
+  // Shorter intervals count as a minute so two replays in ten seconds do not read as twelve a minute.
+  const double minutes = std::max(1.0, std::chrono::duration<double, std::ratio<60>>(interval).count());
+  rise.per_minute = static_cast<double>(rise.delta) / minutes;
+  return rise;
+}
+
+Duration Interval(const RuleContext& context) {
+  return context.input.snapshot->taken_at - context.input.previous->taken_at;
+}
+
+const NvLinkInfo* FindLink(const GpuSnapshot* gpu, uint32_t link) {
+  if (gpu == nullptr || !gpu->nvlinks.has_value()) return nullptr;
+  for (const NvLinkInfo& info : gpu->nvlinks.value())
+    if (info.link == link) return &info;
+  return nullptr;
+}
+
+}  // namespace
+
+void PcieLinkDegraded(RuleContext& context) {
+  const double busy_percent = context.thresholds.pcie_link_degraded.min_utilization_percent;
+  size_t checked = 0;
+  bool reported = false;
+  std::vector<std::string> idle_notes;
+  std::vector<std::string> judged_by_nvml;  // PCI ids NVML gave a width for
+  for (const GpuSnapshot* gpu : context.ReadableGpus()) {
+    const bool have_width = gpu->pcie_width_current.has_value() && gpu->pcie_width_max.has_value();
+    const bool have_generation = gpu->pcie_generation_current.has_value() && gpu->pcie_generation_max.has_value();
+    if (!have_width && !have_generation) continue;
+    ++checked;
+    if (have_width && gpu->pci_bus_id.has_value()) {
+      judged_by_nvml.push_back(NormalizePciBusId(gpu->pci_bus_id.value()).value_or(gpu->pci_bus_id.value()));
+    }
+    std::vector<std::string> problems, evidence;
+    if (have_width) {
+      evidence.push_back(fmt::format("link width: x{} of x{}", gpu->pcie_width_current.value(), gpu->pcie_width_max.value()));
+      if (gpu->pcie_width_current.value() < gpu->pcie_width_max.value()) {
+        problems.push_back(fmt::format("x{} instead of x{}", gpu->pcie_width_current.value(), gpu->pcie_width_max.value()));
+      }
+    }
+    if (have_generation) {
+      const uint32_t current = gpu->pcie_generation_current.value(), max = gpu->pcie_generation_max.value();
+      evidence.push_back(fmt::format("link generation: Gen{} of Gen{}", current, max));
+      if (current < max) {
+        const std::optional<uint32_t> utilization = gpu->utilization_gpu_percent.optional();
+        if (utilization && *utilization >= busy_percent) {
+          problems.push_back(fmt::format("Gen{} instead of Gen{} at {}% utilization", current, max, *utilization));
+        } else {
+          idle_notes.push_back(fmt::format("{} at Gen{} of Gen{} while idle (power saving)", GpuLabel(*gpu), current, max));
+        }
+      }
+    }
+    if (problems.empty()) continue;
+    context.Report("pcie_link_degraded", Severity::kWarning, RefFor(*gpu),
+                   fmt::format("{} PCIe link degraded: {}", GpuLabel(*gpu), JoinWithAnd(problems)), std::move(evidence));
+    reported = true;
+  }
+
+  // GPUs NVML could not judge (not visible, unreadable, or read from a capture
+  // without link data) are judged on the kernel's view of the link width.
+  // Speed is not judged here: sysfs cannot tell an idle GPU from a slow link.
+  const HostSignals* host = context.input.host;
+  if (host != nullptr && host->pci_gpus.has_value()) {
+    for (const PciGpuDevice& device : host->pci_gpus.value()) {
+      if (std::find(judged_by_nvml.begin(), judged_by_nvml.end(), device.pci_bus_id) != judged_by_nvml.end()) continue;
+      const PcieLink& link = device.link;
+      if (!link.current_width.has_value() || !link.max_width.has_value()) continue;
+      ++checked;
+      if (link.current_width.value() >= link.max_width.value()) continue;
+      const GpuSnapshot* gpu = context.GpuAtPci(device.pci_bus_id);
+      std::vector<std::string> evidence{
+          fmt::format("sysfs {}: current_link_width {}, max_link_width {}", device.pci_bus_id,
+                      link.current_width.value(), link.max_width.value())};
+      if (link.current_speed_gts.has_value() && link.max_speed_gts.has_value()) {
+        evidence.push_back(fmt::format("link speed: {} GT/s of {} GT/s", FormatNumber(link.current_speed_gts.value()),
+                                       FormatNumber(link.max_speed_gts.value())));
+      }
+      context.Report("pcie_link_degraded", Severity::kWarning, gpu ? RefFor(*gpu) : RefForPci(device.pci_bus_id),
+                     fmt::format("{} PCIe link degraded: x{} instead of x{}",
+                                 gpu ? GpuLabel(*gpu) : "GPU at " + device.pci_bus_id, link.current_width.value(),
+                                 link.max_width.value()),
+                     std::move(evidence));
+      reported = true;
+    }
+  }
+  if (!reported && checked > 0) {
+    context.Pass("pcie_link_degraded",
+                 fmt::format("PCIe links at full width ({})", Plural(checked, "GPU", "GPUs")), std::move(idle_notes));
+  }
+}
+
+void PcieReplay(RuleContext& context) {
+  const double limit = context.thresholds.pcie_replay.warning_per_minute;
+  size_t checked = 0, compared = 0;
+  bool reported = false;
+  std::vector<std::string> nonzero;
+  for (const GpuSnapshot* gpu : context.ReadableGpus()) {
+    if (!gpu->pcie_replay_count.has_value()) continue;
+    ++checked;
+    const uint64_t count = gpu->pcie_replay_count.value();
+    if (count > 0) nonzero.push_back(fmt::format("{}: {} replays since the driver loaded", GpuLabel(*gpu), count));
+    const GpuSnapshot* before = context.PreviousOf(*gpu);
+    if (before == nullptr || !before->pcie_replay_count.has_value()) continue;
+    ++compared;
+    const Duration interval = Interval(context);
+    const Rise rise = CounterRise(count, before->pcie_replay_count.value(), interval);
+    if (rise.per_minute <= limit) continue;
+    context.Report("pcie_replay", Severity::kWarning, RefFor(*gpu),
+                   fmt::format("{} PCIe replay counter rose by {} in {}", GpuLabel(*gpu), rise.delta,
+                               FormatSpan(interval)),
+                   {fmt::format("replay count: {} now, {} before", count, before->pcie_replay_count.value()),
+                    fmt::format("{} per minute, warning above {}", FormatNumber(rise.per_minute), FormatNumber(limit))});
+    reported = true;
+  }
+  if (reported || checked == 0) return;
+  if (compared > 0) {
+    context.Pass("pcie_replay", fmt::format("PCIe replay counters steady ({})", Plural(compared, "GPU", "GPUs")),
+                 std::move(nonzero));
+  } else if (nonzero.empty()) {
+    context.Pass("pcie_replay", fmt::format("No PCIe replays ({})", Plural(checked, "GPU", "GPUs")));
+  } else {
+    nonzero.push_back("a later check compares the counters to see whether they are rising");
+    context.Pass("pcie_replay", "PCIe replay counters not zero; a single snapshot cannot tell whether they rise",
+                 std::move(nonzero));
+  }
+}
+
+void NvlinkDown(RuleContext& context) {
+  // A server counts as having NVLink when some link is up; otherwise a link
+  // that is not active is most likely one that is not connected at all.
+  size_t links_up = 0;
+  for (const GpuSnapshot* gpu : context.ReadableGpus()) {
+    if (!gpu->nvlinks.has_value()) continue;
+    for (const NvLinkInfo& link : gpu->nvlinks.value()) links_up += link.active.value_or(false) ? 1 : 0;
+  }
+  if (links_up == 0) return;
+  bool reported = false;
+  for (const GpuSnapshot* gpu : context.ReadableGpus()) {
+    if (!gpu->nvlinks.has_value()) continue;
+    std::vector<std::string> down;
+    size_t up = 0, known = 0;
+    for (const NvLinkInfo& link : gpu->nvlinks.value()) {
+      if (!link.active.has_value()) continue;
+      ++known;
+      if (link.active.value()) ++up;
+      else down.push_back(std::to_string(link.link));
+    }
+    if (down.empty()) continue;
+    context.Report("nvlink_down", Severity::kCritical, RefFor(*gpu),
+                   fmt::format("{} NVLink {} down", GpuLabel(*gpu), JoinWithAnd(down)),
+                   {fmt::format("{} of {} links up", up, known)});
+    reported = true;
+  }
+  if (!reported) context.Pass("nvlink_down", AllOf(links_up, "NVLink", "NVLinks") + " up");
+}
+
+void NvlinkErrors(RuleContext& context) {
+  const double limit = context.thresholds.nvlink_errors.warning_per_minute;
+  size_t links = 0, compared = 0;
+  bool reported = false;
+  uint64_t total_errors = 0;
+  using Counter = Field<uint64_t> NvLinkInfo::*;
+  static constexpr std::pair<Counter, std::string_view> kCounters[] = {
+      {&NvLinkInfo::replay_errors, "replay"},
+      {&NvLinkInfo::recovery_errors, "recovery"},
+      {&NvLinkInfo::crc_flit_errors, "CRC flit"},
+      {&NvLinkInfo::crc_data_errors, "CRC data"},
+  };
+  for (const GpuSnapshot* gpu : context.ReadableGpus()) {
+    if (!gpu->nvlinks.has_value()) continue;
+    const GpuSnapshot* before = context.PreviousOf(*gpu);
+    for (const NvLinkInfo& link : gpu->nvlinks.value()) {
+      ++links;
+      for (const auto& [counter, name] : kCounters) total_errors += (link.*counter).value_or(0);
+      const NvLinkInfo* earlier = FindLink(before, link.link);
+      if (earlier == nullptr) continue;
+      ++compared;
+      const Duration interval = Interval(context);
+      uint64_t delta = 0;
+      std::vector<std::string> evidence;
+      for (const auto& [counter, name] : kCounters) {
+        if (!(link.*counter).has_value() || !((*earlier).*counter).has_value()) continue;
+        const Rise rise = CounterRise((link.*counter).value(), ((*earlier).*counter).value(), interval);
+        delta += rise.delta;
+        if (rise.delta > 0) {
+          evidence.push_back(fmt::format("{} errors: +{} (now {})", name, rise.delta, (link.*counter).value()));
+        }
+      }
+      const Rise combined = CounterRise(delta, 0, interval);
+      if (combined.per_minute <= limit) continue;
+      evidence.push_back(fmt::format("{} per minute, warning above {}", FormatNumber(combined.per_minute),
+                                     FormatNumber(limit)));
+      context.Report("nvlink_errors", Severity::kWarning, RefFor(*gpu),
+                     fmt::format("{} NVLink {} errors rising: +{} in {}", GpuLabel(*gpu), link.link, delta,
+                                 FormatSpan(interval)),
+                     std::move(evidence));
+      reported = true;
+    }
+  }
+  if (reported || links == 0) return;
+  if (compared > 0) {
+    context.Pass("nvlink_errors", fmt::format("NVLink error counters steady ({})", Plural(compared, "link", "links")));
+  } else if (total_errors == 0) {
+    context.Pass("nvlink_errors", fmt::format("No NVLink errors ({})", Plural(links, "link", "links")));
+  } else {
+    context.Pass("nvlink_errors", "NVLink error counters not zero; a single snapshot cannot tell whether they rise",
+                 {fmt::format("{} errors in all since the counters were last reset", total_errors)});
+  }
+}
+
+}  // namespace gpudoctor::rules_internal

@@ -1,0 +1,210 @@
+// Rules about the kernel and system log: Xids and other hardware errors.
+#include <map>
+#include <set>
+
+#include "common/text.h"
+#include "health/rule_context.h"
+
+namespace gpudoctor::rules_internal {
+namespace {
+
+constexpr size_t kMaxLogLines = 6;  // evidence lines quoted per finding
+
+// Which device a log event is about, as precisely as it says.
+struct Device {
+  std::string key;  // groups events of the same device
+  std::optional<GpuRef> ref;
+  std::string label;  // "GPU 0", "GPU at 0000:3b:00.0", or empty for the host
+};
+
+Device DeviceOf(const RuleContext& context, const LogEvent& event) {
+  if (const GpuSnapshot* gpu = context.GpuAtPci(event.pci_bus_id)) {
+    GpuRef ref = RefFor(*gpu);
+    return {ref.pci_bus_id.empty() ? fmt::format("index:{}", gpu->index) : ref.pci_bus_id, ref, GpuLabel(*gpu)};
+  }
+  if (!event.gpu_uuid.empty() && context.input.snapshot != nullptr) {
+    for (const GpuSnapshot& gpu : context.input.snapshot->gpus) {
+      if (gpu.uuid.value_or("") == event.gpu_uuid) return {fmt::format("index:{}", gpu.index), RefFor(gpu), GpuLabel(gpu)};
+    }
+  }
+  if (!event.pci_bus_id.empty()) {
+    GpuRef ref = RefForPci(event.pci_bus_id);
+    if (!event.gpu_uuid.empty()) ref.uuid = event.gpu_uuid;
+    return {ref.pci_bus_id, ref, "GPU at " + ref.pci_bus_id};
+  }
+  return {"", std::nullopt, ""};
+}
+
+Device DeviceOf(const RuleContext& context, const XidEvent& event) {
+  const GpuSnapshot* gpu = context.input.snapshot->FindGpu(event.gpu_index);
+  if (gpu == nullptr) {
+    GpuRef ref;
+    ref.index = event.gpu_index;
+    return {fmt::format("index:{}", event.gpu_index), ref, fmt::format("GPU {}", event.gpu_index)};
+  }
+  GpuRef ref = RefFor(*gpu);
+  return {ref.pci_bus_id.empty() ? fmt::format("index:{}", gpu->index) : ref.pci_bus_id, ref, GpuLabel(*gpu)};
+}
+
+// Log lines of a group, quoted as evidence: the first and the last ones when
+// there are many.
+std::vector<std::string> QuoteLines(const std::vector<const LogEvent*>& events) {
+  std::vector<std::string> lines;
+  auto quote = [&](const LogEvent& event) {
+    std::string line = event.raw.empty() ? event.message : event.raw;
+    if (!event.source.empty()) line = fmt::format("{}:{}: {}", event.source, event.line_number, line);
+    lines.push_back(std::move(line));
+  };
+  if (events.size() <= kMaxLogLines) {
+    for (const LogEvent* event : events) quote(*event);
+    return lines;
+  }
+  for (size_t i = 0; i < kMaxLogLines / 2; ++i) quote(*events[i]);
+  lines.push_back(fmt::format("... {} more ...", events.size() - kMaxLogLines));
+  for (size_t i = events.size() - kMaxLogLines / 2; i < events.size(); ++i) quote(*events[i]);
+  return lines;
+}
+
+std::string TimeSpan(const std::vector<std::optional<WallTime>>& times) {
+  std::optional<WallTime> first, last;
+  for (const auto& time : times) {
+    if (!time) continue;
+    if (!first || *time < *first) first = time;
+    if (!last || *time > *last) last = time;
+  }
+  if (!first) return "";
+  if (*first == *last) return "at " + FormatIsoUtc(*first);
+  return fmt::format("first at {}, last at {}", FormatIsoUtc(*first), FormatIsoUtc(*last));
+}
+
+std::string Times(size_t count) { return count == 1 ? "" : fmt::format(" ({} times)", count); }
+
+// Fills a finding's cause and actions from the catalog's grade, keeping the
+// rule's own actions after the catalog's.
+void ApplyGrade(Finding& finding, const std::optional<EventGrade>& grade) {
+  if (!grade) return;
+  if (!grade->cause.empty()) {
+    finding.cause = grade->cause;
+  } else if (!grade->cause_tags.empty()) {
+    finding.cause += " Likely causes: " + JoinWithAnd(grade->cause_tags) + ".";
+  }
+  if (!grade->action.empty()) finding.actions.insert(finding.actions.begin(), grade->action);
+}
+
+Severity WorstEventSeverity(const std::vector<const LogEvent*>& events) {
+  Severity worst = Severity::kOk;
+  for (const LogEvent* event : events) {
+    Severity severity = SeverityForEvent(event->severity);
+    if (SeverityRank(severity) > SeverityRank(worst)) worst = severity;
+  }
+  return worst;
+}
+
+struct XidGroup {
+  Device device;
+  uint32_t code = 0;
+  std::vector<const LogEvent*> log_events;
+  std::vector<const XidEvent*> nvml_events;
+};
+
+}  // namespace
+
+void XidRecent(RuleContext& context) {
+  const Duration window = context.thresholds.xid_recent.window;
+  std::map<std::pair<std::string, uint32_t>, XidGroup> groups;
+  if (context.input.log_events != nullptr) {
+    for (const LogEvent& event : *context.input.log_events) {
+      if (event.kind != "xid" || !event.xid || !context.WithinWindow(event.time, window)) continue;
+      Device device = DeviceOf(context, event);
+      XidGroup& group = groups[{device.key, *event.xid}];
+      group.device = std::move(device);
+      group.code = *event.xid;
+      group.log_events.push_back(&event);
+    }
+  }
+  if (context.input.snapshot != nullptr) {
+    for (const XidEvent& event : context.input.snapshot->xid_events) {
+      if (!context.WithinWindow(event.time, window) || event.xid > UINT32_MAX) continue;
+      Device device = DeviceOf(context, event);
+      XidGroup& group = groups[{device.key, static_cast<uint32_t>(event.xid)}];
+      group.device = std::move(device);
+      group.code = static_cast<uint32_t>(event.xid);
+      group.nvml_events.push_back(&event);
+    }
+  }
+
+  for (const auto& [key, group] : groups) {
+    std::optional<EventGrade> grade;
+    if (context.input.event_grader != nullptr) grade = context.input.event_grader->GradeXid(group.code);
+    Severity severity = grade                        ? grade->severity
+                        : !group.log_events.empty() ? WorstEventSeverity(group.log_events)
+                                                    : Severity::kWarning;
+    const size_t count = group.log_events.size() + group.nvml_events.size();
+    std::string title = grade && !grade->title.empty() ? grade->title : "";
+    std::string summary = fmt::format("Xid {}{}{}{}{}", group.code, group.device.label.empty() ? "" : " on ",
+                                      group.device.label, title.empty() ? "" : ": " + title, Times(count));
+
+    std::vector<std::string> evidence = QuoteLines(group.log_events);
+    std::vector<std::optional<WallTime>> times;
+    for (const LogEvent* event : group.log_events) times.push_back(event->time);
+    for (const XidEvent* event : group.nvml_events) {
+      evidence.push_back(fmt::format("NVML event: Xid {} on GPU {} at {}", event->xid, event->gpu_index,
+                                     FormatIsoUtc(event->time)));
+      times.push_back(event->time);
+    }
+    if (std::string span = TimeSpan(times); !span.empty()) evidence.push_back(span);
+    Finding& finding = context.Report("xid_recent", severity, group.device.ref, std::move(summary), std::move(evidence));
+    ApplyGrade(finding, grade);
+  }
+  if (groups.empty() && context.input.log_events != nullptr) {
+    context.Pass("xid_recent", "No Xid errors in the last " + FormatSpan(window));
+  }
+}
+
+void LogErrors(RuleContext& context) {
+  const std::vector<LogEvent>* events = context.input.log_events;
+  if (events == nullptr) return;
+  const Duration window = context.thresholds.log_errors.window;
+  // An Xid line can also yield events of other kinds (gpu_off_bus for Xid
+  // 79); xid_recent already reports that line.
+  std::set<std::pair<std::string, uint64_t>> xid_lines;
+  for (const LogEvent& event : *events)
+    if (event.kind == "xid") xid_lines.insert({event.source, event.line_number});
+
+  struct Group {
+    Device device;
+    std::string kind;
+    std::vector<const LogEvent*> events;
+  };
+  std::map<std::pair<std::string, std::string>, Group> groups;
+  for (const LogEvent& event : *events) {
+    if (event.kind == "xid" || event.kind == "hung_task") continue;  // rules of their own
+    if (event.severity == EventSeverity::kInfo || !context.WithinWindow(event.time, window)) continue;
+    if (event.line_number > 0 && xid_lines.count({event.source, event.line_number})) continue;
+    Device device = DeviceOf(context, event);
+    Group& group = groups[{event.kind, device.key}];
+    group.device = std::move(device);
+    group.kind = event.kind;
+    group.events.push_back(&event);
+  }
+
+  for (const auto& [key, group] : groups) {
+    std::optional<EventGrade> grade;
+    if (context.input.event_grader != nullptr) grade = context.input.event_grader->GradeKind(group.kind);
+    const std::string title = grade && !grade->title.empty() ? grade->title : group.kind;
+    std::string summary = fmt::format("{}{}{}{}", title, group.device.label.empty() ? "" : " on ", group.device.label,
+                                      Times(group.events.size()));
+    std::vector<std::string> evidence = QuoteLines(group.events);
+    std::vector<std::optional<WallTime>> times;
+    for (const LogEvent* event : group.events) times.push_back(event->time);
+    if (std::string span = TimeSpan(times); !span.empty()) evidence.push_back(span);
+    Finding& finding = context.Report("log_errors", WorstEventSeverity(group.events), group.device.ref,
+                                      std::move(summary), std::move(evidence));
+    ApplyGrade(finding, grade);
+  }
+  if (groups.empty()) {
+    context.Pass("log_errors", "No GPU or hardware errors in the system log in the last " + FormatSpan(window));
+  }
+}
+
+}  // namespace gpudoctor::rules_internal

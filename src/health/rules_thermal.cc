@@ -1,0 +1,309 @@
+// Rules about heat, fans and power.
+#include <algorithm>
+
+#include "common/text.h"
+#include "health/rule_context.h"
+
+namespace gpudoctor::rules_internal {
+namespace {
+
+// Every hwmon and BMC sensor that could be read.
+std::vector<const Sensor*> HostSensors(const RuleContext& context) {
+  std::vector<const Sensor*> sensors;
+  const HostSignals* host = context.input.host;
+  if (host == nullptr) return sensors;
+  for (const Field<std::vector<Sensor>>* source : {&host->ipmi_sensors, &host->hwmon_sensors}) {
+    if (!source->has_value()) continue;
+    for (const Sensor& sensor : source->value()) sensors.push_back(&sensor);
+  }
+  return sensors;
+}
+
+bool IsInletSensor(const Sensor& sensor, const std::vector<std::string>& names) {
+  if (sensor.kind != SensorKind::kTemperature) return false;
+  return std::any_of(names.begin(), names.end(),
+                     [&](const std::string& name) { return ContainsIgnoreCase(sensor.name, name); });
+}
+
+std::string DescribeSensor(const Sensor& sensor) {
+  std::string text = fmt::format("{} '{}'", sensor.source, sensor.name);
+  if (sensor.value) text += fmt::format(": {} {}", FormatNumber(*sensor.value), sensor.unit);
+  else if (!sensor.detail.empty()) text += ": " + sensor.detail;
+  text += fmt::format(" (status {})", SensorStatusName(sensor.status));
+  return text;
+}
+
+Severity FromSensorStatus(SensorStatus status) {
+  switch (status) {
+    case SensorStatus::kWarning: return Severity::kWarning;
+    case SensorStatus::kCritical: return Severity::kCritical;
+    default: return Severity::kOk;
+  }
+}
+
+// The temperatures at which a GPU is too hot: the configured ones, lowered
+// to the GPU's own slowdown or max-operating limit when that is lower.
+struct TemperatureLimits {
+  double warning_c;
+  double critical_c;
+  std::string lowered_by;  // empty when the configured limits apply
+};
+
+TemperatureLimits LimitsFor(const GpuSnapshot& gpu, const RuleThresholds& thresholds) {
+  const auto& config = thresholds.temperature_high;
+  TemperatureLimits limits{config.warning_c, config.critical_c, ""};
+  auto lower_to = [&](const Field<uint32_t>& gpu_limit, std::string_view name) {
+    if (!gpu_limit.has_value() || gpu_limit.value() == 0) return;
+    const double limit = gpu_limit.value();
+    if (limit < limits.critical_c) {
+      limits.critical_c = limit;
+      limits.warning_c = std::min(config.warning_c, limit - config.gpu_limit_margin_c);
+      limits.lowered_by = fmt::format("{} {} °C", name, gpu_limit.value());
+    }
+  };
+  lower_to(gpu.temperature_slowdown_c, "its slowdown temperature");
+  lower_to(gpu.temperature_max_operating_c, "its maximum operating temperature");
+  return limits;
+}
+
+}  // namespace
+
+void TemperatureHigh(RuleContext& context) {
+  size_t checked = 0;
+  bool reported = false, any_lowered = false;
+  const GpuSnapshot* hottest = nullptr;
+  for (const GpuSnapshot* gpu : context.ReadableGpus()) {
+    if (gpu->temperature_c.failed()) {
+      context.Report("temperature_high", Severity::kUnknown, RefFor(*gpu),
+                     fmt::format("{} temperature could not be read", GpuLabel(*gpu)),
+                     {"temperature_c: " + gpu->temperature_c.error()});
+      reported = true;
+      continue;
+    }
+    if (!gpu->temperature_c.has_value()) continue;
+    ++checked;
+    const uint32_t temperature = gpu->temperature_c.value();
+    if (hottest == nullptr || temperature > hottest->temperature_c.value()) hottest = gpu;
+    const TemperatureLimits limits = LimitsFor(*gpu, context.thresholds);
+    any_lowered |= !limits.lowered_by.empty();
+    Severity severity = temperature >= limits.critical_c  ? Severity::kCritical
+                        : temperature >= limits.warning_c ? Severity::kWarning
+                                                          : Severity::kOk;
+    if (severity == Severity::kOk) continue;
+    std::vector<std::string> evidence{
+        fmt::format("{} temperature: {} °C", GpuLabel(*gpu), temperature),
+        fmt::format("warning at {} °C, critical at {} °C", FormatNumber(limits.warning_c),
+                    FormatNumber(limits.critical_c))};
+    if (!limits.lowered_by.empty()) evidence.push_back("limits lowered to " + limits.lowered_by);
+    if (gpu->temperature_slowdown_c.has_value()) {
+      evidence.push_back(fmt::format("slowdown at {} °C", gpu->temperature_slowdown_c.value()));
+    }
+    if (gpu->temperature_shutdown_c.has_value()) {
+      evidence.push_back(fmt::format("shutdown at {} °C", gpu->temperature_shutdown_c.value()));
+    }
+    if (gpu->fan_speeds_percent.has_value() && !gpu->fan_speeds_percent.value().empty()) {
+      std::vector<std::string> fans;
+      for (uint32_t speed : gpu->fan_speeds_percent.value()) fans.push_back(fmt::format("{}%", speed));
+      evidence.push_back("fans: " + JoinWithAnd(fans));
+    }
+    context.Report("temperature_high", severity, RefFor(*gpu),
+                   fmt::format("{} at {} °C ({} at {} °C)", GpuLabel(*gpu), temperature,
+                               severity == Severity::kCritical ? "critical" : "warning",
+                               FormatNumber(severity == Severity::kCritical ? limits.critical_c : limits.warning_c)),
+                   std::move(evidence));
+    reported = true;
+  }
+  if (reported || checked == 0) return;
+  std::string below = any_lowered ? std::string("their warning limits")
+                                  : FormatNumber(context.thresholds.temperature_high.warning_c) + " °C";
+  context.Pass("temperature_high",
+               checked == 1 ? fmt::format("GPU {} below {} ({} °C)", hottest->index, below, hottest->temperature_c.value())
+                            : fmt::format("All {} GPUs below {} (hottest: {} at {} °C)", checked, below,
+                                          GpuLabel(*hottest), hottest->temperature_c.value()));
+}
+
+void FanFailure(RuleContext& context) {
+  const double hot_c = context.thresholds.fan_failure.hot_c;
+  size_t gpu_fans = 0, chassis_fans = 0;
+  bool reported = false;
+  for (const GpuSnapshot* gpu : context.ReadableGpus()) {
+    const std::optional<uint32_t> temperature = gpu->temperature_c.optional();
+    const bool hot = temperature && *temperature >= hot_c;
+    std::string temperature_text = temperature ? fmt::format("{} temperature: {} °C", GpuLabel(*gpu), *temperature)
+                                               : fmt::format("{} temperature unknown", GpuLabel(*gpu));
+    if (gpu->fan_speeds_percent.failed()) {
+      context.Report("fan_failure", hot ? Severity::kCritical : Severity::kWarning, RefFor(*gpu),
+                     fmt::format("{} fan reports an error", GpuLabel(*gpu)),
+                     {"fan speed: " + gpu->fan_speeds_percent.error(), temperature_text});
+      reported = true;
+      continue;
+    }
+    if (!gpu->fan_speeds_percent.has_value()) continue;
+    const std::vector<uint32_t>& speeds = gpu->fan_speeds_percent.value();
+    std::vector<std::string> stopped;
+    for (size_t fan = 0; fan < speeds.size(); ++fan) {
+      ++gpu_fans;
+      if (speeds[fan] == 0 && hot) stopped.push_back(fmt::format("fan {}", fan));
+    }
+    if (stopped.empty()) continue;
+    context.Report("fan_failure", Severity::kCritical, RefFor(*gpu),
+                   fmt::format("{} {} at 0% while the GPU is at {} °C", GpuLabel(*gpu), JoinWithAnd(stopped), *temperature),
+                   {fmt::format("{} at 0%", JoinWithAnd(stopped)), temperature_text,
+                    fmt::format("a stopped fan is a failure at or above {} °C", FormatNumber(hot_c))});
+    reported = true;
+  }
+  for (const Sensor* sensor : HostSensors(context)) {
+    if (sensor->kind != SensorKind::kFan || sensor->status == SensorStatus::kNoReading) continue;
+    ++chassis_fans;
+    Severity severity = FromSensorStatus(sensor->status);
+    if (severity == Severity::kOk) continue;
+    context.Report("fan_failure", severity, std::nullopt, fmt::format("Chassis fan '{}' reports a fault", sensor->name),
+                   {DescribeSensor(*sensor)});
+    reported = true;
+  }
+  if (reported || gpu_fans + chassis_fans == 0) return;
+  std::vector<std::string> parts;
+  if (gpu_fans > 0) parts.push_back(Plural(gpu_fans, "GPU fan", "GPU fans"));
+  if (chassis_fans > 0) parts.push_back(Plural(chassis_fans, "chassis fan", "chassis fans"));
+  context.Pass("fan_failure", "Fans turning (" + JoinWithAnd(parts) + ")");
+}
+
+void ClockThrottle(RuleContext& context) {
+  constexpr uint64_t kHardware =
+      clock_event::kHwSlowdown | clock_event::kHwThermalSlowdown | clock_event::kHwPowerBrakeSlowdown;
+  size_t checked = 0;
+  bool reported = false;
+  for (const GpuSnapshot* gpu : context.ReadableGpus()) {
+    if (!gpu->clock_event_reasons.has_value()) continue;
+    ++checked;
+    const uint64_t reasons = gpu->clock_event_reasons.value();
+    const bool hardware = reasons & kHardware;
+    if (!hardware && !(reasons & clock_event::kSwThermalSlowdown)) continue;
+    std::vector<std::string> names;
+    for (const std::string& name : DecodeClockEventReasons(reasons))
+      if (name != "gpu_idle" && name != "sw_power_cap" && name != "applications_clocks_setting") names.push_back(name);
+    std::vector<std::string> evidence{
+        fmt::format("clock event reasons: 0x{:x} ({})", reasons, JoinWithAnd(DecodeClockEventReasons(reasons)))};
+    if (gpu->temperature_c.has_value()) evidence.push_back(fmt::format("temperature: {} °C", gpu->temperature_c.value()));
+    if (gpu->sm_clock_mhz.has_value()) evidence.push_back(fmt::format("SM clock: {} MHz", gpu->sm_clock_mhz.value()));
+    if (gpu->power_draw_w.has_value() && gpu->power_limit_w.has_value()) {
+      evidence.push_back(fmt::format("power: {} W of {} W", FormatNumber(gpu->power_draw_w.value()),
+                                     FormatNumber(gpu->power_limit_w.value())));
+    }
+    context.Report("clock_throttle", hardware ? Severity::kCritical : Severity::kWarning, RefFor(*gpu),
+                   fmt::format("{} clocks slowed: {}", GpuLabel(*gpu), JoinWithAnd(names)), std::move(evidence),
+                   (reasons & clock_event::kHwPowerBrakeSlowdown) ? "power_brake" : "");
+    reported = true;
+  }
+  if (!reported && checked > 0) {
+    context.Pass("clock_throttle",
+                 fmt::format("No GPU slowed by heat or hardware slowdown ({})", Plural(checked, "GPU", "GPUs")));
+  }
+}
+
+void PowerCapped(RuleContext& context) {
+  const double allowance = 1 + context.thresholds.power_capped.over_limit_percent / 100;
+  size_t checked = 0;
+  bool reported = false;
+  std::vector<std::string> at_cap;
+  for (const GpuSnapshot* gpu : context.ReadableGpus()) {
+    if (!gpu->power_draw_w.has_value() || !gpu->power_limit_w.has_value() || gpu->power_limit_w.value() <= 0) continue;
+    ++checked;
+    const double draw = gpu->power_draw_w.value(), limit = gpu->power_limit_w.value();
+    const bool capped = gpu->clock_event_reasons.has_value() &&
+                        (gpu->clock_event_reasons.value() & clock_event::kSwPowerCap);
+    if (capped) at_cap.push_back(GpuLabel(*gpu));
+    if (draw <= limit * allowance) continue;
+    std::vector<std::string> evidence{fmt::format("power draw: {} W", FormatNumber(draw)),
+                                      fmt::format("power limit: {} W", FormatNumber(limit))};
+    if (capped) evidence.push_back("the driver reports the GPU held at its power cap (sw_power_cap)");
+    context.Report("power_capped", Severity::kWarning, RefFor(*gpu),
+                   fmt::format("{} draws {} W, above its {} W limit", GpuLabel(*gpu), FormatNumber(draw),
+                               FormatNumber(limit)),
+                   std::move(evidence));
+    reported = true;
+  }
+  if (reported || checked == 0) return;
+  std::vector<std::string> evidence;
+  if (!at_cap.empty()) evidence.push_back(JoinWithAnd(at_cap) + " at the power cap (normal under full load)");
+  context.Pass("power_capped",
+               fmt::format("{} within {} power limit", checked == 1 ? std::string("The GPU")
+                                                                    : fmt::format("All {} GPUs", checked),
+                           checked == 1 ? "its" : "their"),
+               std::move(evidence));
+}
+
+void PsuFault(RuleContext& context) {
+  size_t checked = 0;
+  bool reported = false;
+  for (const Sensor* sensor : HostSensors(context)) {
+    if (sensor->kind != SensorKind::kPowerSupply || sensor->status == SensorStatus::kNoReading) continue;
+    ++checked;
+    Severity severity = FromSensorStatus(sensor->status);
+    if (severity == Severity::kOk) continue;
+    context.Report("psu_fault", severity, std::nullopt,
+                   fmt::format("Power supply '{}': {}", sensor->name, sensor->detail), {DescribeSensor(*sensor)});
+    reported = true;
+  }
+  if (!reported && checked > 0) {
+    context.Pass("psu_fault", fmt::format("{} report no fault", Plural(checked, "power supply sensor",
+                                                                       "power supply sensors")));
+  }
+}
+
+void SensorAlarm(RuleContext& context) {
+  const auto& inlet_names = context.thresholds.inlet_temperature.sensor_names;
+  size_t checked = 0;
+  bool reported = false;
+  for (const Sensor* sensor : HostSensors(context)) {
+    // Fans, power supplies and inlet air have rules of their own.
+    if (sensor->kind == SensorKind::kFan || sensor->kind == SensorKind::kPowerSupply ||
+        IsInletSensor(*sensor, inlet_names) || sensor->status == SensorStatus::kNoReading) {
+      continue;
+    }
+    ++checked;
+    Severity severity = FromSensorStatus(sensor->status);
+    if (severity == Severity::kOk) continue;
+    std::vector<std::string> evidence{DescribeSensor(*sensor)};
+    if (sensor->value && !sensor->detail.empty() && StartsWith(sensor->source, "hwmon")) {
+      evidence.push_back("sysfs: " + sensor->detail);  // the raw readings and limits
+    }
+    context.Report("sensor_alarm", severity, std::nullopt,
+                   fmt::format("{} sensor '{}' beyond its alarm threshold", SensorKindName(sensor->kind), sensor->name),
+                   std::move(evidence));
+    reported = true;
+  }
+  if (!reported && checked > 0) {
+    context.Pass("sensor_alarm", fmt::format("{} within limits", Plural(checked, "hardware sensor", "hardware sensors")));
+  }
+}
+
+void InletTemperature(RuleContext& context) {
+  const auto& config = context.thresholds.inlet_temperature;
+  std::vector<std::string> readings;
+  bool reported = false;
+  for (const Sensor* sensor : HostSensors(context)) {
+    if (!IsInletSensor(*sensor, config.sensor_names) || !sensor->value) continue;
+    const double value = *sensor->value;
+    readings.push_back(fmt::format("'{}' {} °C", sensor->name, FormatNumber(value)));
+    Severity severity = value > config.critical_max_c                       ? Severity::kCritical
+                        : value > config.max_c || value < config.min_c ? Severity::kWarning
+                                                                            : Severity::kOk;
+    if (severity == Severity::kOk) continue;
+    context.Report("inlet_temperature", severity, std::nullopt,
+                   fmt::format("Inlet air at {} °C ({} {}-{} °C)", FormatNumber(value),
+                               value < config.min_c ? "below" : "above", FormatNumber(config.min_c),
+                               FormatNumber(config.max_c)),
+                   {DescribeSensor(*sensor),
+                    fmt::format("recommended {}-{} °C, critical above {} °C", FormatNumber(config.min_c),
+                                FormatNumber(config.max_c), FormatNumber(config.critical_max_c))});
+    reported = true;
+  }
+  if (!reported && !readings.empty()) {
+    context.Pass("inlet_temperature",
+                 fmt::format("Inlet air within {}-{} °C", FormatNumber(config.min_c), FormatNumber(config.max_c)),
+                 std::move(readings));
+  }
+}
+
+}  // namespace gpudoctor::rules_internal

@@ -1,0 +1,98 @@
+// LogCatalog: what every Xid and every log event kind means, and the patterns
+// that recognise them, loaded from data (data/events.toml, compiled in).
+//
+//   const LogCatalog& catalog = LogCatalog::Builtin();
+//   if (const XidInfo* xid = catalog.FindXid(79)) std::cout << xid->action;
+//
+// A replacement file can be loaded with LogCatalog::LoadFile; the format is
+// described in docs/events.md.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "common/result.h"
+#include "logs/event.h"
+
+namespace gpudoctor {
+
+// The cause tags an entry may use.
+inline constexpr const char* kCauseTags[] = {"hardware", "driver", "application", "thermal", "power",
+                                             "PCIe",     "memory", "NVLink",      "GSP"};
+
+struct XidInfo {
+  uint32_t code = 0;
+  std::string name;
+  std::string mnemonic;  // the driver's symbolic name, may be empty
+  EventSeverity severity = EventSeverity::kWarning;
+  std::vector<std::string> causes;      // cause tags
+  std::vector<std::string> also_kinds;  // extra event kinds an Xid line yields, e.g. "gpu_off_bus"
+  std::string action;
+};
+
+// Whether events of a kind concern one device or the whole host.
+enum class EventScope { kGpu, kHost };
+
+struct KindInfo {
+  std::string name;  // "pcie_aer"
+  std::string title;
+  EventSeverity severity = EventSeverity::kWarning;
+  EventScope scope = EventScope::kGpu;
+  std::vector<std::string> causes;
+  std::string cause;   // one or two sentences
+  std::string action;  // what the operator should do
+  // Lines after an event's first line during which lines belonging to it
+  // (merge/continue patterns) are added to it. 0: the event is one line.
+  uint32_t window_lines = 0;
+};
+
+enum class PatternRole {
+  kStart,     // always a new event
+  kMerge,     // joins a compatible open event of its kind, else starts one
+  kContinue,  // only adds details to an open event of its kind
+};
+
+struct PatternSpec {
+  std::string id;
+  std::string kind;
+  PatternRole role = PatternRole::kStart;
+  std::vector<std::string> literals;  // at least one is in every matching line
+  bool caseless = false;              // literals match case-insensitively
+  std::string regex;                  // RE2, with {PCI} expanded
+  std::optional<EventSeverity> severity;
+  std::string severity_from;                        // field whose value picks the severity
+  std::map<std::string, EventSeverity> severity_map;  // keys lower-cased
+  std::vector<std::string> append;                  // fields that collect several values
+  std::optional<uint32_t> window_lines;             // overrides the kind's window for events it starts
+};
+
+class LogCatalog {
+ public:
+  // The catalog compiled into the binary from data/events.toml.
+  static const LogCatalog& Builtin();
+  static Result<LogCatalog> FromToml(std::string_view text, std::string_view origin);
+  static Result<LogCatalog> LoadFile(const std::string& path);
+
+  const XidInfo* FindXid(uint32_t code) const;
+  const KindInfo* FindKind(std::string_view name) const;
+
+  // The severity of an event of `kind` (and Xid `xid` for kind "xid").
+  EventSeverity SeverityOf(std::string_view kind, std::optional<uint32_t> xid) const;
+  // A short human title: the Xid name for Xid events, else the kind's title.
+  std::string TitleOf(std::string_view kind, std::optional<uint32_t> xid) const;
+
+  const std::vector<XidInfo>& xids() const { return xids_; }  // sorted by code
+  const std::vector<KindInfo>& kinds() const { return kinds_; }
+  const std::vector<PatternSpec>& patterns() const { return patterns_; }
+
+ private:
+  std::vector<XidInfo> xids_;
+  std::vector<KindInfo> kinds_;
+  std::vector<PatternSpec> patterns_;
+};
+
+}  // namespace gpudoctor

@@ -1,0 +1,117 @@
+#include "logs/catalog.h"
+
+#include <fstream>
+#include <set>
+
+#include <gtest/gtest.h>
+
+#include "common/text.h"
+#include "logs/line_matcher.h"
+
+namespace gpudoctor {
+namespace {
+
+TEST(Catalog, BuiltinCoversEveryXidOfTheReferenceTable) {
+  const LogCatalog& catalog = LogCatalog::Builtin();
+  std::ifstream table(std::string(GPUDOCTOR_SOURCE_DIR) + "/testdata/xid_catalog.tsv");
+  std::string line;
+  std::getline(table, line);  // header
+  int rows = 0;
+  while (std::getline(table, line)) {
+    auto code = ParseInt<uint32_t>(Split(line, '\t')[0]);
+    ASSERT_TRUE(code) << line;
+    const XidInfo* xid = catalog.FindXid(*code);
+    ASSERT_NE(xid, nullptr) << "Xid " << *code << " missing from data/events.toml";
+    EXPECT_FALSE(xid->name.empty());
+    EXPECT_FALSE(xid->action.empty());
+    ++rows;
+  }
+  EXPECT_GE(rows, 162);
+}
+
+TEST(Catalog, KeyEntries) {
+  const LogCatalog& catalog = LogCatalog::Builtin();
+  const XidInfo* off_bus = catalog.FindXid(79);
+  ASSERT_NE(off_bus, nullptr);
+  EXPECT_EQ(off_bus->severity, EventSeverity::kCritical);
+  EXPECT_EQ(off_bus->also_kinds, std::vector<std::string>{"gpu_off_bus"});
+  EXPECT_EQ(catalog.FindXid(119)->also_kinds, std::vector<std::string>{"gsp_timeout"});
+  EXPECT_EQ(catalog.FindXid(95)->severity, EventSeverity::kCritical);
+  EXPECT_EQ(catalog.FindXid(100000), nullptr);
+  EXPECT_EQ(catalog.TitleOf("xid", 48).substr(0, 8), "Xid 48: ");
+}
+
+TEST(Catalog, HasEveryDocumentedKind) {
+  for (const char* kind : {"xid", "gpu_off_bus", "rm_init_failed", "driver_mismatch", "gsp_timeout", "gsp_init_failed",
+                           "reset_required", "driver_probe_failed", "pcie_aer", "pcie_bandwidth_limited",
+                           "pcie_link_down", "hung_task", "soft_lockup", "oom_kill", "mce", "cpu_thermal",
+                           "nvswitch_sxid", "fabric_manager", "display_timeout", "rcu_stall", "gsp_error",
+                           "driver_loaded", "gpu_crash_dump"}) {
+    const KindInfo* info = LogCatalog::Builtin().FindKind(kind);
+    ASSERT_NE(info, nullptr) << kind;
+    EXPECT_FALSE(info->action.empty()) << kind;
+  }
+}
+
+TEST(Catalog, BuiltinPatternsCompile) {
+  auto matcher = LineMatcher::Create(LogCatalog::Builtin());
+  ASSERT_TRUE(matcher) << matcher.error().message;
+}
+
+constexpr const char* kMinimal = R"(
+xids = [
+  { code = 79, name = "fell off", severity = "critical", causes = ["PCIe"], action = "reseat" },
+]
+[kinds.xid]
+title = "Xid"
+cause = "c"
+action = "a"
+[[patterns]]
+id = "xid"
+kind = "xid"
+literals = ["Xid"]
+regex = 'Xid \({PCI}\): (?P<xid>\d+)'
+)";
+
+TEST(Catalog, OverrideFileLoadsAndAddingAnXidIsOneLine) {
+  auto catalog = LogCatalog::FromToml(kMinimal, "override.toml");
+  ASSERT_TRUE(catalog) << catalog.error().message;
+  EXPECT_EQ(catalog->xids().size(), 1u);
+  std::string with_new = kMinimal;
+  with_new.insert(with_new.find("]\n[kinds"),
+                  "  { code = 200, name = \"new\", severity = \"warning\", causes = [], action = \"x\" },\n");
+  auto extended = LogCatalog::FromToml(with_new, "override.toml");
+  ASSERT_TRUE(extended) << extended.error().message;
+  EXPECT_NE(extended->FindXid(200), nullptr);
+}
+
+TEST(Catalog, BadDataIsRejectedWithTheReason) {
+  auto expect_error = [](std::string text, const std::string& needle) {
+    auto catalog = LogCatalog::FromToml(text, "bad.toml");
+    ASSERT_FALSE(catalog) << needle;
+    EXPECT_NE(catalog.error().message.find(needle), std::string::npos) << catalog.error().message;
+  };
+  std::string base = kMinimal;
+  expect_error("xids = [", "bad.toml");
+  std::string bad_severity = base;
+  bad_severity.replace(bad_severity.find("\"critical\""), 10, "\"fatal\"");
+  expect_error(bad_severity, "info, warning or critical");
+  std::string bad_tag = base;
+  bad_tag.replace(bad_tag.find("[\"PCIe\"]"), 8, "[\"cosmic\"]");
+  expect_error(bad_tag, "unknown cause tag");
+  std::string bad_kind = base;
+  bad_kind.replace(bad_kind.find("kind = \"xid\""), 12, "kind = \"nope\"");
+  expect_error(bad_kind, "unknown kind");
+  expect_error(base + base.substr(base.find("[[patterns]]")), "defined twice");
+
+  std::string bad_regex = base;
+  bad_regex.replace(bad_regex.find("(?P<xid>\\d+)"), 12, "(?P<xid>\\d+");
+  auto catalog = LogCatalog::FromToml(bad_regex, "bad.toml");
+  ASSERT_TRUE(catalog);
+  auto matcher = LineMatcher::Create(*catalog);
+  ASSERT_FALSE(matcher);
+  EXPECT_NE(matcher.error().message.find("pattern xid"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace gpudoctor

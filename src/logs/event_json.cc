@@ -1,0 +1,122 @@
+#include "logs/event_json.h"
+
+#include <nlohmann/json.hpp>
+
+#include "common/text.h"
+
+namespace gpudoctor {
+
+namespace {
+
+using json = nlohmann::ordered_json;
+
+json OptionalTime(const std::optional<WallTime>& time) { return time ? json(FormatIsoUtc(*time)) : json(nullptr); }
+
+json OptionalText(const std::string& text) { return text.empty() ? json(nullptr) : json(text); }
+
+std::string JoinTags(const std::vector<std::string>& tags) {
+  std::string out;
+  for (const std::string& tag : tags) out += (out.empty() ? "" : ", ") + tag;
+  return out;
+}
+
+}  // namespace
+
+Advice AdviceFor(const LogEvent& event, const LogCatalog& catalog) {
+  Advice advice;
+  const KindInfo* kind = catalog.FindKind(event.kind);
+  advice.title = catalog.TitleOf(event.kind, event.xid);
+  if (kind) {
+    advice.causes = kind->causes;
+    advice.cause = kind->cause;
+    advice.action = kind->action;
+  }
+  if (event.kind == "xid" && event.xid) {
+    if (const XidInfo* xid = catalog.FindXid(*event.xid)) {
+      advice.causes = xid->causes;
+      advice.cause = xid->name + (xid->causes.empty() ? "." : ". Likely causes: " + JoinTags(xid->causes) + ".");
+      advice.action = xid->action;
+    } else {
+      advice.cause = "Xid " + std::to_string(*event.xid) + " is not in the catalog.";
+    }
+  }
+  return advice;
+}
+
+json LogEventToJson(const LogEvent& event, const LogCatalog& catalog) {
+  json fields = json::object();
+  for (const EventField& field : event.fields) fields[field.name] = field.value;
+  return json{
+      {"kind", event.kind},
+      {"severity", EventSeverityName(event.severity)},
+      {"title", catalog.TitleOf(event.kind, event.xid)},
+      {"time", OptionalTime(event.time)},
+      {"time_is_utc", event.time_is_utc},
+      {"time_estimated", event.time_estimated},
+      {"uptime", event.uptime_seconds ? json(*event.uptime_seconds) : json(nullptr)},
+      {"host", OptionalText(event.host)},
+      {"pci", OptionalText(event.pci_bus_id)},
+      {"xid", event.xid ? json(*event.xid) : json(nullptr)},
+      {"pid", event.pid ? json(*event.pid) : json(nullptr)},
+      {"process", OptionalText(event.process)},
+      {"gpu_uuid", OptionalText(event.gpu_uuid)},
+      {"gpu_serial", OptionalText(event.gpu_serial)},
+      {"message", event.message},
+      {"detail", event.detail},
+      {"fields", fields},
+      {"raw", event.raw},
+      {"source", event.source},
+      {"line", event.line_number},
+  };
+}
+
+json IncidentToJson(const Incident& incident, const LogCatalog& catalog) {
+  Advice advice = AdviceFor(incident.headline, catalog);
+  json counts = json::object();
+  for (const auto& [label, count] : incident.counts) counts[label] = count;
+  json examples = json::array();
+  for (const LogEvent& event : incident.examples) examples.push_back(event.raw);
+  return json{
+      {"subject", incident.subject},
+      {"severity", EventSeverityName(incident.severity)},
+      {"title", advice.title},
+      {"count", incident.event_count},
+      {"chain", incident.chain},
+      {"counts", counts},
+      {"first_time", OptionalTime(incident.first_time)},
+      {"last_time", OptionalTime(incident.last_time)},
+      {"first_uptime", incident.first_uptime ? json(*incident.first_uptime) : json(nullptr)},
+      {"last_uptime", incident.last_uptime ? json(*incident.last_uptime) : json(nullptr)},
+      {"host", OptionalText(incident.host)},
+      {"pci", OptionalText(incident.pci_bus_id)},
+      {"gpu_uuid", OptionalText(incident.gpu_uuid)},
+      {"gpu_serial", OptionalText(incident.gpu_serial)},
+      {"causes", advice.causes},
+      {"cause", advice.cause},
+      {"action", advice.action},
+      {"source", incident.source},
+      {"first_line", incident.first_line},
+      {"last_line", incident.last_line},
+      {"examples", examples},
+  };
+}
+
+json XidInfoToJson(const XidInfo& xid) {
+  return json{{"xid", xid.code},         {"name", xid.name},       {"mnemonic", OptionalText(xid.mnemonic)},
+              {"severity", EventSeverityName(xid.severity)}, {"causes", xid.causes},
+              {"also", xid.also_kinds},  {"action", xid.action}};
+}
+
+json KindInfoToJson(const KindInfo& kind) {
+  return json{{"kind", kind.name},
+              {"title", kind.title},
+              {"severity", EventSeverityName(kind.severity)},
+              {"scope", kind.scope == EventScope::kHost ? "host" : "gpu"},
+              {"causes", kind.causes},
+              {"cause", kind.cause},
+              {"action", kind.action}};
+}
+
+std::string JsonLine(const json& value) { return value.dump(-1, ' ', false, json::error_handler_t::replace); }
+
+}  // namespace gpudoctor

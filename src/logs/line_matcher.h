@@ -1,0 +1,96 @@
+// LineMatcher: the catalog's patterns compiled for speed. A vectorscan
+// (hyperscan) database of every pattern's literals finds the few patterns
+// worth trying on a line, or the few lines worth parsing in a large buffer;
+// RE2 then does the detailed match and extracts the fields.
+//
+//   auto matcher = LineMatcher::Builtin();
+//   LineMatcher::Scratch scratch(*matcher);
+//   matcher->Candidates(line, scratch, hits);           // pattern indices
+//   matcher->Match(hits[0], message, fields);            // RE2 fields
+//
+// A LineMatcher is immutable and may be shared between threads; each thread
+// needs its own Scratch.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "common/result.h"
+#include "logs/catalog.h"
+#include "logs/event.h"
+
+struct hs_database;
+struct hs_scratch;
+
+namespace re2 {
+class RE2;
+}
+
+namespace gpudoctor {
+
+// Lines that tie a PCI bus id to a GPU's UUID or serial number; they produce
+// no event but let later events name the GPU.
+enum class IdentityLine { kUuid, kBoardSerial, kSerial };
+
+class LineMatcher {
+ public:
+  class Scratch {
+   public:
+    explicit Scratch(const LineMatcher& matcher);
+    ~Scratch();
+    Scratch(const Scratch&) = delete;
+    Scratch& operator=(const Scratch&) = delete;
+
+   private:
+    friend class LineMatcher;
+    hs_scratch* scratch_ = nullptr;
+  };
+
+  static Result<std::shared_ptr<const LineMatcher>> Create(LogCatalog catalog);
+  // The matcher for LogCatalog::Builtin(), built once.
+  static std::shared_ptr<const LineMatcher> Builtin();
+  ~LineMatcher();
+
+  const LogCatalog& catalog() const { return catalog_; }
+  const PatternSpec& pattern(uint32_t index) const { return catalog_.patterns()[index]; }
+  uint32_t pattern_count() const { return static_cast<uint32_t>(catalog_.patterns().size()); }
+
+  // Indices of the catalog patterns whose literals occur in `line`, ascending.
+  // Continue patterns without literals are never listed (see ContinuationsOf).
+  void Candidates(std::string_view line, Scratch& scratch, std::vector<uint32_t>& out) const;
+  // Continue patterns of `kind` that have no literals: tried on every line
+  // while an event of that kind is open.
+  const std::vector<uint32_t>& ContinuationsOf(std::string_view kind) const;
+  // Runs pattern `index` on `message`; on a match fills `fields` with its
+  // named groups (empty and "<unknown>" values left out).
+  bool Match(uint32_t index, std::string_view message, std::vector<EventField>& fields) const;
+
+  // Whether `line` is an identity line; fills pci / uuid / serial fields.
+  std::optional<IdentityLine> MatchIdentity(std::string_view message, std::vector<EventField>& fields) const;
+
+  // Calls `on_line(begin, end)` once for every line of `block` that may matter
+  // to the parser: it contains a literal of a pattern that can start an event
+  // or of an identity line, or is a `dmesg -H` minute stamp. Offsets are relative to `block`; lines are
+  // reported in order; `end` excludes the newline.
+  void ScanBlock(std::string_view block, Scratch& scratch,
+                 const std::function<void(size_t begin, size_t end)>& on_line) const;
+
+ private:
+  struct Compiled;
+  LineMatcher() = default;
+
+  LogCatalog catalog_;
+  std::vector<std::unique_ptr<re2::RE2>> regexes_;             // one per catalog pattern
+  std::vector<std::vector<std::string>> group_names_;          // per pattern, by group number
+  std::vector<std::pair<std::string, std::vector<uint32_t>>> continuations_;
+  std::vector<std::unique_ptr<re2::RE2>> identity_regexes_;    // by IdentityLine
+  std::vector<std::vector<std::string>> identity_group_names_;
+  hs_database* line_database_ = nullptr;   // literal id = pattern index; identity ids after them
+  hs_database* block_database_ = nullptr;  // every literal plus the dmesg -H minute stamp
+};
+
+}  // namespace gpudoctor

@@ -1,0 +1,238 @@
+#include "logs/line_prefix.h"
+
+#include <string>
+
+#include <re2/re2.h>
+
+#include "common/text.h"
+#include "logs/log_time.h"
+
+namespace gpudoctor {
+
+namespace {
+
+using re2::RE2;
+
+const char* const kFormatNames[] = {"bare",    "kmsg",   "dmesg",      "dmesg_ctime",       "dmesg_delta", "dmesg_minute",
+                                    "dmesg_iso", "syslog", "syslog_iso", "journal_monotonic"};
+
+struct Regexes {
+  RE2 priority{R"(^<(\d{1,3})>)"};
+  RE2 kmsg{R"(^(\d{1,3}),(\d+),(\d+),[^;]*;)"};
+  RE2 uptime{R"(^\[\s*(\d+\.\d+)\]\s?)"};
+  RE2 delta{R"(^\[\s*\+(\d+\.\d+)\]\s?)"};
+  RE2 bracket_date{R"(^\[(?:[^\s\]]{2,12}\s+)?(\S+?)\.?\s*(\d{1,2})\s+(\d{1,2}):(\d\d)(?::(\d\d))?(?:\s+(\d{4}))?\]\s?)"};
+  RE2 iso{R"(^(\d{4})-(\d\d)-(\d\d)[T ](\d\d):(\d\d):(\d\d)(?:[.,](\d{1,9}))?(Z|[+-]\d\d:?\d\d)?\s+)"};
+  RE2 syslog_date{R"(^(\S+?)\.?\s+(\d{1,2})\s+(\d{1,2}):(\d\d):(\d\d)(?:[.,](\d{1,9}))?(?:\s+(\d{4}))?\s+)"};
+  // "host program[pid]: " with the host optional (RFC 3164 files sometimes lack it).
+  RE2 host_program{R"(^(?:([^\s:\[\]]+)\s+)?([^\s:\[\]]+)(?:\[(\d+)\])?:(?:\s+|$))"};
+  // The same with the host required, for formats where the prefix is ambiguous.
+  RE2 host_program_strict{R"(^([^\s:\[\]]+)\s+([^\s:\[\]]+)(?:\[(\d+)\])?:(?:\s+|$))"};
+  RE2 collector{R"(^([A-Za-z0-9][\w.-]*|\d{1,3}(?:\.\d{1,3}){3}|\[[0-9A-Fa-f:.]+\])(?::\d{1,5})?[:,]?\s+)"};
+  RE2 embedded_syslog{R"((?:^|[\s,;|])((?:\d{1,2}(?:月|월))|[^\s\d,;|:\[\]]{3,6})\s+\d{1,2}\s+\d{1,2}:\d\d:\d\d)"};
+  RE2 embedded_uptime{R"((?:^|\s)(\[\s*\d+\.\d{6}\]\s))"};
+};
+
+const Regexes& Patterns() {
+  static const Regexes regexes;
+  return regexes;
+}
+
+// Advances `text` past the match of `regex` at its start.
+template <typename... Args>
+bool Consume(std::string_view& text, const RE2& regex, Args*... args) {
+  re2::StringPiece piece(text.data(), text.size());
+  if (!RE2::Consume(&piece, regex, args...)) return false;
+  text = std::string_view(piece.data(), piece.size());
+  return true;
+}
+
+unsigned ToUnsigned(const std::string& digits) { return ParseInt<unsigned>(digits).value_or(0); }
+
+uint32_t FractionToNanos(std::string digits) {
+  if (digits.empty()) return 0;
+  digits.resize(9, '0');
+  return ParseInt<uint32_t>(digits).value_or(0);
+}
+
+std::optional<int> ParseZone(const std::string& zone) {
+  if (zone.empty()) return std::nullopt;
+  if (zone == "Z") return 0;
+  std::string digits;
+  for (char c : zone) {
+    if (c >= '0' && c <= '9') digits.push_back(c);
+  }
+  if (digits.size() != 4) return std::nullopt;
+  int minutes = ToUnsigned(digits.substr(0, 2)) * 60 + ToUnsigned(digits.substr(2, 2));
+  return zone[0] == '-' ? -minutes : minutes;
+}
+
+// "kernel: [ 123.456] msg" -> uptime and message; other programs keep their name.
+void SplitProgramMessage(std::string_view after_prefix, std::string_view program_start, LinePrefix& prefix) {
+  if (prefix.program == "kernel") {
+    std::string_view message = after_prefix;
+    std::string uptime;
+    if (Consume(message, Patterns().uptime, &uptime)) prefix.uptime_seconds = ParseDouble(uptime);
+    prefix.message = message;
+  } else {
+    prefix.message = program_start;
+  }
+}
+
+// Reads "host program[pid]: " at the start of `rest`. With `strict`, the host
+// is required and the program must be "kernel" or carry a pid, because the
+// formats that call it strictly also occur without host and program.
+bool TakeHostProgram(std::string_view rest, bool strict, LinePrefix& prefix) {
+  std::string_view cursor = rest;
+  re2::StringPiece host, program, pid;
+  const RE2& regex = strict ? Patterns().host_program_strict : Patterns().host_program;
+  if (!Consume(cursor, regex, &host, &program, &pid)) return false;
+  if (strict && program != "kernel" && pid.empty()) return false;
+  prefix.host = std::string_view(host.data(), host.size());
+  prefix.program = std::string_view(program.data(), program.size());
+  // The program name starts after the host (and its white space).
+  std::string_view program_start = rest.substr(static_cast<size_t>(program.data() - rest.data()));
+  SplitProgramMessage(cursor, program_start, prefix);
+  return true;
+}
+
+CivilTime MakeCivil(int year, unsigned month, unsigned day, unsigned hour, unsigned minute, unsigned second,
+                    uint32_t nanos) {
+  CivilTime civil;
+  civil.year = year;
+  civil.month = month;
+  civil.day = day;
+  civil.hour = hour;
+  civil.minute = minute;
+  civil.second = second;
+  civil.nanosecond = nanos;
+  return civil;
+}
+
+// Tries every timestamped format at the start of `text`.
+bool ParseTimestamped(std::string_view text, const PrefixOptions& options, LinePrefix& prefix) {
+  const Regexes& re = Patterns();
+  Consume(text, re.priority, static_cast<std::string*>(nullptr));  // syslog "<4>"
+  if (text.empty()) return false;
+  std::string_view rest = text;
+  const char first = text.front();
+
+  if (first >= '0' && first <= '9') {
+    std::string priority, sequence, usec;
+    if (Consume(rest, re.kmsg, &priority, &sequence, &usec)) {
+      prefix.format = LineFormat::kKmsg;
+      prefix.kmsg_sequence = ParseInt<uint64_t>(sequence);
+      if (auto micros = ParseInt<uint64_t>(usec)) prefix.uptime_seconds = static_cast<double>(*micros) / 1e6;
+      prefix.message = rest;
+      return true;
+    }
+    std::string year, month, day, hour, minute, second, fraction, zone;
+    if (Consume(rest, re.iso, &year, &month, &day, &hour, &minute, &second, &fraction, &zone)) {
+      std::optional<int> offset = ParseZone(zone);
+      CivilTime civil = MakeCivil(ParseInt<int>(year).value_or(0), ToUnsigned(month), ToUnsigned(day),
+                                  ToUnsigned(hour), ToUnsigned(minute), ToUnsigned(second), FractionToNanos(fraction));
+      prefix.time = CivilToWallTime(civil, offset.value_or(options.utc_offset_minutes));
+      prefix.time_is_utc = offset.has_value() && prefix.time.has_value();
+      if (TakeHostProgram(rest, /*strict=*/true, prefix)) {
+        prefix.format = LineFormat::kSyslogIso;
+      } else {
+        prefix.format = LineFormat::kDmesgIso;
+        prefix.message = rest;
+      }
+      return true;
+    }
+  }
+
+  if (first == '[') {
+    std::string number;
+    if (Consume(rest, re.uptime, &number)) {
+      prefix.uptime_seconds = ParseDouble(number);
+      if (TakeHostProgram(rest, /*strict=*/true, prefix)) {
+        prefix.format = LineFormat::kJournalMonotonic;
+      } else {
+        prefix.format = LineFormat::kDmesg;
+        prefix.message = rest;
+      }
+      return true;
+    }
+    if (Consume(rest, re.delta, &number)) {
+      prefix.format = LineFormat::kDmesgDelta;
+      prefix.delta_seconds = ParseDouble(number);
+      prefix.message = rest;
+      return true;
+    }
+    std::string month_name, day, hour, minute, second, year;
+    if (Consume(rest, re.bracket_date, &month_name, &day, &hour, &minute, &second, &year)) {
+      auto month = MonthFromName(month_name);
+      if (!month) return false;
+      bool complete = !year.empty() && !second.empty();
+      int civil_year = !year.empty() ? ParseInt<int>(year).value_or(1970)
+                                     : options.year.value_or(InferYear(*month, ToUnsigned(day), options.reference_time));
+      CivilTime civil = MakeCivil(civil_year, *month, ToUnsigned(day), ToUnsigned(hour), ToUnsigned(minute),
+                                  ToUnsigned(second), 0);
+      prefix.format = complete ? LineFormat::kDmesgCtime : LineFormat::kDmesgMinute;
+      prefix.time = CivilToWallTime(civil, options.utc_offset_minutes);
+      prefix.time_estimated = !complete;
+      prefix.message = rest;
+      return true;
+    }
+    return false;
+  }
+
+  std::string month_name, day, hour, minute, second, fraction, year;
+  if (Consume(rest, re.syslog_date, &month_name, &day, &hour, &minute, &second, &fraction, &year)) {
+    auto month = MonthFromName(month_name);
+    if (!month) return false;
+    bool year_given = !year.empty() || options.year.has_value();
+    int civil_year = !year.empty() ? ParseInt<int>(year).value_or(1970)
+                                   : options.year.value_or(InferYear(*month, ToUnsigned(day), options.reference_time));
+    CivilTime civil = MakeCivil(civil_year, *month, ToUnsigned(day), ToUnsigned(hour), ToUnsigned(minute),
+                                ToUnsigned(second), FractionToNanos(fraction));
+    prefix.format = LineFormat::kSyslog;
+    prefix.time = CivilToWallTime(civil, options.utc_offset_minutes);
+    prefix.time_estimated = !year_given;
+    if (!TakeHostProgram(rest, /*strict=*/false, prefix)) prefix.message = rest;
+    return true;
+  }
+  return false;
+}
+
+bool IsHorizontalSpace(char c) { return c == ' ' || c == '\t'; }
+
+}  // namespace
+
+const char* LineFormatName(LineFormat format) { return kFormatNames[static_cast<int>(format)]; }
+
+LinePrefix ParseLinePrefix(std::string_view line, const PrefixOptions& options) {
+  while (!line.empty() && (line.back() == '\r' || line.back() == '\n')) line.remove_suffix(1);
+  LinePrefix prefix;
+  std::string_view text = line;
+  if (ParseTimestamped(text, options, prefix)) return prefix;
+
+  // A collector's host in front of a timestamped line: "node17: [ 12.3] msg".
+  std::string_view rest = text;
+  re2::StringPiece host;
+  if (Consume(rest, Patterns().collector, &host)) {
+    LinePrefix inner;
+    if (ParseTimestamped(rest, options, inner)) {
+      if (inner.host.empty()) inner.host = std::string_view(host.data(), host.size());
+      return inner;
+    }
+  }
+  // A timestamped line embedded after free text: "Xid errors on instance: ip-1, Error: May 19 ...".
+  re2::StringPiece embedded;
+  for (const RE2* regex : {&Patterns().embedded_syslog, &Patterns().embedded_uptime}) {
+    if (RE2::PartialMatch(text, *regex, &embedded)) {
+      std::string_view from = text.substr(static_cast<size_t>(embedded.data() - text.data()));
+      LinePrefix inner;
+      if (ParseTimestamped(from, options, inner)) return inner;
+    }
+  }
+
+  prefix = LinePrefix{};
+  prefix.message = text;
+  prefix.indented = !text.empty() && IsHorizontalSpace(text.front());
+  return prefix;
+}
+
+}  // namespace gpudoctor

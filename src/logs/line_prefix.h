@@ -1,0 +1,63 @@
+// Recognises the time/host prefix of one log line, whatever tool wrote it, and
+// returns the message behind it. Pure: no state, no clock.
+//
+//   "Feb 15 17:37:45 Gipfeli kernel: [82659.755847] NVRM: Xid ..."
+//   -> format kSyslog, host "Gipfeli", program "kernel", uptime 82659.755847,
+//      message "NVRM: Xid ..."
+//
+// Formats: /dev/kmsg records, dmesg (plain, -T, -H, --time-format iso),
+// journalctl (short, short-iso, short-precise, short-monotonic, any locale's
+// month names), RFC 3164 syslog, lines a collector prefixed with a host, and
+// lines with no prefix at all.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string_view>
+
+#include "common/clock.h"
+
+namespace gpudoctor {
+
+enum class LineFormat {
+  kBare,              // no recognised prefix
+  kKmsg,              // "6,1234,5678901,-;msg"
+  kDmesg,             // "[  123.456789] msg"
+  kDmesgCtime,        // "[Sun Feb 23 16:24:18 2025] msg"            (dmesg -T)
+  kDmesgDelta,        // "[  +0.000316] msg"                          (dmesg -H)
+  kDmesgMinute,       // "[Feb23 16:24] msg"                          (dmesg -H)
+  kDmesgIso,          // "2024-05-01T12:00:00,123456+00:00 msg"       (dmesg --time-format iso)
+  kSyslog,            // "Feb 15 17:37:45 host kernel: msg"           (syslog, journalctl short)
+  kSyslogIso,         // "2024-05-01T12:00:00+0000 host kernel: msg"  (journalctl short-iso, rsyslog)
+  kJournalMonotonic,  // "[ 123.456789] host kernel: msg"            (journalctl short-monotonic)
+};
+const char* LineFormatName(LineFormat format);
+
+struct PrefixOptions {
+  std::optional<int> year;     // for year-less dates; nullopt: inferred from reference_time
+  WallTime reference_time{};   // "now" for year inference
+  int utc_offset_minutes = 0;  // zone assumed for local times
+};
+
+struct LinePrefix {
+  LineFormat format = LineFormat::kBare;
+  std::optional<WallTime> time;
+  bool time_is_utc = false;     // the line stated its zone
+  bool time_estimated = false;  // year inferred, or minute precision
+  std::optional<double> uptime_seconds;  // kernel stamp: seconds since boot
+  std::optional<double> delta_seconds;   // dmesg -H: seconds since the previous line
+  std::optional<uint64_t> kmsg_sequence;
+  std::string_view host;     // syslog host, or the host a collector put in front
+  std::string_view program;  // "kernel", "systemd", "nvidia-fabricmanager-start.sh"
+  // For kernel lines the text after "kernel: [uptime] "; for other programs
+  // the text from the program name on ("systemd[1]: ..."), which patterns may
+  // need; for bare lines the whole line.
+  std::string_view message;
+  // A bare line that starts with white space: possibly the wrapped tail of the
+  // previous message (journalctl indents continuation lines).
+  bool indented = false;
+};
+
+LinePrefix ParseLinePrefix(std::string_view line, const PrefixOptions& options);
+
+}  // namespace gpudoctor

@@ -1,0 +1,162 @@
+#include "logs/line_prefix.h"
+
+#include <gtest/gtest.h>
+
+#include "common/text.h"
+#include "logs/log_time.h"
+
+namespace gpudoctor {
+namespace {
+
+PrefixOptions Options() {
+  PrefixOptions options;
+  options.reference_time = *ParseTimeBound("2025-06-01T00:00:00Z", WallTime{}, 0);
+  return options;
+}
+
+std::string Iso(const std::optional<WallTime>& time) { return time ? FormatIsoUtc(*time) : "none"; }
+
+TEST(LinePrefix, Kmsg) {
+  LinePrefix p = ParseLinePrefix("6,1234,5678901,-;NVRM: Xid (PCI:0000:01:00): 79", Options());
+  EXPECT_EQ(p.format, LineFormat::kKmsg);
+  EXPECT_EQ(p.kmsg_sequence, 1234u);
+  EXPECT_DOUBLE_EQ(*p.uptime_seconds, 5.678901);
+  EXPECT_EQ(p.message, "NVRM: Xid (PCI:0000:01:00): 79");
+}
+
+TEST(LinePrefix, DmesgPlainAndDelta) {
+  LinePrefix p = ParseLinePrefix("[  365.969676] NVRM: GPU at PCI:0000:01:00: GPU-4e39", Options());
+  EXPECT_EQ(p.format, LineFormat::kDmesg);
+  EXPECT_DOUBLE_EQ(*p.uptime_seconds, 365.969676);
+  EXPECT_EQ(p.message, "NVRM: GPU at PCI:0000:01:00: GPU-4e39");
+  EXPECT_FALSE(p.time);
+
+  p = ParseLinePrefix("[  +0.000316] pcieport 0000:00:03.0: AER: Corrected error received: 0000:00:03.0", Options());
+  EXPECT_EQ(p.format, LineFormat::kDmesgDelta);
+  EXPECT_DOUBLE_EQ(*p.delta_seconds, 0.000316);
+  EXPECT_EQ(p.message, "pcieport 0000:00:03.0: AER: Corrected error received: 0000:00:03.0");
+}
+
+TEST(LinePrefix, DmesgCtimeAndMinuteStamp) {
+  LinePrefix p = ParseLinePrefix("[Mon Aug  5 03:54:13 2024] NVRM: Xid (PCI:0000:00:07): 31", Options());
+  EXPECT_EQ(p.format, LineFormat::kDmesgCtime);
+  EXPECT_EQ(Iso(p.time), "2024-08-05T03:54:13.000Z");
+  EXPECT_FALSE(p.time_estimated);
+  EXPECT_EQ(p.message, "NVRM: Xid (PCI:0000:00:07): 31");
+
+  p = ParseLinePrefix("[Feb23 16:24] NVRM: loading", Options());
+  EXPECT_EQ(p.format, LineFormat::kDmesgMinute);
+  EXPECT_EQ(Iso(p.time), "2025-02-23T16:24:00.000Z");
+  EXPECT_TRUE(p.time_estimated);
+}
+
+TEST(LinePrefix, DmesgIsoAndJournalIso) {
+  LinePrefix p = ParseLinePrefix("2024-05-01T12:00:00,123456+02:00 NVRM: Xid (PCI:0000:01:00): 79", Options());
+  EXPECT_EQ(p.format, LineFormat::kDmesgIso);
+  EXPECT_EQ(Iso(p.time), "2024-05-01T10:00:00.123Z");
+  EXPECT_TRUE(p.time_is_utc);
+  EXPECT_EQ(p.message, "NVRM: Xid (PCI:0000:01:00): 79");
+
+  p = ParseLinePrefix("2024-05-01T12:00:00.654321+0000 gpu-7 kernel: NVRM: Xid (PCI:0000:01:00): 79", Options());
+  EXPECT_EQ(p.format, LineFormat::kSyslogIso);
+  EXPECT_EQ(p.host, "gpu-7");
+  EXPECT_EQ(p.program, "kernel");
+  EXPECT_EQ(p.message, "NVRM: Xid (PCI:0000:01:00): 79");
+}
+
+TEST(LinePrefix, SyslogWithHostAndUptime) {
+  LinePrefix p = ParseLinePrefix(
+      "Feb 15 17:37:45 Gipfeli kernel: [82659.755847] NVRM: Xid (PCI:0000:41:00): 13, Graphics", Options());
+  EXPECT_EQ(p.format, LineFormat::kSyslog);
+  EXPECT_EQ(p.host, "Gipfeli");
+  EXPECT_EQ(p.program, "kernel");
+  EXPECT_DOUBLE_EQ(*p.uptime_seconds, 82659.755847);
+  EXPECT_EQ(Iso(p.time), "2025-02-15T17:37:45.000Z");
+  EXPECT_TRUE(p.time_estimated);
+  EXPECT_EQ(p.message, "NVRM: Xid (PCI:0000:41:00): 13, Graphics");
+}
+
+TEST(LinePrefix, SyslogYearInferredFromReference) {
+  // December lines read in June belong to the previous year only if they
+  // would otherwise lie in the future.
+  LinePrefix p = ParseLinePrefix("Dec  2 11:49:53 worker4 kernel: msg", Options());
+  EXPECT_EQ(Iso(p.time), "2024-12-02T11:49:53.000Z");
+  PrefixOptions fixed = Options();
+  fixed.year = 2019;
+  fixed.utc_offset_minutes = 60;
+  p = ParseLinePrefix("Dec  2 11:49:53 worker4 kernel: msg", fixed);
+  EXPECT_EQ(Iso(p.time), "2019-12-02T10:49:53.000Z");
+  EXPECT_FALSE(p.time_estimated);
+}
+
+TEST(LinePrefix, SyslogWithoutHostAndOtherPrograms) {
+  LinePrefix p = ParseLinePrefix("Sep 16 19:51:15 kernel: [    0.064261] mce: [Hardware Error]: x", Options());
+  EXPECT_EQ(p.host, "");
+  EXPECT_EQ(p.program, "kernel");
+  EXPECT_EQ(p.message, "mce: [Hardware Error]: x");
+
+  p = ParseLinePrefix("Sep 18 03:19:01 ubuntu2404 systemd[1]: nvidia-fabricmanager.service: Failed", Options());
+  EXPECT_EQ(p.host, "ubuntu2404");
+  EXPECT_EQ(p.program, "systemd");
+  EXPECT_EQ(p.message, "systemd[1]: nvidia-fabricmanager.service: Failed");
+}
+
+TEST(LinePrefix, LocalisedMonths) {
+  LinePrefix p = ParseLinePrefix("4月 19 22:36:49 Reverier-Arch kernel: NVRM: loading", Options());
+  EXPECT_EQ(p.format, LineFormat::kSyslog);
+  EXPECT_EQ(Iso(p.time), "2025-04-19T22:36:49.000Z");
+  EXPECT_EQ(p.host, "Reverier-Arch");
+
+  p = ParseLinePrefix("kwi 03 09:01:25 testowy kernel: NVRM: Xid", Options());
+  EXPECT_EQ(Iso(p.time), "2025-04-03T09:01:25.000Z");
+  for (const char* month : {"Mär", "mars", "févr.", "дек", "Okt", "ago", "4월", "MAY"}) {
+    EXPECT_TRUE(MonthFromName(month)) << month;
+  }
+  EXPECT_EQ(*MonthFromName("Дек"), 12u);
+  EXPECT_FALSE(MonthFromName("NVRM"));
+}
+
+TEST(LinePrefix, JournalMonotonicNeedsKernelOrPid) {
+  LinePrefix p = ParseLinePrefix("[ 123.456789] gpu-7 kernel: NVRM: Xid", Options());
+  EXPECT_EQ(p.format, LineFormat::kJournalMonotonic);
+  EXPECT_EQ(p.host, "gpu-7");
+  EXPECT_EQ(p.message, "NVRM: Xid");
+  // A kernel message that only looks like "host program:".
+  p = ParseLinePrefix("[ 123.456789] Hardware name: Dell Inc. PowerEdge", Options());
+  EXPECT_EQ(p.format, LineFormat::kDmesg);
+  EXPECT_EQ(p.message, "Hardware name: Dell Inc. PowerEdge");
+}
+
+TEST(LinePrefix, CollectorPrefixes) {
+  LinePrefix p = ParseLinePrefix(
+      "Xid errors on instance: ip-26-0-146-100, Error: May 19 07:08:57 ip-26-0-146-100 kernel: [680111.646286] NVRM: "
+      "Xid (PCI:0000:10:1c): 63, pid=1850",
+      Options());
+  EXPECT_EQ(p.format, LineFormat::kSyslog);
+  EXPECT_EQ(p.host, "ip-26-0-146-100");
+  EXPECT_EQ(p.message, "NVRM: Xid (PCI:0000:10:1c): 63, pid=1850");
+
+  p = ParseLinePrefix("node17: [  721.028170] INFO: task nvc:[driver]:5403 blocked", Options());
+  EXPECT_EQ(p.format, LineFormat::kDmesg);
+  EXPECT_EQ(p.host, "node17");
+  EXPECT_EQ(p.message, "INFO: task nvc:[driver]:5403 blocked");
+
+  p = ParseLinePrefix("10.1.2.3 <4>Feb 15 17:37:45 gpu-3 kernel: NVRM: x", Options());
+  EXPECT_EQ(p.host, "gpu-3");
+  EXPECT_EQ(p.message, "NVRM: x");
+}
+
+TEST(LinePrefix, BareAndIndented) {
+  LinePrefix p = ParseLinePrefix("oom-kill:constraint=CONSTRAINT_NONE,nodemask=(null)", Options());
+  EXPECT_EQ(p.format, LineFormat::kBare);
+  EXPECT_EQ(p.message, "oom-kill:constraint=CONSTRAINT_NONE,nodemask=(null)");
+  EXPECT_FALSE(p.indented);
+  p = ParseLinePrefix("                                       NVRM: this kernel module", Options());
+  EXPECT_EQ(p.format, LineFormat::kBare);
+  EXPECT_TRUE(p.indented);
+  p = ParseLinePrefix("", Options());
+  EXPECT_EQ(p.format, LineFormat::kBare);
+}
+
+}  // namespace
+}  // namespace gpudoctor

@@ -1,0 +1,423 @@
+#include "logs/log_parser.h"
+
+#include <algorithm>
+#include <limits>
+
+#include "common/text.h"
+
+namespace gpudoctor {
+
+namespace {
+
+// Join key of the extra events an Xid line yields ("also" in the catalog).
+constexpr uint32_t kAlsoPattern = std::numeric_limits<uint32_t>::max();
+
+bool Contains(const std::vector<std::string>& names, std::string_view name) {
+  return std::find(names.begin(), names.end(), name) != names.end();
+}
+
+EventField* FindField(LogEvent& event, std::string_view name) {
+  for (EventField& field : event.fields) {
+    if (field.name == name) return &field;
+  }
+  return nullptr;
+}
+
+// Adds `value` to field `name`: sets it when absent; for an append field adds
+// it to the list unless already there.
+void AddField(LogEvent& event, const std::string& name, const std::string& value, bool append) {
+  EventField* field = FindField(event, name);
+  if (!field) {
+    event.fields.push_back(EventField{name, value});
+    return;
+  }
+  if (!append) return;
+  for (std::string_view item : Split(field->value, ';')) {
+    if (Trim(item) == value) return;
+  }
+  field->value += "; " + value;
+}
+
+// Moves the well-known fields into their LogEvent members; the rest become
+// detail fields.
+void AssignFields(LogEvent& event, const std::vector<EventField>& fields, const std::vector<std::string>& append) {
+  for (const EventField& field : fields) {
+    const std::string& name = field.name;
+    if (name == "pci") {
+      if (auto normalized = NormalizePciBusId(field.value)) {
+        if (event.pci_bus_id.empty()) event.pci_bus_id = *normalized;
+        continue;
+      }
+    } else if (name == "xid") {
+      if (!event.xid) event.xid = ParseInt<uint32_t>(field.value);
+      continue;
+    } else if (name == "pid") {
+      if (!event.pid) event.pid = ParseInt<uint32_t>(field.value);
+      continue;
+    } else if (name == "process") {
+      if (event.process.empty()) event.process = field.value;
+      continue;
+    } else if (name == "uuid") {
+      if (event.gpu_uuid.empty()) event.gpu_uuid = field.value;
+      continue;
+    } else if (name == "serial") {
+      if (event.gpu_serial.empty()) event.gpu_serial = field.value;
+      continue;
+    } else if (name == "port" || name == "limiting_port") {
+      if (auto normalized = NormalizePciBusId(field.value)) {
+        AddField(event, name, *normalized, false);
+        continue;
+      }
+    }
+    AddField(event, name, field.value, Contains(append, name));
+  }
+}
+
+// "aer_severity=Corrected, aer_type=Data Link Layer"; a field whose value is
+// its own name (a flag such as "multiple") is written once.
+std::string FormatDetail(const std::vector<EventField>& fields) {
+  std::string out;
+  for (const EventField& field : fields) {
+    if (!out.empty()) out += ", ";
+    if (ToLower(field.name) == ToLower(field.value)) {
+      out += field.name;
+    } else {
+      out += field.name + "=" + field.value;
+    }
+  }
+  return out;
+}
+
+// Whether `candidate` can belong to the same event as `open`: it names no
+// other device, process or Xid, and no detail disagrees.
+bool SameSubject(const LogEvent& open, const LogEvent& candidate) {
+  if (!open.pci_bus_id.empty() && !candidate.pci_bus_id.empty() && open.pci_bus_id != candidate.pci_bus_id &&
+      open.Field("port") != candidate.pci_bus_id) {
+    return false;
+  }
+  if (open.pid && candidate.pid && *open.pid != *candidate.pid) return false;
+  if (!open.process.empty() && !candidate.process.empty() && open.process != candidate.process) return false;
+  if (open.xid && candidate.xid && *open.xid != *candidate.xid) return false;
+  return true;
+}
+
+// Lines of one event are printed together; a line logged much later belongs
+// to a new event even when it falls within the window.
+bool CloseInTime(const LogEvent& open, const std::optional<WallTime>& time, const std::optional<double>& uptime) {
+  constexpr double kMaxGapSeconds = 10;
+  if (open.time && time) {
+    auto gap = std::chrono::duration<double>(*time - *open.time).count();
+    return gap >= -kMaxGapSeconds && gap <= kMaxGapSeconds;
+  }
+  if (open.uptime_seconds && uptime) {
+    double gap = *uptime - *open.uptime_seconds;
+    return gap >= -kMaxGapSeconds && gap <= kMaxGapSeconds;
+  }
+  return true;
+}
+
+bool CloseInTime(const LogEvent& open, const LogEvent& candidate) {
+  return CloseInTime(open, candidate.time, candidate.uptime_seconds);
+}
+
+bool DetailsAgree(const LogEvent& open, const LogEvent& candidate) {
+  for (const EventField& field : candidate.fields) {
+    std::string_view existing = open.Field(field.name);
+    if (!existing.empty() && existing != field.value) return false;
+  }
+  return true;
+}
+
+void MergeInto(LogEvent& open, const LogEvent& addition, const std::vector<std::string>& append) {
+  if (open.pci_bus_id.empty()) open.pci_bus_id = addition.pci_bus_id;
+  if (!open.xid) open.xid = addition.xid;
+  if (!open.pid) open.pid = addition.pid;
+  if (open.process.empty()) open.process = addition.process;
+  if (open.gpu_uuid.empty()) open.gpu_uuid = addition.gpu_uuid;
+  if (open.gpu_serial.empty()) open.gpu_serial = addition.gpu_serial;
+  if (!open.time) {
+    open.time = addition.time;
+    open.time_is_utc = addition.time_is_utc;
+    open.time_estimated = addition.time_estimated;
+  }
+  if (!open.uptime_seconds) open.uptime_seconds = addition.uptime_seconds;
+  for (const EventField& field : addition.fields) AddField(open, field.name, field.value, Contains(append, field.name));
+}
+
+}  // namespace
+
+LogParser::LogParser(ParseOptions options, std::shared_ptr<const LineMatcher> matcher)
+    : options_(std::move(options)), matcher_(std::move(matcher)), scratch_(*matcher_) {
+  if (options_.prefix.reference_time == WallTime{}) {
+    options_.prefix.reference_time = SystemClock::Instance().Now();
+  }
+}
+
+void LogParser::Feed(std::string_view line, uint64_t line_number, std::vector<LogEvent>& out) {
+  while (!line.empty() && (line.back() == '\n' || line.back() == '\r')) line.remove_suffix(1);
+  LinePrefix prefix = ParseLinePrefix(line, options_.prefix);
+  if (prefix.format == LineFormat::kDmesgMinute) minute_stamp_ = prefix.time;
+  // Close the events this line can no longer belong to: past their window,
+  // or logged well before it.
+  for (size_t i = open_.size(); i-- > 0;) {
+    if (open_[i].last_line < line_number || !CloseInTime(open_[i].event, prefix.time, prefix.uptime_seconds)) {
+      Close(i);
+    }
+  }
+
+  if (!JoinWrappedLine(prefix, line, line_number)) {
+    matcher_->Candidates(line, scratch_, candidates_);
+    for (const OpenEvent& open : open_) {
+      const auto& continuations = matcher_->ContinuationsOf(open.event.kind);
+      candidates_.insert(candidates_.end(), continuations.begin(), continuations.end());
+    }
+    std::sort(candidates_.begin(), candidates_.end());
+    candidates_.erase(std::unique(candidates_.begin(), candidates_.end()), candidates_.end());
+    const uint32_t pattern_count = matcher_->pattern_count();
+    bool identity_checked = false;
+    for (uint32_t index : candidates_) {
+      if (index >= pattern_count) {
+        if (identity_checked) continue;
+        identity_checked = true;
+        if (auto identity = matcher_->MatchIdentity(prefix.message, fields_)) {
+          NoteIdentity(*identity, fields_, line_number);
+        }
+        continue;
+      }
+      if (matcher_->Match(index, prefix.message, fields_)) {
+        ApplyPattern(index, fields_, prefix, line, line_number);
+      }
+    }
+  }
+  Release(out);
+}
+
+void LogParser::Flush(std::vector<LogEvent>& out) {
+  while (!open_.empty()) Close(open_.size() - 1);
+  Release(out);
+}
+
+LogEvent LogParser::NewEvent(const LinePrefix& prefix, std::string_view line, uint64_t line_number) const {
+  LogEvent event;
+  event.time = prefix.time;
+  event.time_is_utc = prefix.time_is_utc;
+  event.time_estimated = prefix.time_estimated;
+  event.uptime_seconds = prefix.uptime_seconds;
+  if (!event.time && prefix.format == LineFormat::kDmesgDelta && minute_stamp_) {
+    event.time = minute_stamp_;
+    event.time_estimated = true;
+  }
+  if (!event.time && event.uptime_seconds && options_.boot_time) {
+    event.time = *options_.boot_time + std::chrono::duration_cast<WallTime::duration>(
+                                           std::chrono::duration<double>(*event.uptime_seconds));
+    event.time_is_utc = true;
+  }
+  event.host = prefix.host.empty() ? options_.host : std::string(prefix.host);
+  event.message = std::string(Trim(prefix.message));
+  event.raw = std::string(line);
+  event.source = options_.source;
+  event.line_number = line_number;
+  return event;
+}
+
+void LogParser::ApplyPattern(uint32_t index, std::vector<EventField>& fields, const LinePrefix& prefix,
+                             std::string_view line, uint64_t line_number) {
+  const PatternSpec& spec = matcher_->pattern(index);
+  const LogCatalog& catalog = matcher_->catalog();
+  LogEvent event = NewEvent(prefix, line, line_number);
+  event.kind = spec.kind;
+  AssignFields(event, fields, spec.append);
+
+  std::optional<EventSeverity> stated = spec.severity;
+  if (!spec.severity_from.empty()) {
+    auto it = spec.severity_map.find(ToLower(event.Field(spec.severity_from)));
+    if (it != spec.severity_map.end()) stated = it->second;
+  }
+  event.severity = stated.value_or(catalog.SeverityOf(spec.kind, event.xid));
+
+  switch (spec.role) {
+    case PatternRole::kStart:
+      StartEvent(event, index, index, line_number);
+      break;
+    case PatternRole::kMerge:
+      MergeOrStart(event, index, index, line_number);
+      break;
+    case PatternRole::kContinue: {
+      OpenEvent* open = FindOpen(spec.kind);
+      if (!open || !SameSubject(open->event, event) || !CloseInTime(open->event, event)) return;
+      event.pci_bus_id.clear();  // a detail line's device is the open event's device
+      MergeInto(open->event, event, spec.append);
+      if (stated) open->event.severity = std::max(open->event.severity, *stated);
+      return;
+    }
+  }
+
+  if (spec.kind == "xid" && event.xid) {
+    if (const XidInfo* info = catalog.FindXid(*event.xid)) {
+      for (const std::string& kind : info->also_kinds) {
+        LogEvent extra = event;
+        extra.kind = kind;
+        extra.severity = catalog.SeverityOf(kind, std::nullopt);
+        extra.xid.reset();
+        extra.fields.insert(extra.fields.begin(), EventField{"from_xid", std::to_string(*event.xid)});
+        MergeOrStart(std::move(extra), kAlsoPattern, std::nullopt, line_number);
+      }
+    }
+  }
+}
+
+void LogParser::StartEvent(LogEvent event, uint32_t join_key, std::optional<uint32_t> origin,
+                           uint64_t line_number) {
+  for (size_t i = 0; i < open_.size(); ++i) {
+    if (open_[i].event.kind == event.kind) {
+      Close(i);
+      break;
+    }
+  }
+  const KindInfo* kind = matcher_->catalog().FindKind(event.kind);
+  uint32_t window = kind ? kind->window_lines : 0;
+  if (origin && matcher_->pattern(*origin).window_lines) window = *matcher_->pattern(*origin).window_lines;
+  if (window == 0) {
+    closed_.push_back(std::move(event));
+    return;
+  }
+  OpenEvent open;
+  open.event = std::move(event);
+  open.joined.push_back(join_key);
+  open.last_line = line_number + window;
+  open.origin = origin;
+  open.message_end_line = line_number;
+  open_.push_back(std::move(open));
+}
+
+void LogParser::MergeOrStart(LogEvent event, uint32_t join_key, std::optional<uint32_t> origin,
+                             uint64_t line_number) {
+  OpenEvent* open = FindOpen(event.kind);
+  if (open && std::find(open->joined.begin(), open->joined.end(), join_key) == open->joined.end() &&
+      SameSubject(open->event, event) && CloseInTime(open->event, event) && DetailsAgree(open->event, event)) {
+    const std::vector<std::string>& append =
+        join_key == kAlsoPattern ? std::vector<std::string>{} : matcher_->pattern(join_key).append;
+    EventSeverity severity = std::max(open->event.severity, event.severity);
+    MergeInto(open->event, event, append);
+    open->event.severity = severity;
+    open->joined.push_back(join_key);
+    return;
+  }
+  StartEvent(std::move(event), join_key, origin, line_number);
+}
+
+bool LogParser::JoinWrappedLine(const LinePrefix& prefix, std::string_view line, uint64_t line_number) {
+  if (prefix.format != LineFormat::kBare || !prefix.indented) return false;
+  std::string_view text = Trim(prefix.message);
+  if (!StartsWith(text, "NVRM:")) return false;
+  std::string_view tail = Trim(text.substr(5));
+  bool joined = false;
+  for (OpenEvent& open : open_) {
+    // Only an event whose message ended on the line just before continues.
+    if (open.message_end_line + 1 != line_number) continue;
+    open.event.message += " ";
+    open.event.message += tail;
+    open.event.raw += "\n";
+    open.event.raw += line;
+    open.message_end_line = line_number;
+    if (open.origin && matcher_->Match(*open.origin, open.event.message, fields_)) {
+      LogEvent refreshed;
+      AssignFields(refreshed, fields_, matcher_->pattern(*open.origin).append);
+      MergeInto(open.event, refreshed, {});
+    }
+    joined = true;
+  }
+  return joined;
+}
+
+void LogParser::NoteIdentity(IdentityLine kind, const std::vector<EventField>& fields, uint64_t line_number) {
+  std::string pci, uuid, serial;
+  for (const EventField& field : fields) {
+    if (field.name == "pci") pci = NormalizePciBusId(field.value).value_or("");
+    if (field.name == "uuid") uuid = field.value;
+    if (field.name == "serial") serial = field.value;
+  }
+  // Boards without a serial number report "0".
+  if (serial == "0") serial.clear();
+  switch (kind) {
+    case IdentityLine::kUuid:
+      if (pci.empty()) return;
+      uuid_by_pci_[pci] = uuid;
+      last_gpu_at_pci_ = pci;
+      last_gpu_at_line_ = line_number;
+      break;
+    case IdentityLine::kBoardSerial:
+      // The driver prints it right after "GPU at PCI:...".
+      if (!last_gpu_at_pci_.empty() && !serial.empty() && line_number - last_gpu_at_line_ <= 4) {
+        serial_by_pci_[last_gpu_at_pci_] = serial;
+      }
+      break;
+    case IdentityLine::kSerial:
+      if (!pci.empty() && !serial.empty()) serial_by_pci_[pci] = serial;
+      break;
+  }
+}
+
+LogParser::OpenEvent* LogParser::FindOpen(std::string_view kind) {
+  for (OpenEvent& open : open_) {
+    if (open.event.kind == kind) return &open;
+  }
+  return nullptr;
+}
+
+void LogParser::Close(size_t open_index) {
+  closed_.push_back(std::move(open_[open_index].event));
+  open_.erase(open_.begin() + static_cast<std::ptrdiff_t>(open_index));
+}
+
+void LogParser::FillIdentity(LogEvent& event) const {
+  if (event.pci_bus_id.empty()) return;
+  if (event.gpu_uuid.empty()) {
+    if (auto it = uuid_by_pci_.find(event.pci_bus_id); it != uuid_by_pci_.end()) event.gpu_uuid = it->second;
+  }
+  if (event.gpu_serial.empty()) {
+    if (auto it = serial_by_pci_.find(event.pci_bus_id); it != serial_by_pci_.end()) event.gpu_serial = it->second;
+  }
+}
+
+void LogParser::Release(std::vector<LogEvent>& out) {
+  if (closed_.empty()) return;
+  uint64_t horizon = std::numeric_limits<uint64_t>::max();
+  for (const OpenEvent& open : open_) horizon = std::min(horizon, open.event.line_number);
+  std::stable_sort(closed_.begin(), closed_.end(),
+                   [](const LogEvent& a, const LogEvent& b) { return a.line_number < b.line_number; });
+  size_t released = 0;
+  while (released < closed_.size() && closed_[released].line_number < horizon) {
+    LogEvent& event = closed_[released];
+    FillIdentity(event);
+    event.detail = FormatDetail(event.fields);
+    out.push_back(std::move(event));
+    ++released;
+  }
+  closed_.erase(closed_.begin(), closed_.begin() + static_cast<std::ptrdiff_t>(released));
+}
+
+std::vector<LogEvent> ParseLine(std::string_view line, const ParseOptions& options) {
+  LogParser parser(options);
+  std::vector<LogEvent> events;
+  parser.Feed(line, 1, events);
+  parser.Flush(events);
+  return events;
+}
+
+std::vector<LogEvent> ParseText(std::string_view text, const ParseOptions& options) {
+  LogParser parser(options);
+  std::vector<LogEvent> events;
+  uint64_t line_number = 0;
+  size_t start = 0;
+  while (start < text.size()) {
+    size_t end = text.find('\n', start);
+    if (end == std::string_view::npos) end = text.size();
+    parser.Feed(text.substr(start, end - start), ++line_number, events);
+    start = end + 1;
+  }
+  parser.Flush(events);
+  return events;
+}
+
+}  // namespace gpudoctor

@@ -1,0 +1,98 @@
+// LogParser: turns log lines, fed in order, into LogEvents.
+//
+// Each line goes through ParseLinePrefix (time, host) and the catalog's
+// patterns (LineMatcher). The parser keeps the little state that spans lines:
+// an event stays open for its kind's window so that the lines belonging to it
+// (an AER report's details, a hung task's stack, an OOM report) are added to
+// it; NVRM messages wrapped over several lines are joined; "GPU at PCI:..."
+// lines link a bus id to a GPU UUID and serial for later events.
+//
+//   LogParser parser(options);
+//   std::vector<LogEvent> events;
+//   for (each line, numbered from 1) parser.Feed(line, number, events);
+//   parser.Flush(events);
+//
+// Events come out in line order. A caller that skips lines it knows to be
+// irrelevant (the fast reader) must still feed every line while
+// WantsNextLine() is true; the result is then the same as feeding all lines.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <vector>
+
+#include "logs/event.h"
+#include "logs/line_matcher.h"
+#include "logs/line_prefix.h"
+
+namespace gpudoctor {
+
+struct ParseOptions {
+  PrefixOptions prefix;               // year, reference time and zone for local timestamps
+  std::optional<WallTime> boot_time;  // turns kernel uptime stamps into wall time
+  std::string host;                   // for lines that name no host
+  std::string source;                 // copied into every event
+};
+
+class LogParser {
+ public:
+  explicit LogParser(ParseOptions options,
+                     std::shared_ptr<const LineMatcher> matcher = LineMatcher::Builtin());
+
+  // Parses one line (without its newline); appends finished events to `out`.
+  void Feed(std::string_view line, uint64_t line_number, std::vector<LogEvent>& out);
+  // True while an open event may still take the next line.
+  bool WantsNextLine() const { return !open_.empty(); }
+  // Closes every open event (end of input, or the input went quiet).
+  void Flush(std::vector<LogEvent>& out);
+
+  const LineMatcher& matcher() const { return *matcher_; }
+  LineMatcher::Scratch& scratch() { return scratch_; }
+  const ParseOptions& options() const { return options_; }
+
+ private:
+  struct OpenEvent {
+    LogEvent event;
+    std::vector<uint32_t> joined;  // patterns that contributed (kAlsoPattern for Xid extras)
+    uint64_t last_line = 0;        // the last line it may take
+    std::optional<uint32_t> origin;  // the pattern that started it
+    uint64_t message_end_line = 0;   // last line of its (possibly wrapped) message
+  };
+
+  LogEvent NewEvent(const LinePrefix& prefix, std::string_view line, uint64_t line_number) const;
+  void ApplyPattern(uint32_t index, std::vector<EventField>& fields, const LinePrefix& prefix,
+                    std::string_view line, uint64_t line_number);
+  void StartEvent(LogEvent event, uint32_t join_key, std::optional<uint32_t> origin, uint64_t line_number);
+  void MergeOrStart(LogEvent event, uint32_t join_key, std::optional<uint32_t> origin, uint64_t line_number);
+  bool JoinWrappedLine(const LinePrefix& prefix, std::string_view line, uint64_t line_number);
+  void NoteIdentity(IdentityLine kind, const std::vector<EventField>& fields, uint64_t line_number);
+  OpenEvent* FindOpen(std::string_view kind);
+  void Close(size_t open_index);
+  void Release(std::vector<LogEvent>& out);
+  void FillIdentity(LogEvent& event) const;
+
+  ParseOptions options_;
+  std::shared_ptr<const LineMatcher> matcher_;
+  LineMatcher::Scratch scratch_;
+  std::vector<OpenEvent> open_;   // at most one per kind
+  std::vector<LogEvent> closed_;  // finished, waiting for earlier open events
+  std::unordered_map<std::string, std::string> uuid_by_pci_;
+  std::unordered_map<std::string, std::string> serial_by_pci_;
+  std::string last_gpu_at_pci_;  // from the latest "GPU at PCI:" line
+  uint64_t last_gpu_at_line_ = 0;
+  std::optional<WallTime> minute_stamp_;  // latest dmesg -H "[Feb23 16:24]"
+  // Reused buffers.
+  std::vector<uint32_t> candidates_;
+  std::vector<EventField> fields_;
+};
+
+// Parses one line on its own: every event it yields, fully closed.
+std::vector<LogEvent> ParseLine(std::string_view line, const ParseOptions& options = {});
+// Parses a whole text, lines separated by '\n', numbered from 1.
+std::vector<LogEvent> ParseText(std::string_view text, const ParseOptions& options = {});
+
+}  // namespace gpudoctor

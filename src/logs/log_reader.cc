@@ -1,0 +1,253 @@
+#include "logs/log_reader.h"
+
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <vector>
+
+namespace gpudoctor {
+
+namespace {
+
+constexpr size_t kBlockSize = 1 << 20;
+constexpr size_t kMapWindow = 16u << 20;  // a multiple of any page size
+
+// Counts '\n' bytes. glibc's memchr is vectorised, and log lines are long
+// enough that hopping from newline to newline beats inspecting every byte.
+uint64_t CountNewlines(std::string_view text) {
+  uint64_t count = 0;
+  const char* cursor = text.data();
+  const char* end = text.data() + text.size();
+  while (cursor < end) {
+    const void* found = std::memchr(cursor, '\n', static_cast<size_t>(end - cursor));
+    if (!found) break;
+    ++count;
+    cursor = static_cast<const char*>(found) + 1;
+  }
+  return count;
+}
+
+bool IsValidUtf8(std::string_view text) {
+  size_t i = 0;
+  while (i < text.size()) {
+    unsigned char c = static_cast<unsigned char>(text[i]);
+    if (c < 0x80) {
+      ++i;
+      continue;
+    }
+    size_t length = c >= 0xf0 && c <= 0xf4 ? 4 : c >= 0xe0 ? 3 : c >= 0xc2 && c <= 0xdf ? 2 : 0;
+    if (length == 0 || (c >= 0xe0 && c < 0xf0 && length != 3) || i + length > text.size()) return false;
+    for (size_t k = 1; k < length; ++k) {
+      if ((static_cast<unsigned char>(text[i + k]) & 0xc0) != 0x80) return false;
+    }
+    unsigned char next = static_cast<unsigned char>(text[i + 1]);
+    if ((c == 0xe0 && next < 0xa0) || (c == 0xed && next > 0x9f) || (c == 0xf0 && next < 0x90) ||
+        (c == 0xf4 && next > 0x8f)) {
+      return false;  // overlong, surrogate or beyond U+10FFFF
+    }
+    i += length;
+  }
+  return true;
+}
+
+}  // namespace
+
+LogScanner::LogScanner(ReadOptions options)
+    : options_(std::move(options)),
+      parser_(options_.parse, options_.matcher ? options_.matcher : LineMatcher::Builtin()) {}
+
+void LogScanner::Consume(std::string_view bytes, const EventSink& sink) {
+  stats_.bytes += bytes.size();
+  if (!partial_.empty() || skipping_overlong_) {
+    const void* found = std::memchr(bytes.data(), '\n', bytes.size());
+    size_t head = found ? static_cast<size_t>(static_cast<const char*>(found) - bytes.data()) : bytes.size();
+    if (!skipping_overlong_ && partial_.size() + head > options_.max_line_bytes) {
+      skipping_overlong_ = true;
+      partial_.clear();
+      partial_.shrink_to_fit();
+    }
+    if (!skipping_overlong_) partial_.append(bytes.data(), head);
+    if (!found) return;
+    bytes.remove_prefix(head + 1);
+    if (skipping_overlong_) {
+      skipping_overlong_ = false;
+      ++stats_.overlong_lines;
+      ++next_line_number_;
+    } else {
+      partial_.push_back('\n');
+      ProcessBlock(partial_, sink);
+      partial_.clear();
+    }
+  }
+  const char* data = bytes.data();
+  const void* last = bytes.empty() ? nullptr : memrchr(data, '\n', bytes.size());
+  size_t complete = last ? static_cast<size_t>(static_cast<const char*>(last) - data) + 1 : 0;
+  ProcessBlock(bytes.substr(0, complete), sink);
+  std::string_view tail = bytes.substr(complete);
+  if (tail.size() > options_.max_line_bytes) {
+    skipping_overlong_ = true;
+  } else {
+    partial_.assign(tail);
+  }
+  stats_.lines = next_line_number_ - 1;
+}
+
+void LogScanner::Finish(const EventSink& sink) {
+  if (skipping_overlong_) {
+    skipping_overlong_ = false;
+    ++stats_.overlong_lines;
+    ++next_line_number_;
+  } else if (!partial_.empty()) {
+    partial_.push_back('\n');
+    ProcessBlock(partial_, sink);
+    partial_.clear();
+  }
+  stats_.lines = next_line_number_ - 1;
+  parser_.Flush(events_);
+  Emit(sink);
+}
+
+void LogScanner::FlushOpenEvents(const EventSink& sink) {
+  parser_.Flush(events_);
+  Emit(sink);
+}
+
+void LogScanner::Restart() {
+  partial_.clear();
+  skipping_overlong_ = false;
+  next_line_number_ = 1;
+}
+
+void LogScanner::ProcessBlock(std::string_view block, const EventSink& sink) {
+  if (block.empty()) return;
+  size_t cursor = 0;  // start of the next line not yet handled
+  auto feed_next = [&] {
+    size_t end = block.find('\n', cursor);
+    FeedLine(block.substr(cursor, end - cursor), sink);
+    cursor = end + 1;
+  };
+  auto feed_while_wanted = [&] {
+    while (parser_.WantsNextLine() && cursor < block.size()) feed_next();
+  };
+
+  if (!options_.prefilter) {
+    while (cursor < block.size()) feed_next();
+    return;
+  }
+  candidates_.clear();
+  parser_.matcher().ScanBlock(block, parser_.scratch(),
+                              [this](size_t begin, size_t end) { candidates_.emplace_back(begin, end); });
+  for (const auto& [begin, end] : candidates_) {
+    feed_while_wanted();
+    if (begin < cursor) continue;  // already fed as part of an open event
+    next_line_number_ += CountNewlines(block.substr(cursor, begin - cursor));
+    cursor = begin;
+    feed_next();
+  }
+  feed_while_wanted();
+  next_line_number_ += CountNewlines(block.substr(cursor));
+}
+
+void LogScanner::FeedLine(std::string_view line, const EventSink& sink) {
+  const uint64_t number = next_line_number_++;
+  if (line.size() > options_.max_line_bytes) {
+    ++stats_.overlong_lines;
+    return;
+  }
+  ++stats_.parsed_lines;
+  if (std::memchr(line.data(), '\0', line.size())) {
+    // Files cut by a crash often hold runs of NUL bytes glued to the next
+    // message; each NUL-free piece is read as a line of its own.
+    ++stats_.lines_with_nul;
+    size_t start = 0;
+    while (start < line.size()) {
+      size_t end = line.find('\0', start);
+      if (end == std::string_view::npos) end = line.size();
+      if (end > start) parser_.Feed(line.substr(start, end - start), number, events_);
+      start = end + 1;
+    }
+  } else {
+    if (!IsValidUtf8(line)) ++stats_.invalid_utf8_lines;
+    parser_.Feed(line, number, events_);
+  }
+  Emit(sink);
+}
+
+void LogScanner::Emit(const EventSink& sink) {
+  for (LogEvent& event : events_) {
+    ++stats_.events;
+    sink(std::move(event));
+  }
+  events_.clear();
+}
+
+void ReadAll(ByteSource& source, LogScanner& scanner, const EventSink& sink) {
+  std::vector<char> buffer(kBlockSize);
+  while (true) {
+    Result<size_t> n = source.Read(buffer.data(), buffer.size());
+    if (!n) {
+      scanner.mutable_stats().error = n.error().message;
+      break;
+    }
+    if (*n == 0) break;
+    scanner.Consume(std::string_view(buffer.data(), *n), sink);
+  }
+  scanner.Finish(sink);
+}
+
+namespace {
+
+// Reads a plain regular file by mapping it one window at a time: no copy into
+// a buffer, and memory stays bounded by the window. False when the file is
+// not a plain regular file (then it is read the ordinary way).
+bool ReadMapped(const std::string& path, LogScanner& scanner, const EventSink& sink) {
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return false;
+  struct stat info {};
+  unsigned char magic[2] = {0, 0};
+  bool plain = ::fstat(fd, &info) == 0 && S_ISREG(info.st_mode) && info.st_size > 0 &&
+               !(::pread(fd, magic, 2, 0) == 2 && magic[0] == 0x1f && magic[1] == 0x8b);
+  if (!plain) {
+    ::close(fd);
+    return false;
+  }
+  const size_t size = static_cast<size_t>(info.st_size);
+  for (size_t offset = 0; offset < size; offset += kMapWindow) {
+    size_t length = std::min(kMapWindow, size - offset);
+    void* window = ::mmap(nullptr, length, PROT_READ, MAP_PRIVATE | MAP_POPULATE, fd, static_cast<off_t>(offset));
+    if (window == MAP_FAILED) {
+      scanner.mutable_stats().error = path + ": cannot map the file: " + std::strerror(errno);
+      break;
+    }
+    ::madvise(window, length, MADV_SEQUENTIAL);
+    scanner.Consume(std::string_view(static_cast<const char*>(window), length), sink);
+    ::munmap(window, length);
+  }
+  ::close(fd);
+  scanner.Finish(sink);
+  return true;
+}
+
+}  // namespace
+
+Result<LogFileContents> ReadLogFile(const std::string& path, ReadOptions options) {
+  if (options.parse.source.empty()) options.parse.source = path;
+  LogFileContents contents;
+  auto keep = [&](LogEvent&& event) { contents.events.push_back(std::move(event)); };
+  LogScanner scanner(options);
+  if (path != "-" && ReadMapped(path, scanner, keep)) {
+    contents.stats = scanner.stats();
+    return contents;
+  }
+  auto source = OpenLogFile(path);
+  if (!source) return source.error();
+  ReadAll(**source, scanner, keep);
+  contents.stats = scanner.stats();
+  return contents;
+}
+
+}  // namespace gpudoctor

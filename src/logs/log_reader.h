@@ -1,0 +1,93 @@
+// Reading whole logs fast: LogScanner takes bytes in blocks of any size,
+// splits them into lines and hands the parser only the lines that can matter.
+// A vectorscan scan over each block finds the lines that contain a pattern's
+// literal; everything else (nearly all of a kernel log) is only counted. While
+// an event is open the following lines are all parsed, so the result is the
+// same as parsing every line. Memory stays bounded: one block plus one
+// partial line of at most `max_line_bytes`.
+//
+//   auto contents = ReadLogFile("/var/log/kern.log.1.gz");
+//   if (contents) for (const LogEvent& e : contents->events) ...
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "common/result.h"
+#include "logs/byte_source.h"
+#include "logs/log_parser.h"
+
+namespace gpudoctor {
+
+struct ReadStats {
+  uint64_t bytes = 0;
+  uint64_t lines = 0;
+  uint64_t parsed_lines = 0;        // lines that went through the parser
+  uint64_t events = 0;
+  uint64_t overlong_lines = 0;      // longer than max_line_bytes: skipped
+  uint64_t lines_with_nul = 0;      // NUL bytes act as line breaks within them
+  uint64_t invalid_utf8_lines = 0;  // parsed as they are; invalid bytes are replaced on output
+  std::string error;                // why reading stopped early; empty when read to the end
+};
+
+struct ReadOptions {
+  ParseOptions parse;
+  size_t max_line_bytes = 64 * 1024;
+  // false: every line goes through the full parser (slow; tests compare both).
+  bool prefilter = true;
+  // Compiled patterns of the catalog to use; null: the built-in catalog.
+  std::shared_ptr<const LineMatcher> matcher;
+};
+
+using EventSink = std::function<void(LogEvent&&)>;
+
+class LogScanner {
+ public:
+  explicit LogScanner(ReadOptions options);
+
+  // Takes the next bytes of the log; lines may be split anywhere.
+  void Consume(std::string_view bytes, const EventSink& sink);
+  // End of input: parses a last line without newline and closes open events.
+  void Finish(const EventSink& sink);
+  // The input went quiet: closes open events so they are reported now.
+  void FlushOpenEvents(const EventSink& sink);
+  // The file was truncated or replaced: forgets a partial line and starts
+  // numbering lines from 1 again.
+  void Restart();
+
+  const ReadStats& stats() const { return stats_; }
+  ReadStats& mutable_stats() { return stats_; }
+
+ private:
+  void ProcessBlock(std::string_view block, const EventSink& sink);
+  void FeedLine(std::string_view line, const EventSink& sink);
+  void Emit(const EventSink& sink);
+
+  ReadOptions options_;
+  LogParser parser_;
+  std::string partial_;          // bytes of a line not yet ended by '\n'
+  bool skipping_overlong_ = false;
+  uint64_t next_line_number_ = 1;
+  ReadStats stats_;
+  std::vector<std::pair<size_t, size_t>> candidates_;
+  std::vector<LogEvent> events_;
+};
+
+// Reads `source` to its end (or first error, kept in the stats) through `scanner`.
+void ReadAll(ByteSource& source, LogScanner& scanner, const EventSink& sink);
+
+struct LogFileContents {
+  std::vector<LogEvent> events;
+  ReadStats stats;  // stats.error set when only part of the file could be read
+};
+
+// Reads a whole log file ("-": standard input; gzip decoded by content).
+// Errors only when the file cannot be opened; a read error midway keeps the
+// events found before it and sets stats.error.
+Result<LogFileContents> ReadLogFile(const std::string& path, ReadOptions options = {});
+
+}  // namespace gpudoctor

@@ -1,0 +1,196 @@
+#include "logs/log_reader.h"
+
+#include <zlib.h>
+
+#include <cstdio>
+#include <fstream>
+#include <sstream>
+
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include "logs/event_json.h"
+
+namespace gpudoctor {
+namespace {
+
+const std::string kCorpus = std::string(GPUDOCTOR_SOURCE_DIR) + "/testdata/kernel_logs/";
+const std::string kXid79 = "[   35.563936] NVRM: Xid (PCI:0000:01:00): 79, GPU has fallen off the bus.\n";
+
+std::string ReadFile(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::ostringstream out;
+  out << in.rdbuf();
+  return out.str();
+}
+
+std::string Gzip(const std::string& data) {
+  z_stream stream{};
+  deflateInit2(&stream, 6, Z_DEFLATED, 15 + 16, 8, Z_DEFAULT_STRATEGY);
+  std::string out(deflateBound(&stream, data.size()) + 64, '\0');
+  stream.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(data.data()));
+  stream.avail_in = static_cast<uInt>(data.size());
+  stream.next_out = reinterpret_cast<Bytef*>(out.data());
+  stream.avail_out = static_cast<uInt>(out.size());
+  deflate(&stream, Z_FINISH);
+  out.resize(stream.total_out);
+  deflateEnd(&stream);
+  return out;
+}
+
+class TempFile {
+ public:
+  explicit TempFile(const std::string& contents) {
+    char name[] = "/tmp/gd_logs_test_XXXXXX";
+    int fd = mkstemp(name);
+    path_ = name;
+    std::ofstream(path_, std::ios::binary) << contents;
+    close(fd);
+  }
+  ~TempFile() { std::remove(path_.c_str()); }
+  const std::string& path() const { return path_; }
+
+ private:
+  std::string path_;
+};
+
+struct Scan {
+  std::vector<LogEvent> events;
+  ReadStats stats;
+};
+
+Scan ScanBytes(const std::string& data, size_t max_read = SIZE_MAX, bool prefilter = true) {
+  MemoryByteSource source(data, "memory", max_read);
+  ReadOptions options;
+  options.prefilter = prefilter;
+  options.parse.prefix.reference_time = WallTime{std::chrono::hours(24 * 365 * 55)};
+  LogScanner scanner(options);
+  Scan scan;
+  ReadAll(source, scanner, [&](LogEvent&& event) { scan.events.push_back(std::move(event)); });
+  scan.stats = scanner.stats();
+  return scan;
+}
+
+std::vector<std::string> Summary(const std::vector<LogEvent>& events) {
+  std::vector<std::string> out;
+  for (const LogEvent& e : events) {
+    out.push_back(e.kind + "@" + std::to_string(e.line_number) + " " + e.pci_bus_id + " " + e.detail + " " + e.raw);
+  }
+  return out;
+}
+
+TEST(LogReader, MissingFileIsAnError) {
+  auto result = ReadLogFile("/nonexistent/kern.log");
+  ASSERT_FALSE(result);
+  EXPECT_NE(result.error().message.find("/nonexistent/kern.log"), std::string::npos);
+}
+
+TEST(LogReader, GzipFilesAreDecodedByContent) {
+  std::string plain = ReadFile(kCorpus + "047.log");
+  TempFile compressed(Gzip(plain));
+  auto from_gzip = ReadLogFile(compressed.path());
+  ASSERT_TRUE(from_gzip);
+  EXPECT_EQ(from_gzip->stats.error, "");
+  auto from_plain = ReadLogFile(kCorpus + "047.log");
+  ASSERT_TRUE(from_plain);
+  EXPECT_EQ(Summary(from_gzip->events), Summary(from_plain->events));
+  EXPECT_EQ(from_gzip->events.size(), 3u);
+  EXPECT_EQ(from_gzip->events[0].source, compressed.path());
+}
+
+TEST(LogReader, ConcatenatedGzipMembers) {
+  TempFile compressed(Gzip(kXid79) + Gzip(kXid79));
+  auto result = ReadLogFile(compressed.path());
+  ASSERT_TRUE(result);
+  EXPECT_EQ(result->stats.error, "");
+  EXPECT_EQ(result->events.size(), 4u);  // xid + gpu_off_bus, twice
+  EXPECT_EQ(result->stats.lines, 2u);
+}
+
+TEST(LogReader, TruncatedGzipKeepsWhatWasDecodedAndSaysWhy) {
+  std::string many;
+  for (int i = 0; i < 2000; ++i) many += "[ 1.0] ordinary line " + std::to_string(i) + "\n";
+  std::string data = kXid79 + many;
+  std::string compressed = Gzip(data);
+  TempFile cut(compressed.substr(0, compressed.size() * 2 / 3));
+  auto result = ReadLogFile(cut.path());
+  ASSERT_TRUE(result);
+  EXPECT_NE(result->stats.error.find("truncated gzip"), std::string::npos) << result->stats.error;
+  ASSERT_EQ(result->events.size(), 2u);
+  EXPECT_EQ(result->events[0].xid, 79u);
+  EXPECT_GT(result->stats.lines, 100u);
+}
+
+TEST(LogReader, CorruptGzipIsAClearError) {
+  std::string compressed = Gzip(kXid79 + kXid79);
+  for (size_t i = 12; i < compressed.size() - 8; ++i) compressed[i] = static_cast<char>(compressed[i] ^ 0x5a);
+  TempFile corrupt(compressed);
+  auto result = ReadLogFile(corrupt.path());
+  ASSERT_TRUE(result);
+  EXPECT_NE(result->stats.error, "");
+}
+
+TEST(LogReader, AnySplitOfTheInputGivesTheSameEvents) {
+  for (const char* name : {"001.log", "015.log", "018.log", "029.log", "043.log"}) {
+    std::string data = ReadFile(kCorpus + name);
+    auto whole = Summary(ScanBytes(data).events);
+    ASSERT_FALSE(whole.empty()) << name;
+    for (size_t piece : {1u, 7u, 64u, 1000u}) {
+      EXPECT_EQ(Summary(ScanBytes(data, piece).events), whole) << name << " in pieces of " << piece;
+    }
+  }
+}
+
+TEST(LogReader, PrefilterAgreesWithFullParseAmidNoise) {
+  std::string data;
+  for (int i = 0; i < 3000; ++i) {
+    data += "[ " + std::to_string(i) + ".000000] usb 1-1: new high-speed USB device number " + std::to_string(i) + "\n";
+    if (i % 500 == 7) data += ReadFile(kCorpus + "018.log") + ReadFile(kCorpus + "001.log");
+    if (i % 700 == 3) data += kXid79;
+  }
+  Scan fast = ScanBytes(data, 4096, true);
+  Scan slow = ScanBytes(data, 4096, false);
+  EXPECT_EQ(Summary(fast.events), Summary(slow.events));
+  EXPECT_GT(fast.events.size(), 20u);
+  EXPECT_LT(fast.stats.parsed_lines, slow.stats.parsed_lines / 4);
+  EXPECT_EQ(fast.stats.lines, slow.stats.lines);
+}
+
+TEST(LogReader, NulBytesSplitLines) {
+  std::string data = std::string(300, '\0') + kXid79 + std::string("text\0more\n", 10);
+  Scan scan = ScanBytes(data);
+  ASSERT_EQ(scan.events.size(), 2u);
+  EXPECT_EQ(scan.events[0].line_number, 1u);
+  EXPECT_EQ(scan.stats.lines_with_nul, 2u);
+  EXPECT_EQ(scan.stats.lines, 2u);
+}
+
+TEST(LogReader, InvalidUtf8IsCountedAndStillParsed) {
+  std::string data = "[ 1.0] NVRM: Xid (PCI:0000:01:00): 31, pid=7, name=caf\xe9\xff, MMU Fault\n";
+  Scan scan = ScanBytes(data);
+  ASSERT_EQ(scan.events.size(), 1u);
+  EXPECT_EQ(scan.stats.invalid_utf8_lines, 1u);
+  std::string json = JsonLine(LogEventToJson(scan.events[0]));
+  EXPECT_TRUE(nlohmann::json::accept(json));
+}
+
+TEST(LogReader, HugeLinesAreSkippedAndCounted) {
+  std::string huge = "[ 1.0] NVRM: Xid (PCI:0000:01:00): 79, " + std::string(1 << 20, 'x') + "\n";
+  std::string data = huge + kXid79 + huge.substr(0, huge.size() - 1);  // the last one has no newline
+  for (size_t piece : {SIZE_MAX, size_t{65536}, size_t{999}}) {
+    Scan scan = ScanBytes(data, piece);
+    EXPECT_EQ(scan.stats.overlong_lines, 2u) << piece;
+    ASSERT_EQ(scan.events.size(), 2u) << piece;
+    EXPECT_EQ(scan.events[0].line_number, 2u) << piece;
+    EXPECT_EQ(scan.stats.lines, 3u) << piece;
+  }
+}
+
+TEST(LogReader, EmptyInput) {
+  Scan scan = ScanBytes("");
+  EXPECT_TRUE(scan.events.empty());
+  EXPECT_EQ(scan.stats.lines, 0u);
+}
+
+}  // namespace
+}  // namespace gpudoctor

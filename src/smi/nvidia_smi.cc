@@ -1,0 +1,184 @@
+#include "smi/nvidia_smi.h"
+
+#include <re2/re2.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstdio>
+#include <filesystem>
+#include <memory>
+#include <optional>
+#include <system_error>
+#include <vector>
+
+#include "common/text.h"
+#include "smi/smi_formats.h"
+#include "smi/smi_messages.h"
+
+namespace gpudoctor {
+namespace {
+
+using smi::CsvCommand;
+using smi::SmiMessage;
+
+// No nvidia-smi line comes near this; longer lines are skipped, not scanned.
+constexpr size_t kMaxLineBytes = 64 * 1024;
+
+Error NotRecognised(std::string_view why) {
+  return Error{"not recognised as nvidia-smi output: " + std::string(why)};
+}
+
+// The input sorted into what the format parsers read and what they do not.
+struct InputLines {
+  std::vector<std::string_view> report;    // without comments, commands, messages, blank lines
+  std::vector<std::string_view> commands;  // pasted "$ nvidia-smi ..." lines
+  std::vector<SmiMessage> messages;
+  std::optional<std::string_view> first_report_line;  // even when over long (one-line XML)
+  size_t overlong_lines = 0;
+};
+
+// "$ nvidia-smi -q", "[root@node7 ~]# nvidia-smi", "user@host:~$ sudo nvidia-smi ..."
+bool IsCommandLine(std::string_view body) {
+  static const RE2 kCommand(
+      R"((?:(?:\[[^\]]*\]|[\w.@:~/-]*)\s?[$#>]\s*)?(?:sudo\s+)?(?:\S*/)?nvidia-smi(?:\s.*)?)");
+  static const RE2 kBarePrompt(R"(\[[^\]]*\][$#]\s*)");
+  if (StartsWith(body, "$")) return true;
+  if (body.find("nvidia-smi") == std::string_view::npos && !StartsWith(body, "[")) return false;
+  re2::StringPiece piece(body.data(), body.size());
+  return RE2::FullMatch(piece, kCommand) || RE2::FullMatch(piece, kBarePrompt);
+}
+
+InputLines SortLines(std::string_view text) {
+  InputLines input;
+  for (std::string_view line : Split(text, '\n')) {
+    if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
+    const std::string_view body = Trim(line);
+    if (body.empty()) continue;
+    if (line.size() > kMaxLineBytes) {
+      ++input.overlong_lines;
+      if (!input.first_report_line) input.first_report_line = body;
+      continue;
+    }
+    // '#' starts our corpus headers, and a root shell's prompt.
+    if (body.front() == '#') {
+      if (IsCommandLine(body)) input.commands.push_back(body);
+      continue;
+    }
+    if (auto message = smi::MatchSmiMessage(body)) {
+      input.messages.push_back(std::move(*message));
+      continue;
+    }
+    if (IsCommandLine(body)) {
+      input.commands.push_back(body);
+      continue;
+    }
+    if (!input.first_report_line) input.first_report_line = body;
+    input.report.push_back(line);
+  }
+  return input;
+}
+
+std::optional<CsvCommand> LastCsvCommand(const std::vector<std::string_view>& commands) {
+  for (auto command = commands.rbegin(); command != commands.rend(); ++command) {
+    if (auto csv = smi::ParseCsvCommand(*command)) return csv;
+  }
+  return std::nullopt;
+}
+
+enum class Format { kXml, kTable, kCsv, kQueryText, kHeaderlessCsv, kNone };
+
+Format DetectFormat(const InputLines& input, const std::optional<CsvCommand>& csv_command) {
+  const auto& report = input.report;
+  auto any_line = [&](auto predicate) { return std::any_of(report.begin(), report.end(), predicate); };
+  if (input.first_report_line && StartsWith(*input.first_report_line, "<")) return Format::kXml;
+  if (any_line(smi::LooksLikeTable)) return Format::kTable;
+  if (csv_command || (!report.empty() && smi::LooksLikeCsvHeader(report.front()))) return Format::kCsv;
+  if (any_line(smi::LooksLikeQueryText)) return Format::kQueryText;
+  if (smi::LooksLikeCsvRows(report)) return Format::kHeaderlessCsv;
+  return Format::kNone;
+}
+
+std::string NothingFound(const InputLines& input) {
+  std::string why = "found no nvidia-smi table, -q report, XML log, --query-gpu CSV or nvidia-smi message";
+  if (input.overlong_lines > 0) {
+    why += " (skipped " + std::to_string(input.overlong_lines) + " line(s) longer than " +
+           std::to_string(kMaxLineBytes) + " bytes)";
+  }
+  return why;
+}
+
+}  // namespace
+
+Error smi::TooManyGpus() {
+  return Error{"more than " + std::to_string(smi::kMaxGpus) +
+               " GPUs in one capture: a snapshot describes one host, so give each host's output its own file"};
+}
+
+Result<Snapshot> ParseNvidiaSmi(std::string_view text, std::string_view source_name) {
+  if (text.find('\0') != std::string_view::npos) return NotRecognised("it contains NUL bytes (binary data)");
+  if (StartsWith(text, "\xEF\xBB\xBF")) text.remove_prefix(3);  // UTF-8 byte order mark
+  if (Trim(text).empty()) return NotRecognised("the input is empty");
+
+  Snapshot snapshot;
+  snapshot.source = "nvidia-smi:" + std::string(source_name);
+  const InputLines input = SortLines(text);
+  const std::optional<CsvCommand> csv_command = LastCsvCommand(input.commands);
+
+  Result<size_t> recognised = size_t{0};
+  switch (DetectFormat(input, csv_command)) {
+    case Format::kXml: {
+      const size_t xml_start = static_cast<size_t>(input.first_report_line->data() - text.data());
+      recognised = smi::ParseXmlLog(text.substr(xml_start), snapshot);
+      break;
+    }
+    case Format::kTable:
+      recognised = smi::ParseTable(input.report, snapshot);
+      break;
+    case Format::kCsv:
+      recognised = smi::ParseQueryCsv(input.report, csv_command, snapshot);
+      break;
+    case Format::kHeaderlessCsv:
+      // Guessing which column is which could put a temperature into a fan speed.
+      recognised = smi::ParseQueryCsv(input.report, std::nullopt, snapshot);
+      break;
+    case Format::kQueryText:
+      recognised = smi::ParseQueryText(input.report, snapshot);
+      break;
+    case Format::kNone:
+      break;
+  }
+  if (!recognised) return recognised.error();
+  if (Status applied = smi::ApplySmiMessages(input.messages, snapshot); !applied) return applied.error();
+
+  if (*recognised + input.messages.size() == 0) return NotRecognised(NothingFound(input));
+  return snapshot;
+}
+
+Result<Snapshot> ReadNvidiaSmiFile(const std::string& path) {
+  auto describe = [&](int error) { return path + ": " + std::generic_category().message(error); };
+  std::unique_ptr<std::FILE, int (*)(std::FILE*)> file(std::fopen(path.c_str(), "rb"), &std::fclose);
+  if (!file) return Error{"cannot open nvidia-smi output " + describe(errno)};
+
+  auto too_large = [&] {
+    return Error{"cannot read nvidia-smi output " + path + ": larger than " +
+                 std::to_string(kMaxNvidiaSmiFileBytes >> 20) + " MiB"};
+  };
+  std::error_code size_error;
+  const uintmax_t size = std::filesystem::file_size(path, size_error);
+  if (!size_error && size > kMaxNvidiaSmiFileBytes) return too_large();
+
+  // Read in chunks rather than by the size: pipes and /proc files have none.
+  std::string text;
+  char buffer[64 * 1024];
+  while (size_t read = std::fread(buffer, 1, sizeof buffer, file.get())) {
+    if (text.size() + read > kMaxNvidiaSmiFileBytes) return too_large();
+    text.append(buffer, read);
+  }
+  if (std::ferror(file.get())) return Error{"cannot read nvidia-smi output " + describe(errno)};
+
+  Result<Snapshot> snapshot = ParseNvidiaSmi(text, path);
+  if (!snapshot) return Error{path + ": " + snapshot.error().message};
+  return snapshot;
+}
+
+}  // namespace gpudoctor

@@ -1,0 +1,68 @@
+// The four report formats nvidia-smi prints, each read into a Snapshot.
+//
+// ParseNvidiaSmi decides which format the input is and calls one of these.
+// Each parser adds what it finds to `snapshot` and returns how many readings
+// it recognised, so the caller can tell "nothing of this format here" (0)
+// from a report with missing or failed fields. Lines arrive without comment
+// lines, pasted command lines, nvidia-smi's messages and blank lines.
+// A parser fails only for input it cannot take (see each), or for more GPUs
+// than kMaxGpus.
+//
+// Internal to the smi module.
+#pragma once
+
+#include <cstddef>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "common/result.h"
+#include "model/snapshot.h"
+
+namespace gpudoctor::smi {
+
+// No host has nearly this many GPUs: more means captures of several hosts
+// pasted together, which one Snapshot cannot describe, or hostile input
+// (each GpuSnapshot is a few KB; a 64 MiB capture could ask for millions).
+inline constexpr size_t kMaxGpus = 1024;
+Error TooManyGpus();
+
+// `nvidia-smi -q -x`. A truncated document yields the elements before the cut.
+Result<size_t> ParseXmlLog(std::string_view text, Snapshot& snapshot);
+
+// `nvidia-smi -q`, whole or an excerpt. Readings before any "GPU <bus id>"
+// header belong to one GPU with index 0.
+Result<size_t> ParseQueryText(std::span<const std::string_view> lines, Snapshot& snapshot);
+
+// Whether `line` is a reading line ("Key : Value"), a "GPU <bus id>" header
+// or the "NVSMI LOG" banner of `nvidia-smi -q`.
+bool LooksLikeQueryText(std::string_view line);
+
+// The default `nvidia-smi` table, with the process table when present.
+Result<size_t> ParseTable(std::span<const std::string_view> lines, Snapshot& snapshot);
+
+// Whether `line` belongs to the box-drawn table ("|..." or "+---...").
+bool LooksLikeTable(std::string_view line);
+
+// What a pasted "nvidia-smi --query-gpu=... --format=csv,..." line says about
+// the CSV printed below it.
+struct CsvCommand {
+  std::vector<std::string> columns;
+  bool has_header = true;  // false for --format=csv,noheader
+};
+std::optional<CsvCommand> ParseCsvCommand(std::string_view command_line);
+
+// Whether `line` is a --query-gpu CSV header naming at least one known column.
+bool LooksLikeCsvHeader(std::string_view line);
+
+// Whether every line has the same number (more than one) of comma-separated cells.
+bool LooksLikeCsvRows(std::span<const std::string_view> lines);
+
+// `--query-gpu=... --format=csv`. Takes the columns from the header line, or
+// from `command` when there is none; fails when neither names them.
+Result<size_t> ParseQueryCsv(std::span<const std::string_view> lines, const std::optional<CsvCommand>& command,
+                             Snapshot& snapshot);
+
+}  // namespace gpudoctor::smi

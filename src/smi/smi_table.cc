@@ -1,0 +1,193 @@
+// The default `nvidia-smi` table. Each GPU is a block of two or three rows,
+// three cells wide:
+//
+//   |   0  NVIDIA H100 80GB HBM3          On  | 00000000:1A:00.0 Off |                    2 |
+//   | N/A   33C    P0              71W / 700W |      4MiB / 81559MiB |      0%      Default |
+//   |                                         |                      |             Disabled |
+//
+// i.e. index, name, persistence | bus id, display | volatile uncorrected ECC,
+// then fan, temperature, perf state, power / cap | memory used / total |
+// utilisation, compute mode. A "Processes:" table may follow.
+
+#include <re2/re2.h>
+
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "common/text.h"
+#include "smi/smi_formats.h"
+#include "smi/smi_values.h"
+
+namespace gpudoctor::smi {
+namespace {
+
+re2::StringPiece Piece(std::string_view text) { return {text.data(), text.size()}; }
+
+// The cells between the outer bars: "| a | b |" -> {" a ", " b "}.
+std::vector<std::string_view> Cells(std::string_view row) {
+  row = Trim(row);
+  if (row.size() < 2 || row.front() != '|') return {};
+  row.remove_prefix(1);
+  if (row.back() == '|') row.remove_suffix(1);
+  return Split(row, '|');
+}
+
+void ApplyHeader(std::string_view row, Snapshot& snapshot) {
+  static const RE2 kDriver(R"(Driver Version:\s*(\S+))");
+  static const RE2 kCuda(R"(CUDA Version:\s*(\S+))");
+  std::string text;
+  if (RE2::PartialMatch(Piece(row), kDriver, &text)) snapshot.driver_version = TextField(text);
+  if (RE2::PartialMatch(Piece(row), kCuda, &text)) {
+    if (auto version = ParseCudaVersion(text)) snapshot.cuda_driver_version = Field<int32_t>::Value(*version);
+  }
+}
+
+// "|   0  NVIDIA H100 80GB HBM3   On  | 00000000:1A:00.0 Off |   2 |"
+bool ApplyFirstRow(const std::vector<std::string_view>& cells, GpuSnapshot& gpu) {
+  // The last word is Persistence-M, or the driver model (WDDM/TCC) on Windows.
+  static const RE2 kIdentity(R"(\s*(\d+)\s+(.*?)\s+(On|Off|N/A|ERR!|WDDM|TCC)\s*)");
+  static const RE2 kIdentityWithoutMode(R"(\s*(\d+)\s+(.*?)\s*)");
+  static const RE2 kBus(R"(\s*(\S+).*)");
+  if (cells.size() != 3) return false;
+  uint32_t index = 0;
+  std::string name;
+  std::string mode;
+  std::string bus_id;
+  if (!RE2::FullMatch(Piece(cells[0]), kIdentity, &index, &name, &mode) &&
+      !RE2::FullMatch(Piece(cells[0]), kIdentityWithoutMode, &index, &name)) {
+    return false;
+  }
+  if (!RE2::FullMatch(Piece(cells[1]), kBus, &bus_id)) return false;
+  gpu.index = index;
+  gpu.name = TextField(name);
+  gpu.pci_bus_id = PciBusIdField(bus_id);
+  if (mode == "On" || mode == "Off" || mode == "ERR!") gpu.persistence_mode = FlagField(mode);
+
+  // Volatile Uncorr. ECC: a count when ECC is on, "Off" when it is off.
+  const std::string_view ecc = Trim(cells[2]);
+  if (ecc == "Off" || ecc == "On") {
+    gpu.ecc_enabled = FlagField(ecc);
+  } else {
+    gpu.ecc_volatile_uncorrected = NumberField<uint64_t>(ecc);
+    if (gpu.ecc_volatile_uncorrected.has_value()) gpu.ecc_enabled = Field<bool>::Value(true);
+  }
+  return true;
+}
+
+// "| N/A   33C    P0    71W / 700W |      4MiB / 81559MiB |      0%      Default |"
+bool ApplySecondRow(const std::vector<std::string_view>& cells, GpuSnapshot& gpu) {
+  static const RE2 kThermal(R"(\s*(\S+)\s+(\S+)\s+(\S+)\s+(\S+)\s*/\s*(\S+)\s*)");
+  static const RE2 kMemory(R"(\s*(\S+)\s*/\s*(\S+)\s*)");
+  static const RE2 kUtilization(R"(\s*(\S+)(?:\s+\S+)?\s*)");
+  if (cells.size() != 3) return false;
+  std::string fan, temperature, performance_state, power, power_cap, used, total, utilization;
+  if (!RE2::FullMatch(Piece(cells[0]), kThermal, &fan, &temperature, &performance_state, &power, &power_cap)) {
+    return false;
+  }
+  gpu.fan_speeds_percent = FanSpeedField(fan);
+  gpu.temperature_c = NumberField<uint32_t>(temperature);
+  gpu.power_draw_w = NumberField<double>(power);
+  gpu.power_limit_w = NumberField<double>(power_cap);
+  if (RE2::FullMatch(Piece(cells[1]), kMemory, &used, &total)) {
+    gpu.memory_used_bytes = MebibytesField(used);
+    gpu.memory_total_bytes = MebibytesField(total);
+  }
+  if (RE2::FullMatch(Piece(cells[2]), kUtilization, &utilization)) {
+    gpu.utilization_gpu_percent = NumberField<uint32_t>(utilization);
+  }
+  return true;
+}
+
+// "|    0   N/A  N/A     12345      C   python       1024MiB |" (the GI and CI
+// columns appeared with MIG; older drivers print GPU, PID, Type, name, memory).
+bool ApplyProcessRow(std::string_view cell, const std::unordered_map<uint32_t, size_t>& gpu_by_index,
+                     Snapshot& snapshot) {
+  static const RE2 kProcess(
+      R"(\s*(\d+)\s+(?:\S+\s+\S+\s+)?(\d+)\s+(C\+G|C|G|M\+C\+G|M\+C|M\+G|M)\s+(.*?)\s+(\S+)\s*)");
+  uint32_t gpu_index = 0;
+  ProcessInfo process;
+  std::string type, name, memory;
+  if (!RE2::FullMatch(Piece(cell), kProcess, &gpu_index, &process.pid, &type, &name, &memory)) return false;
+  auto listed = gpu_by_index.find(gpu_index);
+  if (listed == gpu_by_index.end()) return false;  // its GPU's rows were cut from the capture
+  process.name = name;
+  process.used_memory_bytes = MebibytesField(memory);
+  snapshot.gpus[listed->second].processes.value().push_back(std::move(process));
+  return true;
+}
+
+enum class TablePart { kGpus, kMigDevices, kProcesses };
+
+}  // namespace
+
+bool LooksLikeTable(std::string_view line) {
+  line = Trim(line);
+  return StartsWith(line, "|") || StartsWith(line, "+-") || StartsWith(line, "+=");
+}
+
+Result<size_t> ParseTable(std::span<const std::string_view> lines, Snapshot& snapshot) {
+  TablePart part = TablePart::kGpus;
+  bool second_row_next = false;  // the previous row was a GPU's first row (that GPU is gpus.back())
+  std::unordered_map<uint32_t, size_t> gpu_by_index;  // filled when the process table starts
+  size_t recognised = 0;
+
+  for (std::string_view line : lines) {
+    const std::string_view row = Trim(line);
+    if (row.empty() || row.front() != '|') {
+      second_row_next = false;
+      // The time nvidia-smi prints above its table.
+      if (auto time = ParseSmiTimestamp(row)) {
+        snapshot.taken_at = *time;
+        ++recognised;
+      }
+      continue;
+    }
+    if (row.find("NVIDIA-SMI") != std::string_view::npos && row.find("Driver Version:") != std::string_view::npos) {
+      ApplyHeader(row, snapshot);
+      ++recognised;
+      continue;
+    }
+    const std::vector<std::string_view> cells = Cells(row);
+    const std::string_view first_cell = cells.empty() ? std::string_view() : Trim(cells[0]);
+    if (StartsWith(first_cell, "Processes:")) {
+      // A process table lists every process; GPUs without a row run none.
+      part = TablePart::kProcesses;
+      for (size_t position = 0; position < snapshot.gpus.size(); ++position) {
+        snapshot.gpus[position].processes = Field<std::vector<ProcessInfo>>::Value({});
+        gpu_by_index.emplace(snapshot.gpus[position].index, position);
+      }
+      ++recognised;
+      continue;
+    }
+    if (StartsWith(first_cell, "MIG devices:")) {
+      part = TablePart::kMigDevices;
+      continue;
+    }
+    switch (part) {
+      case TablePart::kGpus:
+        if (second_row_next && ApplySecondRow(cells, snapshot.gpus.back())) {
+          ++recognised;
+          second_row_next = false;
+        } else if (GpuSnapshot gpu; ApplyFirstRow(cells, gpu)) {
+          if (snapshot.gpus.size() == kMaxGpus) return TooManyGpus();
+          snapshot.gpus.push_back(std::move(gpu));
+          second_row_next = true;
+          ++recognised;
+        } else {
+          second_row_next = false;
+        }
+        break;
+      case TablePart::kProcesses:
+        if (cells.size() == 1 && (ApplyProcessRow(cells[0], gpu_by_index, snapshot) || first_cell == "No running processes found")) {
+          ++recognised;
+        }
+        break;
+      case TablePart::kMigDevices:
+        break;
+    }
+  }
+  return recognised;
+}
+
+}  // namespace gpudoctor::smi

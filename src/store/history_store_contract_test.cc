@@ -1,0 +1,332 @@
+// The contract every HistoryStore keeps, run against SQLite and the in-memory twin.
+#include <gtest/gtest.h>
+
+#include <memory>
+
+#include "store/memory_store.h"
+#include "store/snapshot_samples.h"
+#include "store/sqlite_store.h"
+#include "store/test_support.h"
+
+namespace gpudoctor {
+namespace {
+
+using namespace std::chrono_literals;
+using testing::MakeFinding;
+using testing::Sample;
+using testing::T0;
+
+struct MemoryFactory {
+  std::unique_ptr<HistoryStore> Make(RetentionPolicy retention) { return std::make_unique<MemoryHistoryStore>(retention); }
+};
+
+struct SqliteFactory {
+  testing::ScratchDir dir;
+  std::unique_ptr<HistoryStore> Make(RetentionPolicy retention) {
+    SqliteStoreOptions options;
+    options.retention = retention;
+    auto store = SqliteHistoryStore::Open(dir.File("history.db"), options, T0());
+    EXPECT_TRUE(store.ok()) << store.error().message;
+    return std::move(*store);
+  }
+};
+
+template <typename Factory>
+class HistoryStoreContract : public ::testing::Test {
+ protected:
+  std::unique_ptr<HistoryStore> Make(RetentionPolicy retention = {}) { return factory_.Make(retention); }
+  Factory factory_;
+};
+
+using Factories = ::testing::Types<MemoryFactory, SqliteFactory>;
+TYPED_TEST_SUITE(HistoryStoreContract, Factories);
+
+std::vector<double> Averages(const Series& series) {
+  std::vector<double> values;
+  for (const SeriesPoint& point : series.points) values.push_back(point.avg);
+  return values;
+}
+
+TYPED_TEST(HistoryStoreContract, RawSeriesByIndexOrUuid) {
+  auto store = this->Make();
+  std::vector<GpuSample> samples;
+  for (int i = 0; i < 3; ++i) {
+    samples.push_back(Sample(T0() + i * 5s, 0, 50 + i, 10));
+    samples.push_back(Sample(T0() + i * 5s, 1, 70 + i, 90));
+  }
+  ASSERT_TRUE(store->Append(samples, {}).ok());
+
+  auto series = store->QuerySeries({.gpu = "1", .metric = Metric::kTemperatureC, .from = T0(), .until = T0() + 1h});
+  ASSERT_TRUE(series.ok()) << series.error().message;
+  EXPECT_EQ(series->resolution, Resolution::kRaw);
+  EXPECT_EQ(series->gpu.index, 1u);
+  EXPECT_EQ(Averages(*series), (std::vector<double>{70, 71, 72}));
+  EXPECT_EQ(series->points[1].time, T0() + 5s);
+
+  auto by_uuid = store->QuerySeries(
+      {.gpu = samples[0].uuid, .metric = Metric::kUtilizationGpuPercent, .from = T0() + 5s, .until = T0() + 10s});
+  ASSERT_TRUE(by_uuid.ok());
+  EXPECT_EQ(Averages(*by_uuid), (std::vector<double>{10}));  // [from, until)
+
+  auto power = store->QuerySeries({.gpu = "0", .metric = Metric::kPowerW, .from = T0(), .until = T0() + 1h});
+  ASSERT_TRUE(power.ok());
+  EXPECT_DOUBLE_EQ(power->points[0].avg, 250.5);
+
+  EXPECT_FALSE(store->QuerySeries({.gpu = "7", .metric = Metric::kPowerW, .from = T0(), .until = T0() + 1h}).ok());
+  auto gpus = store->ListGpus();
+  ASSERT_TRUE(gpus.ok());
+  ASSERT_EQ(gpus->size(), 2u);
+  EXPECT_EQ((*gpus)[1].uuid, samples[1].uuid);
+}
+
+TYPED_TEST(HistoryStoreContract, MissingReadingsNeverBecomeZero) {
+  auto store = this->Make();
+  GpuSample with_fan = Sample(T0(), 0, 40, 5);
+  with_fan[Metric::kFanPercent] = 30;
+  GpuSample without = Sample(T0() + 5s, 0, 41, 5);  // no fan reading
+  GpuSample late = Sample(T0() + 10s, 0, 42, 5);
+  late[Metric::kFanPercent] = 0;  // a real zero stays
+  ASSERT_TRUE(store->Append(std::vector{with_fan, without, late}, {}).ok());
+  auto fan = store->QuerySeries({.gpu = "0", .metric = Metric::kFanPercent, .from = T0(), .until = T0() + 1min});
+  ASSERT_TRUE(fan.ok());
+  ASSERT_EQ(fan->points.size(), 2u);
+  EXPECT_EQ(fan->points[0].time, T0());
+  EXPECT_EQ(fan->points[1].time, T0() + 10s);
+  EXPECT_EQ(fan->points[1].avg, 0);
+}
+
+TYPED_TEST(HistoryStoreContract, SameGpuAndTimeReplaces) {
+  auto store = this->Make();
+  ASSERT_TRUE(store->Append(std::vector{Sample(T0(), 0, 40, 5)}, {}).ok());
+  ASSERT_TRUE(store->Append(std::vector{Sample(T0(), 0, 45, 5)}, {}).ok());
+  auto series = store->QuerySeries({.gpu = "0", .metric = Metric::kTemperatureC, .from = T0(), .until = T0() + 1s});
+  ASSERT_TRUE(series.ok());
+  EXPECT_EQ(Averages(*series), (std::vector<double>{45}));
+}
+
+TYPED_TEST(HistoryStoreContract, IncidentsOpenRefreshAndResolve) {
+  auto store = this->Make();
+  const Finding hot = MakeFinding("temperature_high", 0);
+  const Finding leak = MakeFinding("memory_leak", 1);
+  const Finding host = MakeFinding("job_stall", std::nullopt, Severity::kCritical);
+
+  auto first = store->UpsertFindings(std::vector{hot, leak, host}, T0());
+  ASSERT_TRUE(first.ok()) << first.error().message;
+  ASSERT_EQ(first->size(), 3u);
+  for (const FindingTransition& t : *first) EXPECT_EQ(t.kind, FindingTransition::Kind::kOpened);
+  EXPECT_EQ((*first)[0].incident.finding, hot);
+  EXPECT_LT((*first)[0].incident.incident_id, (*first)[1].incident.incident_id);
+
+  // Unchanged findings produce no transitions.
+  auto same = store->UpsertFindings(std::vector{hot, leak, host}, T0() + 5s);
+  ASSERT_TRUE(same.ok());
+  EXPECT_TRUE(same->empty());
+
+  Finding hotter = hot;
+  hotter.severity = Severity::kCritical;
+  hotter.summary = "hotter";
+  auto second = store->UpsertFindings(std::vector{hotter, host}, T0() + 10s);
+  ASSERT_TRUE(second.ok());
+  ASSERT_EQ(second->size(), 2u);
+  EXPECT_EQ((*second)[0].kind, FindingTransition::Kind::kSeverityChanged);
+  EXPECT_EQ((*second)[0].incident.finding.summary, "hotter");
+  EXPECT_EQ((*second)[0].incident.opened_at, T0());
+  EXPECT_EQ((*second)[1].kind, FindingTransition::Kind::kResolved);
+  EXPECT_EQ((*second)[1].incident.finding.id, "memory_leak");
+  EXPECT_EQ((*second)[1].incident.resolved_at, T0() + 10s);
+  EXPECT_EQ((*second)[1].incident.last_seen, T0() + 5s);
+
+  // A finding that comes back is a new incident.
+  auto third = store->UpsertFindings(std::vector{leak}, T0() + 20s);
+  ASSERT_TRUE(third.ok());
+  ASSERT_EQ(third->size(), 3u);
+  const FindingTransition& reopened = third->back();
+  EXPECT_EQ(reopened.kind, FindingTransition::Kind::kOpened);
+  EXPECT_GT(reopened.incident.incident_id, (*first)[2].incident.incident_id);
+
+  auto all = store->QueryFindings({.from = T0(), .until = T0() + 1h});
+  ASSERT_TRUE(all.ok());
+  ASSERT_EQ(all->size(), 4u);
+  EXPECT_EQ((*all)[0].incident_id, reopened.incident.incident_id);  // newest first
+  EXPECT_TRUE((*all)[0].open());
+  EXPECT_EQ((*all)[3].finding, hotter);
+  EXPECT_EQ((*all)[3].last_seen, T0() + 10s);
+  EXPECT_EQ((*all)[3].resolved_at, T0() + 20s);
+  EXPECT_EQ((*all)[3].key, "temperature_high@" + hot.gpu->uuid);
+
+  auto open = store->QueryFindings({.from = T0(), .until = T0() + 1h, .open_only = true});
+  ASSERT_TRUE(open.ok());
+  ASSERT_EQ(open->size(), 1u);
+  EXPECT_EQ(open->front().finding, leak);
+
+  auto gpu0 = store->QueryFindings({.from = T0(), .until = T0() + 1h, .gpu = "0"});
+  ASSERT_TRUE(gpu0.ok());
+  ASSERT_EQ(gpu0->size(), 1u);
+  EXPECT_EQ(gpu0->front().finding.id, "temperature_high");
+
+  // Time window: the first memory_leak incident, resolved before `from`, is left out.
+  auto later = store->QueryFindings({.from = T0() + 15s, .until = T0() + 1h});
+  ASSERT_TRUE(later.ok());
+  ASSERT_EQ(later->size(), 3u);
+  for (const StoredFinding& incident : *later) EXPECT_NE(incident.incident_id, (*first)[1].incident.incident_id);
+}
+
+TYPED_TEST(HistoryStoreContract, DuplicateKeysCollapseToTheWorst) {
+  auto store = this->Make();
+  auto transitions = store->UpsertFindings(
+      std::vector{MakeFinding("ecc_rate", 2), MakeFinding("ecc_rate", 2, Severity::kCritical)}, T0());
+  ASSERT_TRUE(transitions.ok());
+  ASSERT_EQ(transitions->size(), 1u);
+  EXPECT_EQ(transitions->front().incident.finding.severity, Severity::kCritical);
+}
+
+TYPED_TEST(HistoryStoreContract, DownsamplesToMinuteAndHourBuckets) {
+  auto store = this->Make();
+  // Two hours of 5 s samples on GPU 0; temperature ramps within each minute.
+  std::vector<GpuSample> samples;
+  for (int i = 0; i < 2 * 720; ++i) {
+    GpuSample sample = Sample(T0() + i * 5s, 0, 40 + i % 12, 50);
+    if (i % 12 == 11) sample[Metric::kTemperatureC].reset();  // missing: not part of min/avg/max
+    samples.push_back(sample);
+  }
+  ASSERT_TRUE(store->Append(samples, {}).ok());
+  const WallTime now = T0() + 2h + 30s;
+  MaintenanceReport total;
+  for (int step = 0; step < 10; ++step) {
+    auto report = store->Maintain(now);
+    ASSERT_TRUE(report.ok()) << report.error().message;
+    total.buckets_written += report->buckets_written;
+    if (!report->more_work) break;
+  }
+  // T0 is 22:13:20: 1-minute buckets 22:13 to 00:12 (120); hours 22:00 (partly filled) and 23:00.
+  auto minutes = store->QuerySeries({.gpu = "0",
+                                     .metric = Metric::kTemperatureC,
+                                     .from = T0() - 1h,
+                                     .until = now,
+                                     .resolution = Resolution::kMinute});
+  ASSERT_TRUE(minutes.ok());
+  ASSERT_EQ(minutes->points.size(), 120u);
+  const SeriesPoint& full = minutes->points[1];  // 22:14:00 .. 22:15:00
+  EXPECT_EQ(full.time, FromUnixMillis((ToUnixMillis(T0()) / 60000 + 1) * 60000));
+  EXPECT_EQ(full.min, 40);
+  EXPECT_EQ(full.max, 50);
+  EXPECT_DOUBLE_EQ(full.avg, 45);
+  auto hours = store->QuerySeries({.gpu = "0",
+                                   .metric = Metric::kUtilizationGpuPercent,
+                                   .from = T0() - 1h,
+                                   .until = now,
+                                   .resolution = Resolution::kHour});
+  ASSERT_TRUE(hours.ok());
+  ASSERT_EQ(hours->points.size(), 2u);  // 22:00 and 23:00; 00:00 is not complete
+  EXPECT_EQ(hours->points[1].avg, 50);
+  EXPECT_EQ(total.buckets_written, 120 + 2);
+
+  // Nothing new to fold: a further Maintain writes nothing.
+  auto again = store->Maintain(now);
+  ASSERT_TRUE(again.ok());
+  EXPECT_EQ(again->buckets_written, 0);
+}
+
+TYPED_TEST(HistoryStoreContract, CatchesUpInBoundedSteps) {
+  auto store = this->Make();
+  std::vector<GpuSample> samples;
+  for (int i = 0; i < 48; ++i) samples.push_back(Sample(T0() + i * 30min, 0, 40, 50));
+  ASSERT_TRUE(store->Append(samples, {}).ok());
+  int calls = 0;
+  for (;; ++calls) {
+    auto report = store->Maintain(T0() + 25h);
+    ASSERT_TRUE(report.ok());
+    if (!report->more_work) break;
+    ASSERT_LT(calls, 100);
+  }
+  EXPECT_GE(calls, 3);  // a day of 1-minute buckets takes several 6-hour steps
+  auto minutes = store->QuerySeries({.gpu = "0", .metric = Metric::kTemperatureC, .from = T0() - 1h,
+                                     .until = T0() + 25h, .resolution = Resolution::kMinute});
+  ASSERT_TRUE(minutes.ok());
+  EXPECT_EQ(minutes->points.size(), 48u);
+}
+
+TYPED_TEST(HistoryStoreContract, RetentionPrunesRawButKeepsAggregates) {
+  RetentionPolicy retention;
+  retention.raw = 1h;
+  retention.minute = 3h;
+  retention.hour = 24h;
+  auto store = this->Make(retention);
+  std::vector<GpuSample> samples;
+  for (int i = 0; i < 6 * 60; ++i) samples.push_back(Sample(T0() + i * 1min, 0, 30 + i % 7, 50));
+  ASSERT_TRUE(store->Append(samples, {}).ok());
+  std::vector<ProcessMemorySample> processes = {{T0(), 0, samples[0].uuid, 42, "python", 1 << 20},
+                                                {T0() + 5h, 0, samples[0].uuid, 42, "python", 2 << 20}};
+  ASSERT_TRUE(store->Append({}, processes).ok());
+  const WallTime now = T0() + 6h;
+  for (int step = 0; step < 10; ++step) {
+    auto report = store->Maintain(now);
+    ASSERT_TRUE(report.ok());
+    if (!report->more_work) break;
+  }
+  auto raw = store->QuerySeries({.gpu = "0", .metric = Metric::kTemperatureC, .from = T0(), .until = now,
+                                 .resolution = Resolution::kRaw});
+  ASSERT_TRUE(raw.ok());
+  ASSERT_FALSE(raw->points.empty());
+  EXPECT_GE(raw->points.front().time, now - 1h);
+  auto minutes = store->QuerySeries({.gpu = "0", .metric = Metric::kTemperatureC, .from = T0(), .until = now,
+                                     .resolution = Resolution::kMinute});
+  ASSERT_TRUE(minutes.ok());
+  ASSERT_FALSE(minutes->points.empty());
+  EXPECT_GE(minutes->points.front().time, now - 3h);
+  auto hours = store->QuerySeries({.gpu = "0", .metric = Metric::kTemperatureC, .from = T0() - 1h, .until = now,
+                                   .resolution = Resolution::kHour});
+  ASSERT_TRUE(hours.ok());
+  EXPECT_EQ(hours->points.size(), 6u);
+
+  // An automatic query over pruned raw data falls back to buckets.
+  auto automatic = store->QuerySeries({.gpu = "0", .metric = Metric::kTemperatureC, .from = T0(), .until = T0() + 1h});
+  ASSERT_TRUE(automatic.ok());
+  EXPECT_EQ(automatic->resolution, Resolution::kHour);
+
+  auto kept = store->QueryProcessMemory("0", T0(), now);
+  ASSERT_TRUE(kept.ok());
+  ASSERT_EQ(kept->size(), 1u);
+  EXPECT_EQ(kept->front().used_bytes, uint64_t{2} << 20);
+}
+
+TYPED_TEST(HistoryStoreContract, ResolvedIncidentsAgeOut) {
+  RetentionPolicy retention;
+  retention.resolved_findings = 24h;
+  auto store = this->Make(retention);
+  ASSERT_TRUE(store->UpsertFindings(std::vector{MakeFinding("a", 0), MakeFinding("b", 0)}, T0()).ok());
+  ASSERT_TRUE(store->UpsertFindings(std::vector{MakeFinding("b", 0)}, T0() + 1h).ok());
+  ASSERT_TRUE(store->Maintain(T0() + 30h).ok());
+  auto left = store->QueryFindings({.from = T0(), .until = T0() + 40h});
+  ASSERT_TRUE(left.ok());
+  ASSERT_EQ(left->size(), 1u);
+  EXPECT_EQ(left->front().finding.id, "b");  // open incidents stay, however old
+}
+
+TYPED_TEST(HistoryStoreContract, SnapshotRowsWithProcesses) {
+  auto store = this->Make();
+  Snapshot snapshot;
+  snapshot.taken_at = T0();
+  GpuSnapshot& gpu = snapshot.gpus.emplace_back();
+  gpu.index = 3;
+  gpu.uuid = Field<std::string>::Value("GPU-abc");
+  gpu.temperature_c = Field<uint32_t>::Value(61);
+  gpu.processes = Field<std::vector<ProcessInfo>>::Value(
+      {{.pid = 10, .name = "train", .used_memory_bytes = Field<uint64_t>::Value(1000)},
+       {.pid = 11, .name = "", .used_memory_bytes = Field<uint64_t>::NotSupported()}});
+  ASSERT_TRUE(AppendSnapshot(*store, snapshot).ok());
+
+  auto processes = store->QueryProcessMemory("GPU-abc", T0(), T0() + 1s);
+  ASSERT_TRUE(processes.ok()) << processes.error().message;
+  ASSERT_EQ(processes->size(), 2u);
+  EXPECT_EQ((*processes)[0].name, "train");
+  EXPECT_EQ((*processes)[0].used_bytes, 1000u);
+  EXPECT_EQ((*processes)[0].gpu_index, 3u);
+  EXPECT_FALSE((*processes)[1].used_bytes.has_value());
+  auto power = store->QuerySeries({.gpu = "3", .metric = Metric::kPowerW, .from = T0(), .until = T0() + 1s});
+  ASSERT_TRUE(power.ok());
+  EXPECT_TRUE(power->points.empty());  // not reported: absent, not 0
+}
+
+}  // namespace
+}  // namespace gpudoctor

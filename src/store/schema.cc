@@ -1,0 +1,136 @@
+#include "store/schema.h"
+
+#include <string>
+#include <vector>
+
+namespace gpudoctor {
+namespace {
+
+// Version 1. Sample tables are keyed by (t, gpu_id) so inserts append at the
+// end of the B-tree and pruning deletes from its start. Metric columns carry
+// the names of kMetrics; NULL is a reading the GPU did not give.
+constexpr const char* kMigration1 = R"sql(
+CREATE TABLE gpus (
+  id INTEGER PRIMARY KEY,
+  gpu_index INTEGER NOT NULL,
+  uuid TEXT NOT NULL,
+  last_seen INTEGER NOT NULL,
+  UNIQUE (gpu_index, uuid)
+);
+CREATE TABLE samples_raw (
+  t INTEGER NOT NULL,
+  gpu_id INTEGER NOT NULL,
+  temperature_c, memory_temperature_c, power_w, utilization_gpu_percent, utilization_memory_percent,
+  memory_used_bytes, memory_total_bytes, fan_percent, sm_clock_mhz, memory_clock_mhz,
+  ecc_corrected, ecc_uncorrected, pcie_replays, nvlink_errors, xid_events,
+  PRIMARY KEY (t, gpu_id)
+) WITHOUT ROWID;
+CREATE TABLE process_memory (
+  t INTEGER NOT NULL,
+  gpu_id INTEGER NOT NULL,
+  pid INTEGER NOT NULL,
+  name TEXT NOT NULL,
+  used_bytes INTEGER,
+  PRIMARY KEY (t, gpu_id, pid)
+) WITHOUT ROWID;
+CREATE TABLE downsample_progress (
+  resolution TEXT PRIMARY KEY,
+  done_until INTEGER NOT NULL
+);
+CREATE TABLE findings (
+  id INTEGER PRIMARY KEY AUTOINCREMENT,
+  incident_key TEXT NOT NULL,
+  rule_id TEXT NOT NULL,
+  gpu_index INTEGER,
+  gpu_uuid TEXT,
+  gpu_pci_bus_id TEXT,
+  gpu_serial TEXT,
+  has_gpu INTEGER NOT NULL,
+  severity TEXT NOT NULL,
+  summary TEXT NOT NULL,
+  evidence TEXT NOT NULL,
+  cause TEXT NOT NULL,
+  actions TEXT NOT NULL,
+  opened_at INTEGER NOT NULL,
+  last_seen INTEGER NOT NULL,
+  resolved_at INTEGER,
+  state TEXT NOT NULL CHECK (state IN ('open', 'resolved'))
+);
+CREATE UNIQUE INDEX findings_one_open_per_key ON findings (incident_key) WHERE state = 'open';
+CREATE INDEX findings_by_time ON findings (opened_at);
+)sql";
+
+// The aggregate tables: min/avg/max of each metric per bucket.
+std::string AggregateTable(const char* name) {
+  std::string sql = std::string("CREATE TABLE ") + name + " (\n  t INTEGER NOT NULL,\n  gpu_id INTEGER NOT NULL,\n"
+                    "  samples INTEGER NOT NULL,\n";
+  for (const char* metric : {"temperature_c", "memory_temperature_c", "power_w", "utilization_gpu_percent",
+                             "utilization_memory_percent", "memory_used_bytes", "memory_total_bytes", "fan_percent",
+                             "sm_clock_mhz", "memory_clock_mhz", "ecc_corrected", "ecc_uncorrected", "pcie_replays",
+                             "nvlink_errors", "xid_events"}) {
+    for (const char* suffix : {"_min", "_avg", "_max"}) sql += std::string("  ") + metric + suffix + ",\n";
+  }
+  sql += "  PRIMARY KEY (t, gpu_id)\n) WITHOUT ROWID;\n";
+  return sql;
+}
+
+struct Migration {
+  int version;
+  std::string sql;
+};
+
+const std::vector<Migration>& Migrations() {
+  static const std::vector<Migration> migrations = {
+      {1, kMigration1 + AggregateTable("samples_1m") + AggregateTable("samples_1h")},
+  };
+  return migrations;
+}
+
+}  // namespace
+
+Result<DatabaseState> InspectDatabase(SqliteConnection& db) {
+  // The first read of a file that is not SQLite fails here ("file is not a database").
+  auto tables = db.QueryInt("SELECT count(*) FROM sqlite_schema");
+  if (!tables) return Error{"not a gpudoctor history database: " + tables.error().message};
+  auto application_id = db.QueryInt("PRAGMA application_id");
+  if (!application_id) return application_id.error();
+  if (application_id->value_or(0) == kApplicationId) return DatabaseState::kHistory;
+  if (tables->value_or(0) == 0 && application_id->value_or(0) == 0) return DatabaseState::kEmpty;
+  return Error{"not a gpudoctor history database (it holds other tables)"};
+}
+
+Result<int> SchemaVersion(SqliteConnection& db) {
+  auto exists = db.QueryInt("SELECT count(*) FROM sqlite_schema WHERE name = 'schema_migrations'");
+  if (!exists) return exists.error();
+  if (exists->value_or(0) == 0) return 0;
+  auto version = db.QueryInt("SELECT max(version) FROM schema_migrations");
+  if (!version) return version.error();
+  return static_cast<int>(version->value_or(0));
+}
+
+Status MigrateSchema(SqliteConnection& db, int64_t now_ms) {
+  auto current = SchemaVersion(db);
+  if (!current) return current.error();
+  if (*current > kSchemaVersion) {
+    return Error{"history schema version " + std::to_string(*current) + " is newer than this gpudoctor (" +
+                 std::to_string(kSchemaVersion) + "); upgrade gpudoctor"};
+  }
+  for (const Migration& migration : Migrations()) {
+    if (migration.version <= *current) continue;
+    auto transaction = SqliteTransaction::Begin(db);
+    if (!transaction) return transaction.error();
+    std::string sql = migration.sql;
+    if (migration.version == 1) {
+      sql += "CREATE TABLE schema_migrations (version INTEGER PRIMARY KEY, applied_at INTEGER NOT NULL);\n";
+      sql += "PRAGMA application_id = " + std::to_string(kApplicationId) + ";\n";
+    }
+    sql += "INSERT INTO schema_migrations (version, applied_at) VALUES (" + std::to_string(migration.version) +
+           ", " + std::to_string(now_ms) + ");";
+    if (Status status = db.Execute(sql); !status)
+      return Error{"schema migration " + std::to_string(migration.version) + " failed: " + status.error().message};
+    if (Status status = transaction->Commit(); !status) return status;
+  }
+  return Status::Ok();
+}
+
+}  // namespace gpudoctor

@@ -1,0 +1,569 @@
+#include "store/sqlite_store.h"
+
+#include <nlohmann/json.hpp>
+
+#include "store/maintenance_plan.h"
+#include "store/schema.h"
+#include "store/sqlite_connection.h"
+
+namespace gpudoctor {
+namespace {
+
+constexpr int64_t kMillisPerHour = 3'600'000;
+constexpr int64_t kMillisPerDay = 24 * kMillisPerHour;
+
+int64_t Millis(Duration d) { return std::chrono::duration_cast<std::chrono::milliseconds>(d).count(); }
+
+const char* AggregateTable(Resolution resolution) {
+  return resolution == Resolution::kMinute ? "samples_1m" : "samples_1h";
+}
+
+std::string RawInsertSql() {
+  std::string columns = "t, gpu_id", placeholders = "?, ?";
+  for (const MetricInfo& metric : kMetrics) {
+    columns += ", " + std::string(metric.name);
+    placeholders += ", ?";
+  }
+  return "INSERT OR REPLACE INTO samples_raw (" + columns + ") VALUES (" + placeholders + ")";
+}
+
+// Folds raw samples in [?1, ?2) into buckets; SQL's min/avg/max skip NULLs.
+std::string AggregateInsertSql(Resolution resolution) {
+  const std::string width = std::to_string(Millis(BucketWidth(resolution)));
+  std::string columns = "t, gpu_id, samples", select = "t - t % " + width + ", gpu_id, count(*)";
+  for (const MetricInfo& metric : kMetrics) {
+    const std::string name(metric.name);
+    columns += ", " + name + "_min, " + name + "_avg, " + name + "_max";
+    select += ", min(" + name + "), avg(" + name + "), max(" + name + ")";
+  }
+  return std::string("INSERT OR REPLACE INTO ") + AggregateTable(resolution) + " (" + columns + ") SELECT " + select +
+         " FROM samples_raw WHERE t >= ?1 AND t < ?2 GROUP BY t - t % " + width + ", gpu_id";
+}
+
+constexpr const char* kIncidentColumns =
+    "id, incident_key, rule_id, has_gpu, gpu_index, gpu_uuid, gpu_pci_bus_id, gpu_serial, severity, summary, "
+    "evidence, cause, actions, opened_at, last_seen, resolved_at";
+
+std::vector<std::string> StringsFromJson(const std::string& text) {
+  nlohmann::json parsed = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
+  if (!parsed.is_array()) return {text};  // hand-edited or damaged: keep what is there
+  std::vector<std::string> strings;
+  for (const auto& item : parsed) strings.push_back(item.is_string() ? item.get<std::string>() : item.dump());
+  return strings;
+}
+
+std::string JsonFromStrings(const std::vector<std::string>& strings) {
+  return nlohmann::json(strings).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+}
+
+StoredFinding ReadIncident(const SqliteStatement& row) {
+  StoredFinding incident;
+  incident.incident_id = row.Int(0);
+  incident.key = row.Text(1);
+  Finding& finding = incident.finding;
+  finding.id = row.Text(2);
+  if (row.Int(3) != 0) {
+    GpuRef gpu;
+    if (auto index = row.OptionalInt(4)) gpu.index = static_cast<uint32_t>(*index);
+    gpu.uuid = row.Text(5);
+    gpu.pci_bus_id = row.Text(6);
+    gpu.serial = row.Text(7);
+    finding.gpu = gpu;
+  }
+  finding.severity = SeverityFromName(row.Text(8)).value_or(Severity::kUnknown);
+  finding.summary = row.Text(9);
+  finding.evidence = StringsFromJson(row.Text(10));
+  finding.cause = row.Text(11);
+  finding.actions = StringsFromJson(row.Text(12));
+  incident.opened_at = FromUnixMillis(row.Int(13));
+  incident.last_seen = FromUnixMillis(row.Int(14));
+  if (auto resolved = row.OptionalInt(15)) incident.resolved_at = FromUnixMillis(*resolved);
+  return incident;
+}
+
+// Binds the finding's content to parameters first..first+9.
+void BindFinding(SqliteStatement& statement, int first, const Finding& finding) {
+  statement.Bind(first, int64_t{finding.gpu.has_value()});
+  const GpuRef gpu = finding.gpu.value_or(GpuRef{});
+  if (gpu.index) statement.Bind(first + 1, int64_t{*gpu.index});
+  else statement.BindNull(first + 1);
+  statement.Bind(first + 2, gpu.uuid);
+  statement.Bind(first + 3, gpu.pci_bus_id);
+  statement.Bind(first + 4, gpu.serial);
+  statement.Bind(first + 5, std::string_view(SeverityName(finding.severity)));
+  statement.Bind(first + 6, finding.summary);
+  statement.Bind(first + 7, JsonFromStrings(finding.evidence));
+  statement.Bind(first + 8, finding.cause);
+  statement.Bind(first + 9, JsonFromStrings(finding.actions));
+}
+
+// Restores synchronous=NORMAL however the durable section ends.
+class FullSyncScope {
+ public:
+  explicit FullSyncScope(SqliteConnection& db) : db_(db) { status_ = db_.Execute("PRAGMA synchronous = FULL"); }
+  ~FullSyncScope() { (void)db_.Execute("PRAGMA synchronous = NORMAL"); }
+  const Status& status() const { return status_; }
+
+ private:
+  SqliteConnection& db_;
+  Status status_;
+};
+
+}  // namespace
+
+SqliteHistoryStore::SqliteHistoryStore(std::unique_ptr<SqliteConnection> db, SqliteStoreOptions options)
+    : db_(std::move(db)), options_(options) {}
+
+SqliteHistoryStore::~SqliteHistoryStore() = default;
+
+Result<std::unique_ptr<SqliteHistoryStore>> SqliteHistoryStore::Open(const std::string& path,
+                                                                     SqliteStoreOptions options, WallTime now) {
+  const int flags = options.read_only ? SQLITE_OPEN_READONLY : SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE;
+  auto db = SqliteConnection::Open(path, flags | SQLITE_OPEN_NOMUTEX);
+  if (!db) return db.error();
+  sqlite3_busy_timeout((*db)->handle(), static_cast<int>(Millis(options.busy_timeout)));
+
+  auto state = InspectDatabase(**db);
+  if (!state) return Error{path + ": " + state.error().message};
+  if (options.read_only) {
+    if (*state == DatabaseState::kEmpty) return Error{path + ": not a gpudoctor history database (empty)"};
+    auto version = SchemaVersion(**db);
+    if (!version) return Error{path + ": " + version.error().message};
+    if (*version != kSchemaVersion) {
+      return Error{path + ": history schema version " + std::to_string(*version) + ", this gpudoctor reads " +
+                   std::to_string(kSchemaVersion) + (*version < kSchemaVersion ? " (the agent upgrades it)" : "")};
+    }
+  } else {
+    // auto_vacuum takes effect only before the file is first written; it lets
+    // Maintain hand freed pages back with PRAGMA incremental_vacuum.
+    if (*state == DatabaseState::kEmpty) {
+      if (Status status = (*db)->Execute("PRAGMA auto_vacuum = INCREMENTAL"); !status)
+        return Error{path + ": " + status.error().message};
+    }
+    for (const char* pragma : {"PRAGMA journal_mode = WAL", "PRAGMA synchronous = NORMAL",
+                               "PRAGMA journal_size_limit = 67108864"}) {
+      if (Status status = (*db)->Execute(pragma); !status) return Error{path + ": " + status.error().message};
+    }
+    if (Status status = MigrateSchema(**db, ToUnixMillis(now)); !status)
+      return Error{path + ": " + status.error().message};
+  }
+  return std::unique_ptr<SqliteHistoryStore>(new SqliteHistoryStore(std::move(*db), options));
+}
+
+Result<int64_t> SqliteHistoryStore::GpuId(uint32_t index, const std::string& uuid, int64_t time_ms) {
+  auto upsert = db_->Prepared(
+      "INSERT INTO gpus (gpu_index, uuid, last_seen) VALUES (?1, ?2, ?3) ON CONFLICT (gpu_index, uuid) "
+      "DO UPDATE SET last_seen = max(last_seen, excluded.last_seen) RETURNING id");
+  if (!upsert) return upsert.error();
+  (*upsert)->Bind(1, int64_t{index});
+  (*upsert)->Bind(2, uuid);
+  (*upsert)->Bind(3, time_ms);
+  auto row = (*upsert)->Step();
+  if (!row) return row.error();
+  return (*upsert)->Int(0);
+}
+
+Status SqliteHistoryStore::Append(std::span<const GpuSample> gpus, std::span<const ProcessMemorySample> processes) {
+  std::lock_guard lock(mutex_);
+  auto transaction = SqliteTransaction::Begin(*db_);
+  if (!transaction) return transaction.error();
+  static const std::string insert_raw = RawInsertSql();
+  for (const GpuSample& sample : gpus) {
+    const int64_t t = ToUnixMillis(sample.time);
+    auto gpu_id = GpuId(sample.gpu_index, sample.uuid, t);
+    if (!gpu_id) return gpu_id.error();
+    auto insert = db_->Prepared(insert_raw);
+    if (!insert) return insert.error();
+    (*insert)->Bind(1, t);
+    (*insert)->Bind(2, *gpu_id);
+    for (size_t slot = 0; slot < kMetricCount; ++slot) (*insert)->Bind(static_cast<int>(slot) + 3, sample.values[slot]);
+    if (Status status = (*insert)->Run(); !status) return status;
+  }
+  for (const ProcessMemorySample& sample : processes) {
+    const int64_t t = ToUnixMillis(sample.time);
+    auto gpu_id = GpuId(sample.gpu_index, sample.uuid, t);
+    if (!gpu_id) return gpu_id.error();
+    auto insert = db_->Prepared(
+        "INSERT OR REPLACE INTO process_memory (t, gpu_id, pid, name, used_bytes) VALUES (?, ?, ?, ?, ?)");
+    if (!insert) return insert.error();
+    (*insert)->Bind(1, t);
+    (*insert)->Bind(2, *gpu_id);
+    (*insert)->Bind(3, int64_t{sample.pid});
+    (*insert)->Bind(4, sample.name);
+    if (sample.used_bytes) (*insert)->Bind(5, static_cast<int64_t>(*sample.used_bytes));
+    if (Status status = (*insert)->Run(); !status) return status;
+  }
+  return transaction->Commit();
+}
+
+Result<std::vector<StoredFinding>> SqliteHistoryStore::OpenIncidents() const {
+  auto select = db_->Prepared(std::string("SELECT ") + kIncidentColumns + " FROM findings WHERE state = 'open' ORDER BY id");
+  if (!select) return select.error();
+  std::vector<StoredFinding> incidents;
+  for (;;) {
+    auto row = (*select)->Step();
+    if (!row) return row.error();
+    if (!*row) break;
+    incidents.push_back(ReadIncident(**select));
+  }
+  return incidents;
+}
+
+Result<std::vector<FindingTransition>> SqliteHistoryStore::UpsertFindings(std::span<const Finding> findings,
+                                                                          WallTime now) {
+  std::lock_guard lock(mutex_);
+  FullSyncScope durable(*db_);
+  if (!durable.status()) return durable.status().error();
+  auto transaction = SqliteTransaction::Begin(*db_);
+  if (!transaction) return transaction.error();
+  auto open = OpenIncidents();
+  if (!open) return open.error();
+  const FindingPlan plan = PlanFindingUpdate(*open, findings);
+  const int64_t now_ms = ToUnixMillis(now);
+  std::vector<FindingTransition> transitions;
+
+  for (const auto& [incident, finding] : plan.to_refresh) {
+    auto update = db_->Prepared(
+        "UPDATE findings SET has_gpu = ?1, gpu_index = ?2, gpu_uuid = ?3, gpu_pci_bus_id = ?4, gpu_serial = ?5, "
+        "severity = ?6, summary = ?7, evidence = ?8, cause = ?9, actions = ?10, last_seen = ?11 WHERE id = ?12");
+    if (!update) return update.error();
+    BindFinding(**update, 1, *finding);
+    (*update)->Bind(11, now_ms);
+    (*update)->Bind(12, incident->incident_id);
+    if (Status status = (*update)->Run(); !status) return status.error();
+    if (incident->finding.severity != finding->severity) {
+      StoredFinding changed = *incident;
+      changed.finding = *finding;
+      changed.last_seen = now;
+      transitions.push_back({FindingTransition::Kind::kSeverityChanged, changed});
+    }
+  }
+  for (const StoredFinding* incident : plan.to_resolve) {
+    auto update = db_->Prepared("UPDATE findings SET state = 'resolved', resolved_at = ?1 WHERE id = ?2");
+    if (!update) return update.error();
+    (*update)->Bind(1, now_ms);
+    (*update)->Bind(2, incident->incident_id);
+    if (Status status = (*update)->Run(); !status) return status.error();
+    StoredFinding resolved = *incident;
+    resolved.resolved_at = now;
+    transitions.push_back({FindingTransition::Kind::kResolved, resolved});
+  }
+  for (const Finding* finding : plan.to_open) {
+    auto insert = db_->Prepared(
+        "INSERT INTO findings (has_gpu, gpu_index, gpu_uuid, gpu_pci_bus_id, gpu_serial, severity, summary, "
+        "evidence, cause, actions, incident_key, rule_id, opened_at, last_seen, state) "
+        "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?13, 'open') RETURNING id");
+    if (!insert) return insert.error();
+    BindFinding(**insert, 1, *finding);
+    StoredFinding opened;
+    opened.key = FindingKey(*finding);
+    (*insert)->Bind(11, opened.key);
+    (*insert)->Bind(12, finding->id);
+    (*insert)->Bind(13, now_ms);
+    auto row = (*insert)->Step();
+    if (!row) return row.error();
+    opened.incident_id = (*insert)->Int(0);
+    opened.finding = *finding;
+    opened.opened_at = opened.last_seen = now;
+    transitions.push_back({FindingTransition::Kind::kOpened, opened});
+  }
+  if (Status status = transaction->Commit(); !status) return status.error();
+  return transitions;
+}
+
+Result<std::optional<int64_t>> SqliteHistoryStore::DoneUntil(Resolution resolution) const {
+  auto select = db_->Prepared("SELECT done_until FROM downsample_progress WHERE resolution = ?");
+  if (!select) return select.error();
+  (*select)->Bind(1, std::string_view(ResolutionName(resolution)));
+  auto row = (*select)->Step();
+  if (!row) return row.error();
+  if (!*row) return std::optional<int64_t>();
+  return std::optional<int64_t>((*select)->Int(0));
+}
+
+Result<int64_t> SqliteHistoryStore::Downsample(Resolution resolution, WallTime now, bool& more_work) {
+  auto done = DoneUntil(resolution);
+  if (!done) return done.error();
+  std::optional<int64_t> next_raw;
+  {
+    auto select = db_->Prepared("SELECT min(t) FROM samples_raw WHERE t >= ?");
+    if (!select) return select.error();
+    (*select)->Bind(1, done->value_or(INT64_MIN));
+    auto row = (*select)->Step();
+    if (!row) return row.error();
+    next_raw = (*select)->OptionalInt(0);
+  }
+  auto step = NextDownsampleStep(resolution, *done, next_raw, now);
+  if (!step) return 0;
+
+  auto insert = db_->Prepared(AggregateInsertSql(resolution));
+  if (!insert) return insert.error();
+  (*insert)->Bind(1, step->from_ms);
+  (*insert)->Bind(2, step->until_ms);
+  if (Status status = (*insert)->Run(); !status) return status.error();
+  const int64_t written = db_->Changes();
+
+  auto progress = db_->Prepared(
+      "INSERT INTO downsample_progress (resolution, done_until) VALUES (?1, ?2) "
+      "ON CONFLICT (resolution) DO UPDATE SET done_until = excluded.done_until");
+  if (!progress) return progress.error();
+  (*progress)->Bind(1, std::string_view(ResolutionName(resolution)));
+  (*progress)->Bind(2, step->until_ms);
+  if (Status status = (*progress)->Run(); !status) return status.error();
+  more_work = more_work || step->more_after;
+  return written;
+}
+
+Result<int64_t> SqliteHistoryStore::Prune(WallTime now) {
+  auto minute_done = DoneUntil(Resolution::kMinute);
+  if (!minute_done) return minute_done.error();
+  auto hour_done = DoneUntil(Resolution::kHour);
+  if (!hour_done) return hour_done.error();
+  const RetentionPolicy& retention = options_.retention;
+  const std::pair<const char*, int64_t> deletions[] = {
+      {"DELETE FROM samples_raw WHERE t < ?", RawPruneCutoffMs(retention, now, *minute_done, *hour_done)},
+      {"DELETE FROM process_memory WHERE t < ?", ToUnixMillis(now - retention.raw)},
+      {"DELETE FROM samples_1m WHERE t < ?", ToUnixMillis(now - retention.minute)},
+      {"DELETE FROM samples_1h WHERE t < ?", ToUnixMillis(now - retention.hour)},
+      {"DELETE FROM findings WHERE state = 'resolved' AND resolved_at < ?",
+       ToUnixMillis(now - retention.resolved_findings)},
+  };
+  int64_t pruned = 0;
+  for (const auto& [sql, cutoff] : deletions) {
+    auto statement = db_->Prepared(sql);
+    if (!statement) return statement.error();
+    (*statement)->Bind(1, cutoff);
+    if (Status status = (*statement)->Run(); !status) return status.error();
+    pruned += db_->Changes();
+  }
+  return pruned;
+}
+
+Result<uint64_t> SqliteHistoryStore::UsedBytes() const {
+  std::lock_guard lock(mutex_);
+  return UsedBytesLocked();
+}
+
+Result<uint64_t> SqliteHistoryStore::UsedBytesLocked() const {
+  auto pages = db_->QueryInt("PRAGMA page_count");
+  auto free_pages = db_->QueryInt("PRAGMA freelist_count");
+  auto page_size = db_->QueryInt("PRAGMA page_size");
+  if (!pages) return pages.error();
+  if (!free_pages) return free_pages.error();
+  if (!page_size) return page_size.error();
+  return static_cast<uint64_t>((pages->value_or(0) - free_pages->value_or(0)) * page_size->value_or(0));
+}
+
+// Over the size limit, the oldest data goes first, finest resolution first,
+// down to a floor per table (1 day raw, 7 days 1-minute, 1 day 1-hour).
+Result<int64_t> SqliteHistoryStore::EnforceSizeLimit() {
+  struct Table {
+    const char* name;
+    int64_t keep_ms;
+  };
+  static constexpr Table kTables[] = {
+      {"samples_raw", kMillisPerDay}, {"samples_1m", 7 * kMillisPerDay}, {"samples_1h", kMillisPerDay}};
+  int64_t pruned = 0;
+  for (const Table& table : kTables) {
+    for (int round = 0; round < 64; ++round) {
+      auto used = UsedBytesLocked();
+      if (!used) return used.error();
+      if (*used <= options_.retention.max_bytes) return pruned;
+      auto oldest = db_->QueryInt(std::string("SELECT min(t) FROM ") + table.name);
+      auto newest = db_->QueryInt(std::string("SELECT max(t) FROM ") + table.name);
+      if (!oldest) return oldest.error();
+      if (!newest) return newest.error();
+      if (!oldest->has_value() || **newest - **oldest <= table.keep_ms) break;
+      // An eighth of what is there at a time, at least an hour, never into the floor.
+      const int64_t chunk = std::max<int64_t>((**newest - **oldest) / 8, kMillisPerHour);
+      const int64_t cutoff = std::min(**oldest + chunk, **newest - table.keep_ms);
+      auto erase_before = [&](const std::string& name) -> Status {
+        auto erase = db_->Prepared("DELETE FROM " + name + " WHERE t < ?");
+        if (!erase) return erase.error();
+        (*erase)->Bind(1, cutoff);
+        if (Status status = (*erase)->Run(); !status) return status;
+        pruned += db_->Changes();
+        return Status::Ok();
+      };
+      if (Status status = erase_before(table.name); !status) return status.error();
+      // Process samples are as fine as raw ones and go with them.
+      if (&table == &kTables[0]) {
+        if (Status status = erase_before("process_memory"); !status) return status.error();
+      }
+    }
+  }
+  return pruned;
+}
+
+// Hands free pages back to the file system once they are a quarter of the
+// file; smaller free lists are simply reused by the next inserts.
+Status SqliteHistoryStore::ReleaseFreePages() {
+  auto pages = db_->QueryInt("PRAGMA page_count");
+  auto free_pages = db_->QueryInt("PRAGMA freelist_count");
+  if (!pages) return pages.error();
+  if (!free_pages) return free_pages.error();
+  if (free_pages->value_or(0) * 4 <= pages->value_or(0)) return Status::Ok();
+  return db_->Execute("PRAGMA incremental_vacuum");
+}
+
+Result<MaintenanceReport> SqliteHistoryStore::Maintain(WallTime now) {
+  std::lock_guard lock(mutex_);
+  MaintenanceReport report;
+  {
+    auto transaction = SqliteTransaction::Begin(*db_);
+    if (!transaction) return transaction.error();
+    for (Resolution resolution : {Resolution::kMinute, Resolution::kHour}) {
+      auto written = Downsample(resolution, now, report.more_work);
+      if (!written) return written.error();
+      report.buckets_written += *written;
+    }
+    auto pruned = Prune(now);
+    if (!pruned) return pruned.error();
+    report.rows_pruned = *pruned;
+    // Trimming waits until the buckets have caught up, so that it never drops
+    // raw samples before they are folded into 1-minute and 1-hour buckets.
+    if (!report.more_work) {
+      auto trimmed = EnforceSizeLimit();
+      if (!trimmed) return trimmed.error();
+      report.rows_pruned += *trimmed;
+    }
+    if (Status status = transaction->Commit(); !status) return status.error();
+  }
+  if (Status status = ReleaseFreePages(); !status) return status.error();
+  return report;
+}
+
+Result<std::vector<GpuIdentity>> SqliteHistoryStore::ListGpus() const {
+  std::lock_guard lock(mutex_);
+  auto select = db_->Prepared("SELECT gpu_index, uuid FROM gpus ORDER BY gpu_index, uuid");
+  if (!select) return select.error();
+  std::vector<GpuIdentity> gpus;
+  for (;;) {
+    auto row = (*select)->Step();
+    if (!row) return row.error();
+    if (!*row) return gpus;
+    gpus.push_back({static_cast<uint32_t>((*select)->Int(0)), (*select)->Text(1)});
+  }
+}
+
+// The most recently seen GPU that `selector` names (an index may have been
+// reused by another board).
+Result<std::optional<GpuIdentity>> SqliteHistoryStore::FindGpu(std::string_view selector, int64_t* id) const {
+  auto select = db_->Prepared("SELECT id, gpu_index, uuid FROM gpus ORDER BY last_seen DESC, id DESC");
+  if (!select) return select.error();
+  for (;;) {
+    auto row = (*select)->Step();
+    if (!row) return row.error();
+    if (!*row) return std::optional<GpuIdentity>();
+    GpuIdentity gpu{static_cast<uint32_t>((*select)->Int(1)), (*select)->Text(2)};
+    if (MatchesGpu(gpu, selector)) {
+      *id = (*select)->Int(0);
+      return std::optional<GpuIdentity>(gpu);
+    }
+  }
+}
+
+Result<Series> SqliteHistoryStore::QuerySeries(const SeriesQuery& query) const {
+  std::lock_guard lock(mutex_);
+  int64_t gpu_id = 0;
+  auto gpu = FindGpu(query.gpu, &gpu_id);
+  if (!gpu) return gpu.error();
+  if (!*gpu) return Error{"no GPU '" + query.gpu + "' in the history"};
+  Series series;
+  series.gpu = **gpu;
+  series.metric = query.metric;
+  if (query.resolution) {
+    series.resolution = *query.resolution;
+  } else {
+    auto newest = db_->QueryInt("SELECT max(t) FROM samples_raw");
+    if (!newest) return newest.error();
+    const WallTime newest_time = newest->has_value() ? FromUnixMillis(**newest) : query.until;
+    series.resolution = ChooseResolution(query.from, query.until, newest_time, options_.retention);
+  }
+
+  const std::string name(MetricName(query.metric));
+  const std::string sql =
+      series.resolution == Resolution::kRaw
+          ? "SELECT t, " + name + ", " + name + ", " + name + " FROM samples_raw"
+          : "SELECT t, " + name + "_min, " + name + "_avg, " + name + "_max FROM " + AggregateTable(series.resolution);
+  auto select = db_->Prepared(sql + " WHERE t >= ?1 AND t < ?2 AND gpu_id = ?3 AND " + name +
+                              (series.resolution == Resolution::kRaw ? "" : "_avg") + " IS NOT NULL ORDER BY t");
+  if (!select) return select.error();
+  (*select)->Bind(1, ToUnixMillis(query.from));
+  (*select)->Bind(2, ToUnixMillis(query.until));
+  (*select)->Bind(3, gpu_id);
+  for (;;) {
+    auto row = (*select)->Step();
+    if (!row) return row.error();
+    if (!*row) return series;
+    series.points.push_back({FromUnixMillis((*select)->Int(0)), (*select)->Double(1), (*select)->Double(2),
+                             (*select)->Double(3)});
+  }
+}
+
+Result<std::vector<ProcessMemorySample>> SqliteHistoryStore::QueryProcessMemory(std::string_view gpu, WallTime from,
+                                                                                WallTime until) const {
+  std::lock_guard lock(mutex_);
+  int64_t gpu_id = 0;
+  auto identity = FindGpu(gpu, &gpu_id);
+  if (!identity) return identity.error();
+  if (!*identity) return Error{"no GPU '" + std::string(gpu) + "' in the history"};
+  auto select = db_->Prepared(
+      "SELECT t, pid, name, used_bytes FROM process_memory WHERE t >= ?1 AND t < ?2 AND gpu_id = ?3 ORDER BY t, pid");
+  if (!select) return select.error();
+  (*select)->Bind(1, ToUnixMillis(from));
+  (*select)->Bind(2, ToUnixMillis(until));
+  (*select)->Bind(3, gpu_id);
+  std::vector<ProcessMemorySample> rows;
+  for (;;) {
+    auto row = (*select)->Step();
+    if (!row) return row.error();
+    if (!*row) return rows;
+    ProcessMemorySample& sample = rows.emplace_back();
+    sample.time = FromUnixMillis((*select)->Int(0));
+    sample.gpu_index = (*identity)->index;
+    sample.uuid = (*identity)->uuid;
+    sample.pid = static_cast<uint32_t>((*select)->Int(1));
+    sample.name = (*select)->Text(2);
+    if (auto used = (*select)->OptionalInt(3)) sample.used_bytes = static_cast<uint64_t>(*used);
+  }
+}
+
+Result<std::vector<StoredFinding>> SqliteHistoryStore::QueryFindings(const FindingQuery& query) const {
+  std::lock_guard lock(mutex_);
+  auto select = db_->Prepared(std::string("SELECT ") + kIncidentColumns +
+                              " FROM findings WHERE opened_at < ?1 AND (resolved_at IS NULL OR resolved_at >= ?2) "
+                              "ORDER BY id DESC");
+  if (!select) return select.error();
+  (*select)->Bind(1, ToUnixMillis(query.until));
+  (*select)->Bind(2, ToUnixMillis(query.from));
+  std::vector<StoredFinding> rows;
+  for (;;) {
+    auto row = (*select)->Step();
+    if (!row) return row.error();
+    if (!*row) return rows;
+    StoredFinding incident = ReadIncident(**select);
+    if (query.open_only && !incident.open()) continue;
+    if (!query.gpu.empty()) {
+      const std::optional<GpuRef>& ref = incident.finding.gpu;
+      if (!ref || !MatchesGpu({ref->index.value_or(UINT32_MAX), ref->uuid}, query.gpu)) continue;
+    }
+    rows.push_back(std::move(incident));
+  }
+}
+
+Result<std::string> SqliteHistoryStore::IntegrityCheck() const {
+  std::lock_guard lock(mutex_);
+  auto select = db_->Prepared("PRAGMA integrity_check");
+  if (!select) return select.error();
+  std::string report;
+  for (;;) {
+    auto row = (*select)->Step();
+    if (!row) return row.error();
+    if (!*row) return report;
+    if (!report.empty()) report += "\n";
+    report += (*select)->Text(0);
+  }
+}
+
+}  // namespace gpudoctor

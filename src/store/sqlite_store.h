@@ -1,0 +1,75 @@
+// SqliteHistoryStore: the history in one SQLite file, for the agent (writer)
+// and `gpudoctor history` / the HTTP API (readers, possibly concurrent).
+//
+//   SqliteStoreOptions options;
+//   options.retention.raw = std::chrono::hours(24 * 3);
+//   auto store = SqliteHistoryStore::Open("/var/lib/gpudoctor/history.db", options);
+//   if (!store) { log(store.error().message); ... }
+//
+// Durability: WAL with synchronous=NORMAL for samples (a crash may lose the
+// last few, never corrupt the file); findings commit with synchronous=FULL
+// before UpsertFindings returns. Calls may come from several threads; they
+// are serialised. Layout and sizes: docs/store.md.
+#pragma once
+
+#include <mutex>
+#include <memory>
+#include <string>
+
+#include "store/history_store.h"
+
+namespace gpudoctor {
+
+class SqliteConnection;
+
+struct SqliteStoreOptions {
+  RetentionPolicy retention;
+  // Open an existing history for queries only: never creates, migrates or
+  // writes the file.
+  bool read_only = false;
+  Duration busy_timeout = std::chrono::seconds(5);
+};
+
+class SqliteHistoryStore final : public HistoryStore {
+ public:
+  // Creates the file (unless read_only) and brings its schema up to date.
+  // Fails with a clear message for a file that is not a gpudoctor history.
+  static Result<std::unique_ptr<SqliteHistoryStore>> Open(const std::string& path, SqliteStoreOptions options,
+                                                          WallTime now = SystemClock::Instance().Now());
+  ~SqliteHistoryStore() override;
+
+  Status Append(std::span<const GpuSample> gpus, std::span<const ProcessMemorySample> processes) override;
+  Result<std::vector<FindingTransition>> UpsertFindings(std::span<const Finding> findings, WallTime now) override;
+  Result<MaintenanceReport> Maintain(WallTime now) override;
+  Result<std::vector<GpuIdentity>> ListGpus() const override;
+  Result<Series> QuerySeries(const SeriesQuery& query) const override;
+  Result<std::vector<ProcessMemorySample>> QueryProcessMemory(std::string_view gpu, WallTime from,
+                                                              WallTime until) const override;
+  Result<std::vector<StoredFinding>> QueryFindings(const FindingQuery& query) const override;
+
+  // Bytes held by live pages (the file minus its free list).
+  Result<uint64_t> UsedBytes() const;
+  // "ok", or SQLite's description of the damage.
+  Result<std::string> IntegrityCheck() const;
+
+ private:
+  SqliteHistoryStore(std::unique_ptr<SqliteConnection> db, SqliteStoreOptions options);
+
+  Result<int64_t> GpuId(uint32_t index, const std::string& uuid, int64_t time_ms);
+  Result<std::optional<GpuIdentity>> FindGpu(std::string_view selector, int64_t* id) const;
+  Result<std::vector<StoredFinding>> OpenIncidents() const;
+  Result<int64_t> Downsample(Resolution resolution, WallTime now, bool& more_work);
+  Result<int64_t> Prune(WallTime now);
+  Result<int64_t> EnforceSizeLimit();
+  Status ReleaseFreePages();
+  Result<uint64_t> UsedBytesLocked() const;
+  Result<std::optional<int64_t>> DoneUntil(Resolution resolution) const;
+
+  // One connection, used under mutex_ by every method, const ones included:
+  // its cached statements are not part of the store's observable state.
+  std::unique_ptr<SqliteConnection> db_;
+  SqliteStoreOptions options_;
+  mutable std::mutex mutex_;
+};
+
+}  // namespace gpudoctor
