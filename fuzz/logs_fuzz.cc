@@ -14,6 +14,8 @@
 #include <string>
 #include <string_view>
 
+#include <nlohmann/json.hpp>
+
 #include "logs/byte_source.h"
 #include "logs/event_json.h"
 #include "logs/incidents.h"

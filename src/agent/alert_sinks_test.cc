@@ -1,6 +1,10 @@
 #include "agent/alert_sinks.h"
 
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
+#include <unistd.h>
 #include <syslog.h>
 
 #include <atomic>
@@ -151,11 +155,16 @@ TEST(WebhookSink, ClientErrorsAreNotRetried) {
 }
 
 TEST(WebhookSink, UnreachableReceiverIsRetriedThenReported) {
-  int closed_port;
-  {
-    httplib::Server probe;
-    closed_port = probe.bind_to_any_port("127.0.0.1");
-  }  // closed again: connections are refused
+  // A port that was free a moment ago: bound, then closed, so connecting is refused.
+  const int probe = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in address{};
+  address.sin_family = AF_INET;
+  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  ASSERT_EQ(::bind(probe, reinterpret_cast<sockaddr*>(&address), sizeof address), 0);
+  socklen_t length = sizeof address;
+  ASSERT_EQ(::getsockname(probe, reinterpret_cast<sockaddr*>(&address), &length), 0);
+  const int closed_port = ntohs(address.sin_port);
+  ::close(probe);
   RecordedSleeps sleeps;
   Result<std::unique_ptr<AlertSink>> sink = MakeWebhookSink(
       {.url = fmt::format("http://127.0.0.1:{}/hook", closed_port), .max_attempts = 3, .sleep = sleeps.Sleeper()});

@@ -222,6 +222,12 @@ class HttpServer::Impl {
     const size_t threads = options_.worker_threads;
     const size_t queued = options_.max_queued_connections;
     server_.new_task_queue = [threads, queued] { return new BoundedThreadPool(threads, queued); };
+    // SO_REUSEADDR so a restart can bind at once, but not httplib's default
+    // SO_REUSEPORT: a second agent on the same port must fail, not share it.
+    server_.set_socket_options([](socket_t sock) {
+      int yes = 1;
+      ::setsockopt(sock, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof yes);
+    });
     server_.set_read_timeout(std::chrono::duration_cast<std::chrono::microseconds>(options_.read_timeout));
     server_.set_write_timeout(std::chrono::duration_cast<std::chrono::microseconds>(options_.write_timeout));
     server_.set_keep_alive_timeout(std::max<time_t>(
@@ -363,7 +369,8 @@ class HttpServer::Impl {
     out.base.gpu_index = *gpu;
 
     const std::vector<std::string> known = sources_.history->MetricNames();
-    for (std::string_view name : Split(req.get_param_value("metric"), ',')) {
+    const std::string metric_list = req.get_param_value("metric");
+    for (std::string_view name : Split(metric_list, ',')) {
       name = Trim(name);
       if (name.empty()) continue;
       if (std::find(known.begin(), known.end(), name) == known.end()) {

@@ -18,9 +18,10 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "cli/commands.h"
 #include "cli/terminal.h"
 #include "common/text.h"
-#include "store/history_command.h"
+#include "health/finding_json.h"
 #include "store/sqlite_store.h"
 
 namespace gpudoctor {

@@ -6,7 +6,7 @@
 #include <nlohmann/json.hpp>
 
 #include "common/text.h"
-#include "store/history_command.h"
+#include "cli/commands.h"
 #include "store/sqlite_store.h"
 #include "store/test_support.h"
 

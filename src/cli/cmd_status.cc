@@ -11,6 +11,7 @@
 #include "cli/sources.h"
 #include "cli/status_findings.h"
 #include "cli/terminal.h"
+#include "health/finding_json.h"
 #include "model/snapshot_json.h"
 
 namespace gpudoctor {
@@ -143,8 +144,14 @@ void RegisterStatusCommand(CLI::App& app, CommandContext& context) {
       context.exit_code = made.error->exit_code;
       return;
     }
+    auto config = LoadCommandConfig(context);
+    if (!config) {
+      std::fprintf(stderr, "gpudoctor: %s\n", config.error().message.c_str());
+      context.exit_code = exit_code::kDataError;
+      return;
+    }
     Snapshot snapshot = made.source->Collect();
-    std::vector<Finding> findings = StatusFindings(snapshot);
+    std::vector<Finding> findings = StatusFindings(snapshot, *config, SystemClock::Instance().Now());
     const bool unavailable = DriverUnavailable(snapshot);
     if (options.json) {
       nlohmann::json json = SnapshotToJson(snapshot);

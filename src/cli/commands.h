@@ -43,5 +43,6 @@ struct CommandContext {
 void RegisterStatusCommand(CLI::App& app, CommandContext& context);
 void RegisterLogsCommand(CLI::App& app, CommandContext& context);
 void RegisterExplainCommand(CLI::App& app, CommandContext& context);
+void RegisterHistoryCommand(CLI::App& app, CommandContext& context);
 
 }  // namespace gpudoctor

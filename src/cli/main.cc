@@ -90,6 +90,9 @@ int main(int argc, char** argv) {
   app.add_option("--config", options.config_path, "Configuration file (TOML)");
 
   RegisterStatusCommand(app, context);
+  RegisterLogsCommand(app, context);
+  RegisterExplainCommand(app, context);
+  RegisterHistoryCommand(app, context);
 
   try {
     app.parse(argc, argv);

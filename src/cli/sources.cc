@@ -5,9 +5,7 @@
 #include <cstdlib>
 #include <filesystem>
 
-#ifdef GPUDOCTOR_HAVE_SMI
 #include "smi/nvidia_smi.h"
-#endif
 #include <cstring>
 
 namespace gpudoctor {
@@ -22,6 +20,11 @@ Result<std::string> FindFakeNvmlLibrary(const std::string& executable_path) {
     if (fs::exists(candidate, ec)) return fs::absolute(candidate, ec).lexically_normal().string();
   }
   return Error{"the fake NVML library libgpudoctor_fake_nvml.so is not installed beside " + executable_path};
+}
+
+Result<HealthConfig> LoadCommandConfig(const CommandContext& context) {
+  if (context.options.config_path.empty()) return DefaultHealthConfig();
+  return LoadHealthConfigFile(context.options.config_path);
 }
 
 Result<CollectorOptions> CollectorOptionsFor(const CommandContext& context) {
@@ -48,10 +51,6 @@ Result<CollectorOptions> CollectorOptionsFor(const CommandContext& context) {
 SnapshotSourceResult MakeSnapshotSource(const CommandContext& context, const std::string& from_smi) {
   SnapshotSourceResult result;
   if (!from_smi.empty()) {
-#ifndef GPUDOCTOR_HAVE_SMI
-    result.error = SourceError{"--from-smi is not built in", exit_code::kUsage};
-    return result;
-#else
     auto snapshot = ReadNvidiaSmiFile(from_smi);
     if (!snapshot) {
       bool unreadable = access(from_smi.c_str(), R_OK) != 0;
@@ -61,7 +60,6 @@ SnapshotSourceResult MakeSnapshotSource(const CommandContext& context, const std
     result.description = "captured nvidia-smi output: " + from_smi;
     result.source = std::make_unique<FixedSnapshotSource>(std::move(*snapshot));
     return result;
-#endif
   }
   auto options = CollectorOptionsFor(context);
   if (!options) {

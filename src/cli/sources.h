@@ -7,6 +7,7 @@
 
 #include "cli/commands.h"
 #include "common/result.h"
+#include "health/health_config.h"
 #include "nvml/collector.h"
 
 namespace gpudoctor {
@@ -28,6 +29,9 @@ SnapshotSourceResult MakeSnapshotSource(const CommandContext& context, const std
 
 // The collector options the global options imply (library, scenario, deadline).
 Result<CollectorOptions> CollectorOptionsFor(const CommandContext& context);
+
+// The health configuration: built-in defaults, with --config applied on top.
+Result<HealthConfig> LoadCommandConfig(const CommandContext& context);
 
 // The fake NVML library shipped beside this binary, or an error naming where it looked.
 Result<std::string> FindFakeNvmlLibrary(const std::string& executable_path);

@@ -5,7 +5,6 @@
 #include <algorithm>
 #include <cstdlib>
 
-#include <nlohmann/json.hpp>
 
 namespace gpudoctor {
 
@@ -33,33 +32,6 @@ std::string Style::Severity(gpudoctor::Severity severity) const {
     case Severity::kUnknown: return Wrap("35", "UNKNOWN");
   }
   return "UNKNOWN";
-}
-
-nlohmann::json FindingToJson(const Finding& f) {
-  nlohmann::json j;
-  j["id"] = f.id;
-  j["severity"] = SeverityName(f.severity);
-  if (f.gpu) {
-    nlohmann::json gpu;
-    gpu["index"] = f.gpu->index ? nlohmann::json(*f.gpu->index) : nlohmann::json(nullptr);
-    gpu["uuid"] = f.gpu->uuid.empty() ? nlohmann::json(nullptr) : nlohmann::json(f.gpu->uuid);
-    gpu["pci_bus_id"] = f.gpu->pci_bus_id.empty() ? nlohmann::json(nullptr) : nlohmann::json(f.gpu->pci_bus_id);
-    if (!f.gpu->serial.empty()) gpu["serial"] = f.gpu->serial;
-    j["gpu"] = gpu;
-  } else {
-    j["gpu"] = nullptr;
-  }
-  j["summary"] = f.summary;
-  j["evidence"] = f.evidence;
-  j["cause"] = f.cause;
-  j["actions"] = f.actions;
-  return j;
-}
-
-nlohmann::json FindingsToJson(const std::vector<Finding>& findings) {
-  nlohmann::json array = nlohmann::json::array();
-  for (const auto& f : findings) array.push_back(FindingToJson(f));
-  return array;
 }
 
 void PrintFindings(std::FILE* out, const Style& style, const std::vector<Finding>& findings, bool include_ok) {

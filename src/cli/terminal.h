@@ -1,12 +1,9 @@
-// Terminal presentation: colour only on a terminal, severity labels, and the
-// JSON form of findings shared by every command.
+// Terminal presentation: colour only on a terminal, severity labels, findings.
 #pragma once
 
 #include <cstdio>
 #include <string>
 #include <vector>
-
-#include <nlohmann/json_fwd.hpp>
 
 #include "health/finding.h"
 
@@ -26,8 +23,6 @@ class Style {
   bool color_ = false;
 };
 
-nlohmann::json FindingToJson(const Finding& finding);
-nlohmann::json FindingsToJson(const std::vector<Finding>& findings);
 // Prints findings, worst first, each with evidence, cause and actions.
 void PrintFindings(std::FILE* out, const Style& style, const std::vector<Finding>& findings, bool include_ok);
 

@@ -51,19 +51,17 @@ TEST_P(NvidiaSmiCorpus, GivesTheFindingsItsHeaderNames) {
 
 INSTANTIATE_TEST_SUITE_P(
     Samples, NvidiaSmiCorpus,
-    ::testing::Values(
-        Sample{"001.txt", {{"gpu_unreachable", Severity::kCritical}}},
-        Sample{"005.txt", {{"driver_mismatch", Severity::kCritical}}},
-        Sample{"008.txt", {{"driver_unavailable", Severity::kCritical}}},
-        // GPU 14's fan reads ERR! while it is at 68 °C: critical.
-        Sample{"009.txt", {{"fan_failure", Severity::kCritical}, {"field_error", Severity::kWarning}}},
-        Sample{"011.txt", {{"remapped_rows_pending", Severity::kWarning}}},
-        Sample{"012.txt", {{"temperature_high", Severity::kWarning}}},
-        // The snapshot model has no default power limit, so the [Unknown Error]
-        // in that column is not judged; the draw above the limit is.
-        Sample{"014.txt", {{"power_capped", Severity::kWarning}}},
-        Sample{"015.txt", {}},
-        Sample{"018.txt", {{"ecc_uncorrectable", Severity::kCritical}}}),
+    ::testing::Values(Sample{"001.txt", {{"gpu_unreachable", Severity::kCritical}}},
+                      Sample{"005.txt", {{"driver_mismatch", Severity::kCritical}}},
+                      Sample{"008.txt", {{"driver_unavailable", Severity::kCritical}}},
+                      // GPU 14's fan reads ERR! while it is at 68 °C: critical.
+                      Sample{"009.txt", {{"fan_failure", Severity::kCritical}, {"field_error", Severity::kWarning}}},
+                      Sample{"011.txt", {{"remapped_rows_pending", Severity::kWarning}}},
+                      Sample{"012.txt", {{"temperature_high", Severity::kWarning}}},
+                      // The snapshot model has no default power limit, so the [Unknown Error]
+                      // in that column is not judged; the draw above the limit is.
+                      Sample{"014.txt", {{"power_capped", Severity::kWarning}}}, Sample{"015.txt", {}},
+                      Sample{"018.txt", {{"ecc_uncorrectable", Severity::kCritical}}}),
     [](const ::testing::TestParamInfo<Sample>& info) { return "sample_" + info.param.file.substr(0, 3); });
 
 }  // namespace

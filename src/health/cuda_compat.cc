@@ -46,7 +46,8 @@ Result<CudaDriverTable> CudaDriverTable::Parse(std::string_view tsv) {
     std::optional<DriverVersion> min_driver = columns.size() == 3 ? ParseDriverVersion(columns[1]) : std::nullopt;
     std::optional<DriverVersion> minor_compat = columns.size() == 3 ? ParseDriverVersion(columns[2]) : std::nullopt;
     if (!cuda || !min_driver || !minor_compat) {
-      return Error{"cuda driver table line " + std::to_string(line_number) + ": expected 'cuda<TAB>min_driver<TAB>minor_compat'"};
+      return Error{"cuda driver table line " + std::to_string(line_number) +
+                   ": expected 'cuda<TAB>min_driver<TAB>minor_compat'"};
     }
     table.rows_.push_back({*cuda, *min_driver, *minor_compat});
   }

@@ -4,7 +4,7 @@
 
 namespace gpudoctor {
 
-extern const char kRulesToml[];         // data/rules.toml
-extern const char kCudaDriverTable[];   // data/cuda_driver_table.tsv
+extern const char kRulesToml[];        // data/rules.toml
+extern const char kCudaDriverTable[];  // data/cuda_driver_table.tsv
 
 }  // namespace gpudoctor

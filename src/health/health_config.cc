@@ -17,8 +17,8 @@
 namespace gpudoctor {
 namespace {
 
-using Target = std::variant<double*, uint64_t*, uint32_t*, bool*, Duration*, std::string*,
-                            std::vector<std::string>*, Severity*>;
+using Target =
+    std::variant<double*, uint64_t*, uint32_t*, bool*, Duration*, std::string*, std::vector<std::string>*, Severity*>;
 
 // One configurable value: where it lives in the TOML and in the structs.
 struct Binding {
@@ -228,9 +228,12 @@ Status ApplyChecklist(HealthConfig& config, const toml::node& node, std::string_
     for (const auto& [key, value] : *table) {
       const std::string path = "checklist." + std::string(key.str());
       Status status;
-      if (key == "title") status = Assign(&entry.title, value, origin, path);
-      else if (key == "rules") status = Assign(&entry.rule_ids, value, origin, path);
-      else return Error{Where(origin, value, path) + ": unknown key"};
+      if (key == "title")
+        status = Assign(&entry.title, value, origin, path);
+      else if (key == "rules")
+        status = Assign(&entry.rule_ids, value, origin, path);
+      else
+        return Error{Where(origin, value, path) + ": unknown key"};
       if (!status) return status;
     }
     if (entry.title.empty()) return Error{Where(origin, item, "checklist") + ": every item needs a title"};

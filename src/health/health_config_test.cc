@@ -43,7 +43,8 @@ TEST(DefaultHealthConfig, HasTheDocumentedDefaults) {
 
 TEST(DefaultHealthConfig, EveryRuleHasCategoryCauseAndActions) {
   const HealthConfig& config = DefaultHealthConfig();
-  const std::set<std::string> categories{"thermal", "power", "pcie", "memory", "driver", "application", "host", "unknown"};
+  const std::set<std::string> categories{"thermal", "power",       "pcie", "memory",
+                                         "driver",  "application", "host", "unknown"};
   for (std::string_view id : kRuleIds) {
     SCOPED_TRACE(std::string(id));
     ASSERT_TRUE(config.rules.count(id));
@@ -98,7 +99,8 @@ TEST(ApplyHealthConfig, ReplacesOnlyTheKeysItSets) {
     actions = ["Call the on-call engineer."]
     [agent]
     listen = "0.0.0.0:9400"   # another module's table is left alone
-  )", "site.toml");
+  )",
+                                                  "site.toml");
   ASSERT_TRUE(config.ok()) << config.error().message;
   EXPECT_EQ(config->host.disk_paths, (std::vector<std::string>{"/", "/data"}));
   EXPECT_EQ(config->host.processes, std::vector<std::string>{"nvidia-persistenced"});
@@ -115,7 +117,8 @@ TEST(ApplyHealthConfig, ChecklistIsReplacedWhole) {
     [[checklist]]
     title = "GPUs cool"
     rules = ["temperature_high", "inlet_temperature"]
-  )", "site.toml");
+  )",
+                                                  "site.toml");
   ASSERT_TRUE(config.ok()) << config.error().message;
   ASSERT_EQ(config->checklist.size(), 1u);
   EXPECT_EQ(config->checklist[0].rule_ids.size(), 2u);
@@ -137,21 +140,22 @@ TEST_P(ApplyHealthConfigErrors, NameTheProblem) {
 
 INSTANTIATE_TEST_SUITE_P(
     Cases, ApplyHealthConfigErrors,
-    ::testing::Values(
-        BadConfig{"[rules.temperature_high]\nwarnig_c = 70\n", "site.toml:2: rules.temperature_high.warnig_c: unknown key"},
-        BadConfig{"[rules.temprature_high]\nwarning_c = 70\n", "rules.temprature_high: unknown rule id"},
-        BadConfig{"[rules.temperature_high]\nwarning_c = \"hot\"\n", "expected a number"},
-        BadConfig{"[rules.xid_recent]\nwindow = \"soon\"\n", "expected a duration"},
-        BadConfig{"[rules.retired_pages]\nwarning_count = -1\n", "expected a whole number >= 0"},
-        BadConfig{"[rules.process_missing]\nseverity = \"bad\"\n", "expected one of"},
-        BadConfig{"[host]\ndisk_paths = \"/\"\n", "host.disk_paths: expected an array of strings"},
-        BadConfig{"[host]\nmystery = 1\n", "host.mystery: unknown key"},
-        BadConfig{"[rules.gpu_lost.someday]\ncause = \"x\"\n", "unknown case"},
-        BadConfig{"[rules.driver_unavailable.no_permission]\nseverity = \"x\"\n", "a case holds only cause and actions"},
-        BadConfig{"[rules.temperature_high]\nwarning_c = 90\n", "warning_c is above critical_c"},
-        BadConfig{"[rules.cuda_incompatible]\nrequired = \"twelve\"\n", "is not a CUDA version"},
-        BadConfig{"[[checklist]]\ntitle = \"x\"\nrules = [\"nope\"]\n", "unknown rule id 'nope'"},
-        BadConfig{"[rules\nbroken", "site.toml:1:"}));
+    ::testing::Values(BadConfig{"[rules.temperature_high]\nwarnig_c = 70\n",
+                                "site.toml:2: rules.temperature_high.warnig_c: unknown key"},
+                      BadConfig{"[rules.temprature_high]\nwarning_c = 70\n", "rules.temprature_high: unknown rule id"},
+                      BadConfig{"[rules.temperature_high]\nwarning_c = \"hot\"\n", "expected a number"},
+                      BadConfig{"[rules.xid_recent]\nwindow = \"soon\"\n", "expected a duration"},
+                      BadConfig{"[rules.retired_pages]\nwarning_count = -1\n", "expected a whole number >= 0"},
+                      BadConfig{"[rules.process_missing]\nseverity = \"bad\"\n", "expected one of"},
+                      BadConfig{"[host]\ndisk_paths = \"/\"\n", "host.disk_paths: expected an array of strings"},
+                      BadConfig{"[host]\nmystery = 1\n", "host.mystery: unknown key"},
+                      BadConfig{"[rules.gpu_lost.someday]\ncause = \"x\"\n", "unknown case"},
+                      BadConfig{"[rules.driver_unavailable.no_permission]\nseverity = \"x\"\n",
+                                "a case holds only cause and actions"},
+                      BadConfig{"[rules.temperature_high]\nwarning_c = 90\n", "warning_c is above critical_c"},
+                      BadConfig{"[rules.cuda_incompatible]\nrequired = \"twelve\"\n", "is not a CUDA version"},
+                      BadConfig{"[[checklist]]\ntitle = \"x\"\nrules = [\"nope\"]\n", "unknown rule id 'nope'"},
+                      BadConfig{"[rules\nbroken", "site.toml:1:"}));
 
 TEST(LoadHealthConfigFile, MissingFileIsAnError) {
   Result<HealthConfig> config = LoadHealthConfigFile("/nonexistent/gpudoctor.toml");

@@ -82,7 +82,8 @@ HostSignals HealthyHost(uint32_t gpu_count) {
   host.disks.push_back({"/", Field<FileSystemSpace>::Value({1000ull << 30, 600ull << 30, 1'000'000, 900'000})});
   host.processes.push_back({"nvidia-persistenced", Field<std::vector<uint32_t>>::Value({812})});
   host.backups.push_back(
-      {"/checkpoints", Field<BackupScan>::Value({NewestFile{"/checkpoints/step_900.pt", kNow - std::chrono::hours(2)}, 40, false})});
+      {"/checkpoints",
+       Field<BackupScan>::Value({NewestFile{"/checkpoints/step_900.pt", kNow - std::chrono::hours(2)}, 40, false})});
   host.blocked_tasks = Field<std::vector<BlockedTask>>::Value({});
   host.hung_task_reports = Field<uint64_t>::Value(0);
   std::vector<PciGpuDevice> devices;

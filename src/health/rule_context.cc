@@ -76,7 +76,8 @@ GpuRef RefFor(const GpuSnapshot& gpu) {
   GpuRef ref;
   ref.index = gpu.index;
   ref.uuid = gpu.uuid.value_or("");
-  if (gpu.pci_bus_id.has_value()) ref.pci_bus_id = NormalizePciBusId(gpu.pci_bus_id.value()).value_or(gpu.pci_bus_id.value());
+  if (gpu.pci_bus_id.has_value())
+    ref.pci_bus_id = NormalizePciBusId(gpu.pci_bus_id.value()).value_or(gpu.pci_bus_id.value());
   ref.serial = gpu.serial.value_or("");
   return ref;
 }

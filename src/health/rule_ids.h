@@ -9,20 +9,47 @@ namespace gpudoctor {
 
 inline constexpr std::string_view kRuleIds[] = {
     // Driver and NVML.
-    "nvml_hang", "driver_unavailable", "driver_mismatch", "nouveau_loaded", "cuda_incompatible", "no_devices",
-    "gpu_count_mismatch", "gpu_missing", "gpu_lost", "gpu_unreachable", "field_error",
+    "nvml_hang",
+    "driver_unavailable",
+    "driver_mismatch",
+    "nouveau_loaded",
+    "cuda_incompatible",
+    "no_devices",
+    "gpu_count_mismatch",
+    "gpu_missing",
+    "gpu_lost",
+    "gpu_unreachable",
+    "field_error",
     // Thermal, fans and power.
-    "temperature_high", "fan_failure", "clock_throttle", "power_capped", "psu_fault", "sensor_alarm",
+    "temperature_high",
+    "fan_failure",
+    "clock_throttle",
+    "power_capped",
+    "psu_fault",
+    "sensor_alarm",
     "inlet_temperature",
     // GPU memory.
-    "ecc_uncorrectable", "ecc_corrected_high", "retired_pages", "remapped_rows_pending", "row_remap_failure",
+    "ecc_uncorrectable",
+    "ecc_corrected_high",
+    "retired_pages",
+    "remapped_rows_pending",
+    "row_remap_failure",
     "memory_high",
     // PCIe and NVLink.
-    "pcie_link_degraded", "pcie_replay", "nvlink_down", "nvlink_errors",
+    "pcie_link_degraded",
+    "pcie_replay",
+    "nvlink_down",
+    "nvlink_errors",
     // Logs.
-    "xid_recent", "log_errors",
+    "xid_recent",
+    "log_errors",
     // Host.
-    "disk_space", "process_missing", "backup_stale", "host_hung_tasks", "host_memory", "host_pressure",
+    "disk_space",
+    "process_missing",
+    "backup_stale",
+    "host_hung_tasks",
+    "host_memory",
+    "host_pressure",
 };
 
 inline bool IsRuleId(std::string_view id) {
@@ -35,18 +62,14 @@ struct RuleCase {
   std::string_view case_name;
 };
 inline constexpr RuleCase kRuleCases[] = {
-    {"driver_unavailable", "library_not_found"},
-    {"driver_unavailable", "driver_not_loaded"},
-    {"driver_unavailable", "no_permission"},
-    {"gpu_unreachable", "reset_required"},
-    {"gpu_unreachable", "no_permission"},
-    {"clock_throttle", "power_brake"},
+    {"driver_unavailable", "library_not_found"}, {"driver_unavailable", "driver_not_loaded"},
+    {"driver_unavailable", "no_permission"},     {"gpu_unreachable", "reset_required"},
+    {"gpu_unreachable", "no_permission"},        {"clock_throttle", "power_brake"},
 };
 
 inline bool IsRuleCase(std::string_view rule_id, std::string_view case_name) {
-  return std::any_of(std::begin(kRuleCases), std::end(kRuleCases), [&](const RuleCase& c) {
-    return c.rule_id == rule_id && c.case_name == case_name;
-  });
+  return std::any_of(std::begin(kRuleCases), std::end(kRuleCases),
+                     [&](const RuleCase& c) { return c.rule_id == rule_id && c.case_name == case_name; });
 }
 
 }  // namespace gpudoctor

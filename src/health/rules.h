@@ -33,10 +33,10 @@ struct HealthInput {
   // An earlier snapshot of the same server, for counters that must be seen
   // rising (PCIe replays, NVLink errors). nullptr: those rules judge levels only.
   const Snapshot* previous = nullptr;
-  const HostSignals* host = nullptr;               // nullptr: host signals not collected
+  const HostSignals* host = nullptr;                  // nullptr: host signals not collected
   const std::vector<LogEvent>* log_events = nullptr;  // nullptr: logs not read
-  const EventGrader* event_grader = nullptr;       // nullptr: events graded by their own severity
-  WallTime now;                                    // from the caller's Clock
+  const EventGrader* event_grader = nullptr;          // nullptr: events graded by their own severity
+  WallTime now;                                       // from the caller's Clock
 };
 
 // Runs every enabled rule, in the order of kRuleIds (health/rule_ids.h).

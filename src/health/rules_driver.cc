@@ -12,7 +12,8 @@ namespace {
 std::string DescribeHang(const ProbeHang& hang) {
   std::string text = fmt::format("{} did not return within {}", hang.call.empty() ? "an NVML call" : hang.call,
                                  FormatSpan(hang.deadline));
-  if (hang.still_stuck_from_earlier) text += " (a probe from an earlier check is still stuck, so it was not probed again)";
+  if (hang.still_stuck_from_earlier)
+    text += " (a probe from an earlier check is still stuck, so it was not probed again)";
   return text;
 }
 
@@ -61,11 +62,14 @@ void NvmlHang(RuleContext& context) {
     for (const ProbeHang* hang : hangs) evidence.push_back(DescribeHang(*hang));
     const GpuSnapshot* gpu = index ? snapshot->FindGpu(*index) : nullptr;
     std::optional<GpuRef> ref;
-    if (gpu != nullptr) ref = RefFor(*gpu);
-    else if (!hangs.front()->pci_bus_id.empty()) ref = RefForPci(hangs.front()->pci_bus_id);
+    if (gpu != nullptr)
+      ref = RefFor(*gpu);
+    else if (!hangs.front()->pci_bus_id.empty())
+      ref = RefForPci(hangs.front()->pci_bus_id);
     if (ref && index) ref->index = *index;
-    std::string summary = index ? fmt::format("NVML hung reading GPU {}", *index)
-                                : fmt::format("NVML hung in {}", hangs.front()->call.empty() ? "start-up" : hangs.front()->call);
+    std::string summary =
+        index ? fmt::format("NVML hung reading GPU {}", *index)
+              : fmt::format("NVML hung in {}", hangs.front()->call.empty() ? "start-up" : hangs.front()->call);
     context.Report("nvml_hang", Severity::kCritical, ref, std::move(summary), std::move(evidence));
     reported = true;
   }
@@ -191,14 +195,19 @@ void CudaIncompatible(RuleContext& context) {
 
   Severity severity = Severity::kUnknown;
   if (driver && row) {
-    if (*driver >= row->min_driver) severity = Severity::kOk;
+    if (*driver >= row->min_driver)
+      severity = Severity::kOk;
     else if (*driver >= row->minor_compat && supported.value_or(*required).major == required->major)
       severity = Severity::kWarning;
-    else severity = Severity::kCritical;
+    else
+      severity = Severity::kCritical;
   } else if (supported) {
-    if (*supported >= *required) severity = Severity::kOk;
-    else if (supported->major == required->major) severity = Severity::kWarning;
-    else severity = Severity::kCritical;
+    if (*supported >= *required)
+      severity = Severity::kOk;
+    else if (supported->major == required->major)
+      severity = Severity::kWarning;
+    else
+      severity = Severity::kCritical;
   }
 
   switch (severity) {
@@ -217,10 +226,10 @@ void CudaIncompatible(RuleContext& context) {
                      fmt::format("Driver too old for CUDA {}", required->ToString()), std::move(evidence));
       return;
     case Severity::kUnknown:
-      context.Report("cuda_incompatible", Severity::kUnknown, std::nullopt,
-                     fmt::format("Cannot tell whether the driver supports CUDA {}: driver version unknown",
-                                 required->ToString()),
-                     std::move(evidence));
+      context.Report(
+          "cuda_incompatible", Severity::kUnknown, std::nullopt,
+          fmt::format("Cannot tell whether the driver supports CUDA {}: driver version unknown", required->ToString()),
+          std::move(evidence));
       return;
   }
 }
@@ -257,7 +266,8 @@ void GpuCountMismatch(RuleContext& context) {
                    fmt::format("{} on the PCI bus, {} expected", Plural(*on_bus, "GPU", "GPUs"), expected),
                    std::move(evidence));
   } else {
-    context.Pass("gpu_count_mismatch", AllOf(expected, "expected GPU", "expected GPUs") + " present", std::move(evidence));
+    context.Pass("gpu_count_mismatch", AllOf(expected, "expected GPU", "expected GPUs") + " present",
+                 std::move(evidence));
   }
 }
 
@@ -272,8 +282,10 @@ void GpuMissing(RuleContext& context) {
   for (const GpuSnapshot& gpu : snapshot.gpus) {
     std::optional<std::string> pci =
         gpu.pci_bus_id.has_value() ? NormalizePciBusId(gpu.pci_bus_id.value()) : std::nullopt;
-    if (pci) seen_by_nvml.insert(*pci);
-    else every_gpu_has_pci = false;
+    if (pci)
+      seen_by_nvml.insert(*pci);
+    else
+      every_gpu_has_pci = false;
   }
   const size_t nvml_count = NvmlGpuCount(context).value_or(0);
 
@@ -296,8 +308,7 @@ void GpuMissing(RuleContext& context) {
     reported = true;
   }
   if (!reported) {
-    context.Pass("gpu_missing",
-                 fmt::format("Every NVIDIA GPU on the PCI bus is visible to NVML ({})", on_bus.size()));
+    context.Pass("gpu_missing", fmt::format("Every NVIDIA GPU on the PCI bus is visible to NVML ({})", on_bus.size()));
   }
 }
 
@@ -322,14 +333,13 @@ void GpuUnreachable(RuleContext& context) {
   for (const GpuSnapshot& gpu : snapshot->gpus) {
     const AccessError error = gpu.access_error;
     if (error == AccessError::kNone || error == AccessError::kGpuLost || error == AccessError::kHang) continue;
-    std::string_view case_name = error == AccessError::kResetRequired ? "reset_required"
+    std::string_view case_name = error == AccessError::kResetRequired  ? "reset_required"
                                  : error == AccessError::kNoPermission ? "no_permission"
                                                                        : "";
     std::vector<std::string> evidence{fmt::format("NVML: {}{}", AccessErrorName(error),
                                                   gpu.access_message.empty() ? "" : " (" + gpu.access_message + ")")};
-    std::string summary = error == AccessError::kResetRequired
-                              ? fmt::format("{} needs a reset", GpuLabel(gpu))
-                              : fmt::format("{} cannot be read", GpuLabel(gpu));
+    std::string summary = error == AccessError::kResetRequired ? fmt::format("{} needs a reset", GpuLabel(gpu))
+                                                               : fmt::format("{} cannot be read", GpuLabel(gpu));
     context.Report("gpu_unreachable", Severity::kCritical, RefFor(gpu), std::move(summary), std::move(evidence),
                    case_name);
     reported = true;
@@ -344,7 +354,8 @@ void FieldErrors(RuleContext& context) {
   if (!context.DriverUp()) return;
   bool reported = false;
   std::vector<std::string> driver_evidence;
-  if (snapshot->driver_version.failed()) driver_evidence.push_back("driver_version: " + snapshot->driver_version.error());
+  if (snapshot->driver_version.failed())
+    driver_evidence.push_back("driver_version: " + snapshot->driver_version.error());
   if (snapshot->nvml_version.failed()) driver_evidence.push_back("nvml_version: " + snapshot->nvml_version.error());
   if (snapshot->cuda_driver_version.failed()) {
     driver_evidence.push_back("cuda_driver_version: " + snapshot->cuda_driver_version.error());
@@ -370,8 +381,8 @@ void FieldErrors(RuleContext& context) {
     reported = true;
   }
   if (!reported && !context.ReadableGpus().empty()) {
-    context.Pass("field_error", fmt::format("Every reading of {} succeeded",
-                                            Plural(context.ReadableGpus().size(), "GPU", "GPUs")));
+    context.Pass("field_error",
+                 fmt::format("Every reading of {} succeeded", Plural(context.ReadableGpus().size(), "GPU", "GPUs")));
   }
 }
 

@@ -34,7 +34,8 @@ HealthConfig ConfigWith(std::string_view toml) {
   return config.ok() ? *config : DefaultHealthConfig();
 }
 
-std::vector<Finding> EvaluateWith(const HealthConfig& config, const Snapshot* snapshot, const HostSignals* host = nullptr) {
+std::vector<Finding> EvaluateWith(const HealthConfig& config, const Snapshot* snapshot,
+                                  const HostSignals* host = nullptr) {
   HealthInput input;
   input.snapshot = snapshot;
   input.host = host;
@@ -70,9 +71,7 @@ TEST(HealthyServer, EveryRuleReportsOkAndNothingElse) {
   EXPECT_EQ(Single(findings, "temperature_high").summary, "All 2 GPUs below 75 °C (hottest: GPU 1 at 41 °C)");
 }
 
-TEST(HealthyServer, NoInputGivesNoFindings) {
-  EXPECT_TRUE(Evaluate(nullptr).empty());
-}
+TEST(HealthyServer, NoInputGivesNoFindings) { EXPECT_TRUE(Evaluate(nullptr).empty()); }
 
 TEST(HealthyServer, DisabledRuleIsSkipped) {
   Snapshot snapshot = HealthySnapshot();
@@ -317,7 +316,8 @@ TEST(FanFailure, FanErrorIsAWarning) {
 TEST(FanFailure, ChassisFanFaultFromBmc) {
   Snapshot snapshot = HealthySnapshot();
   HostSignals host = HealthyHost();
-  host.ipmi_sensors.value().push_back({"ipmi", "Fan2A", SensorKind::kFan, 0.0, "RPM", SensorStatus::kCritical, "0 RPM"});
+  host.ipmi_sensors.value().push_back(
+      {"ipmi", "Fan2A", SensorKind::kFan, 0.0, "RPM", SensorStatus::kCritical, "0 RPM"});
   Finding finding = Single(Evaluate(&snapshot, &host), "fan_failure");
   EXPECT_EQ(finding.severity, Severity::kCritical);
   EXPECT_EQ(finding.summary, "Chassis fan 'Fan2A' reports a fault");
@@ -325,7 +325,8 @@ TEST(FanFailure, ChassisFanFaultFromBmc) {
 
 TEST(ClockThrottle, HardwareSlowdownIsCritical) {
   Snapshot snapshot = HealthySnapshot();
-  snapshot.gpus[0].clock_event_reasons = Field<uint64_t>::Value(clock_event::kHwSlowdown | clock_event::kHwThermalSlowdown);
+  snapshot.gpus[0].clock_event_reasons =
+      Field<uint64_t>::Value(clock_event::kHwSlowdown | clock_event::kHwThermalSlowdown);
   Finding finding = Single(Evaluate(&snapshot), "clock_throttle");
   EXPECT_EQ(finding.severity, Severity::kCritical);
   EXPECT_EQ(finding.summary, "GPU 0 clocks slowed: hw_slowdown and hw_thermal_slowdown");
@@ -450,8 +451,8 @@ TEST(RowRemapFailure, IsCritical) {
 TEST(MemoryHigh, AboveNinetyPercentIsAWarning) {
   Snapshot snapshot = HealthySnapshot();
   snapshot.gpus[0].memory_used_bytes = Field<uint64_t>::Value(78ull << 30);
-  snapshot.gpus[0].processes = Field<std::vector<ProcessInfo>>::Value(
-      {{4242, "python3", Field<uint64_t>::Value(77ull << 30)}});
+  snapshot.gpus[0].processes =
+      Field<std::vector<ProcessInfo>>::Value({{4242, "python3", Field<uint64_t>::Value(77ull << 30)}});
   Finding finding = Single(Evaluate(&snapshot), "memory_high");
   EXPECT_EQ(finding.severity, Severity::kWarning);
   EXPECT_EQ(finding.summary, "GPU 0 memory 97.5% used");

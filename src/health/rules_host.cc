@@ -44,16 +44,16 @@ void DiskSpace(RuleContext& context) {
                         : free < config.warning_free_percent ? Severity::kWarning
                                                              : Severity::kOk;
     if (severity == Severity::kOk) continue;
-    context.Report("disk_space", severity, std::nullopt,
-                   fmt::format("{} has only {}% of its {} free", disk.path, FormatNumber(free),
-                               inodes_worse ? "inodes" : "space"),
-                   {line, fmt::format("warning below {}%, critical below {}%", FormatNumber(config.warning_free_percent),
-                                      FormatNumber(config.critical_free_percent))});
+    context.Report(
+        "disk_space", severity, std::nullopt,
+        fmt::format("{} has only {}% of its {} free", disk.path, FormatNumber(free), inodes_worse ? "inodes" : "space"),
+        {line, fmt::format("warning below {}%, critical below {}%", FormatNumber(config.warning_free_percent),
+                           FormatNumber(config.critical_free_percent))});
     reported = true;
   }
   if (!reported && !lines.empty()) {
-    context.Pass("disk_space", fmt::format("Enough free space on {}", Plural(lines.size(), "file system", "file systems")),
-                 std::move(lines));
+    std::string summary = fmt::format("Enough free space on {}", Plural(lines.size(), "file system", "file systems"));
+    context.Pass("disk_space", std::move(summary), std::move(lines));
   }
 }
 
@@ -83,9 +83,8 @@ void ProcessMissing(RuleContext& context) {
     reported = true;
   }
   if (!reported && !running.empty()) {
-    context.Pass("process_missing",
-                 AllOf(running.size(), "key process", "key processes") + " running",
-                 std::move(running));
+    std::string summary = AllOf(running.size(), "key process", "key processes") + " running";
+    context.Pass("process_missing", std::move(summary), std::move(running));
   }
 }
 
@@ -174,8 +173,8 @@ void HostHungTasks(RuleContext& context) {
   if (severity == Severity::kOk) {
     context.Pass("host_hung_tasks",
                  blocked == 0 ? std::string("No tasks stuck in uninterruptible sleep")
-                              : fmt::format("{} in uninterruptible sleep (below {})",
-                                            Plural(blocked, "task", "tasks"), config.blocked_warning),
+                              : fmt::format("{} in uninterruptible sleep (below {})", Plural(blocked, "task", "tasks"),
+                                            config.blocked_warning),
                  std::move(evidence));
     return;
   }
@@ -198,8 +197,10 @@ void HostMemory(RuleContext& context) {
   std::vector<std::string> evidence{fmt::format("available: {} of {} ({}%)", FormatBytes(memory.available_bytes),
                                                 FormatBytes(memory.total_bytes), FormatNumber(available))};
   if (memory.swap_total_bytes > 0) {
-    evidence.push_back(fmt::format("swap used: {} of {}", FormatBytes(memory.swap_total_bytes - std::min(memory.swap_free_bytes, memory.swap_total_bytes)),
-                                   FormatBytes(memory.swap_total_bytes)));
+    evidence.push_back(
+        fmt::format("swap used: {} of {}",
+                    FormatBytes(memory.swap_total_bytes - std::min(memory.swap_free_bytes, memory.swap_total_bytes)),
+                    FormatBytes(memory.swap_total_bytes)));
   }
   if (available < context.thresholds.host_memory.warning_available_percent) {
     context.Report("host_memory", Severity::kWarning, std::nullopt,
@@ -239,11 +240,10 @@ void HostPressure(RuleContext& context) {
   if (judged == 0) return;
   if (host->load.has_value()) {
     const LoadAverage& load = host->load.value();
-    evidence.push_back(fmt::format("load average: {} {} {}{}", FormatNumber(load.one_minute),
-                                   FormatNumber(load.five_minutes), FormatNumber(load.fifteen_minutes),
-                                   host->online_cpus.has_value()
-                                       ? fmt::format(" on {} CPUs", host->online_cpus.value())
-                                       : std::string()));
+    evidence.push_back(fmt::format(
+        "load average: {} {} {}{}", FormatNumber(load.one_minute), FormatNumber(load.five_minutes),
+        FormatNumber(load.fifteen_minutes),
+        host->online_cpus.has_value() ? fmt::format(" on {} CPUs", host->online_cpus.value()) : std::string()));
   }
   if (stalled.empty()) {
     context.Pass("host_pressure", "No memory, I/O or CPU pressure", std::move(evidence));

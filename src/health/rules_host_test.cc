@@ -30,12 +30,16 @@ bool EvidenceHas(const Finding& finding, std::string_view text) {
 class TableGrader final : public EventGrader {
  public:
   std::optional<EventGrade> GradeXid(uint32_t code) const override {
-    if (code == 79) return EventGrade{Severity::kCritical, "GPU has fallen off the bus", {"hardware", "PCIe"}, "", "Reboot, then reseat the GPU."};
+    if (code == 79)
+      return EventGrade{
+          Severity::kCritical, "GPU has fallen off the bus", {"hardware", "PCIe"}, "", "Reboot, then reseat the GPU."};
     if (code == 13) return EventGrade{Severity::kOk, "Graphics engine exception", {"application"}, "", ""};
     return std::nullopt;
   }
   std::optional<EventGrade> GradeKind(std::string_view kind) const override {
-    if (kind == "pcie_aer") return EventGrade{Severity::kWarning, "PCIe AER error", {"PCIe"}, "The PCIe link reported errors.", "Reseat the card."};
+    if (kind == "pcie_aer")
+      return EventGrade{
+          Severity::kWarning, "PCIe AER error", {"PCIe"}, "The PCIe link reported errors.", "Reseat the card."};
     return std::nullopt;
   }
 };
@@ -243,6 +247,18 @@ TEST(HostPressure, MemoryStallsAreAWarning) {
   EXPECT_EQ(finding.severity, Severity::kWarning);
   EXPECT_EQ(finding.summary, "Host stalled on memory");
   EXPECT_TRUE(EvidenceHas(finding, "load average: 3.5 3.2 3 on 64 CPUs"));
+}
+
+TEST(HealthyHost, OkSummariesCountWhatWasChecked) {
+  HostSignals host = HealthyHost();
+  host.processes.push_back({"cmdline:train.py", Field<std::vector<uint32_t>>::Value({950, 951})});
+  std::vector<Finding> findings = Evaluate(nullptr, &host);
+  EXPECT_EQ(Single(findings, "disk_space").summary, "Enough free space on 1 file system");
+  Finding processes = Single(findings, "process_missing");
+  EXPECT_EQ(processes.summary, "All 2 key processes running");
+  EXPECT_TRUE(EvidenceHas(processes, "cmdline:train.py: pid 950 and 951"));
+  EXPECT_EQ(Single(findings, "backup_stale").summary, "Backups recent (newest file younger than 24h)");
+  EXPECT_EQ(Single(findings, "psu_fault").summary, "No power supply fault (1 sensor)");
 }
 
 TEST(HostSignalsMissing, RulesWithNothingToJudgeStaySilent) {

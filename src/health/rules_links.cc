@@ -52,9 +52,11 @@ void PcieLinkDegraded(RuleContext& context) {
     }
     std::vector<std::string> problems, evidence;
     if (have_width) {
-      evidence.push_back(fmt::format("link width: x{} of x{}", gpu->pcie_width_current.value(), gpu->pcie_width_max.value()));
+      evidence.push_back(
+          fmt::format("link width: x{} of x{}", gpu->pcie_width_current.value(), gpu->pcie_width_max.value()));
       if (gpu->pcie_width_current.value() < gpu->pcie_width_max.value()) {
-        problems.push_back(fmt::format("x{} instead of x{}", gpu->pcie_width_current.value(), gpu->pcie_width_max.value()));
+        problems.push_back(
+            fmt::format("x{} instead of x{}", gpu->pcie_width_current.value(), gpu->pcie_width_max.value()));
       }
     }
     if (have_generation) {
@@ -65,13 +67,15 @@ void PcieLinkDegraded(RuleContext& context) {
         if (utilization && *utilization >= busy_percent) {
           problems.push_back(fmt::format("Gen{} instead of Gen{} at {}% utilization", current, max, *utilization));
         } else {
-          idle_notes.push_back(fmt::format("{} at Gen{} of Gen{} while idle (power saving)", GpuLabel(*gpu), current, max));
+          idle_notes.push_back(
+              fmt::format("{} at Gen{} of Gen{} while idle (power saving)", GpuLabel(*gpu), current, max));
         }
       }
     }
     if (problems.empty()) continue;
     context.Report("pcie_link_degraded", Severity::kWarning, RefFor(*gpu),
-                   fmt::format("{} PCIe link degraded: {}", GpuLabel(*gpu), JoinWithAnd(problems)), std::move(evidence));
+                   fmt::format("{} PCIe link degraded: {}", GpuLabel(*gpu), JoinWithAnd(problems)),
+                   std::move(evidence));
     reported = true;
   }
 
@@ -87,24 +91,24 @@ void PcieLinkDegraded(RuleContext& context) {
       ++checked;
       if (link.current_width.value() >= link.max_width.value()) continue;
       const GpuSnapshot* gpu = context.GpuAtPci(device.pci_bus_id);
-      std::vector<std::string> evidence{
-          fmt::format("sysfs {}: current_link_width {}, max_link_width {}", device.pci_bus_id,
-                      link.current_width.value(), link.max_width.value())};
+      std::vector<std::string> evidence{fmt::format("sysfs {}: current_link_width {}, max_link_width {}",
+                                                    device.pci_bus_id, link.current_width.value(),
+                                                    link.max_width.value())};
       if (link.current_speed_gts.has_value() && link.max_speed_gts.has_value()) {
         evidence.push_back(fmt::format("link speed: {} GT/s of {} GT/s", FormatNumber(link.current_speed_gts.value()),
                                        FormatNumber(link.max_speed_gts.value())));
       }
-      context.Report("pcie_link_degraded", Severity::kWarning, gpu ? RefFor(*gpu) : RefForPci(device.pci_bus_id),
-                     fmt::format("{} PCIe link degraded: x{} instead of x{}",
-                                 gpu ? GpuLabel(*gpu) : "GPU at " + device.pci_bus_id, link.current_width.value(),
-                                 link.max_width.value()),
-                     std::move(evidence));
+      context.Report(
+          "pcie_link_degraded", Severity::kWarning, gpu ? RefFor(*gpu) : RefForPci(device.pci_bus_id),
+          fmt::format("{} PCIe link degraded: x{} instead of x{}", gpu ? GpuLabel(*gpu) : "GPU at " + device.pci_bus_id,
+                      link.current_width.value(), link.max_width.value()),
+          std::move(evidence));
       reported = true;
     }
   }
   if (!reported && checked > 0) {
-    context.Pass("pcie_link_degraded",
-                 fmt::format("PCIe links at full width ({})", Plural(checked, "GPU", "GPUs")), std::move(idle_notes));
+    context.Pass("pcie_link_degraded", fmt::format("PCIe links at full width ({})", Plural(checked, "GPU", "GPUs")),
+                 std::move(idle_notes));
   }
 }
 
@@ -124,11 +128,11 @@ void PcieReplay(RuleContext& context) {
     const Duration interval = Interval(context);
     const Rise rise = CounterRise(count, before->pcie_replay_count.value(), interval);
     if (rise.per_minute <= limit) continue;
-    context.Report("pcie_replay", Severity::kWarning, RefFor(*gpu),
-                   fmt::format("{} PCIe replay counter rose by {} in {}", GpuLabel(*gpu), rise.delta,
-                               FormatSpan(interval)),
-                   {fmt::format("replay count: {} now, {} before", count, before->pcie_replay_count.value()),
-                    fmt::format("{} per minute, warning above {}", FormatNumber(rise.per_minute), FormatNumber(limit))});
+    context.Report(
+        "pcie_replay", Severity::kWarning, RefFor(*gpu),
+        fmt::format("{} PCIe replay counter rose by {} in {}", GpuLabel(*gpu), rise.delta, FormatSpan(interval)),
+        {fmt::format("replay count: {} now, {} before", count, before->pcie_replay_count.value()),
+         fmt::format("{} per minute, warning above {}", FormatNumber(rise.per_minute), FormatNumber(limit))});
     reported = true;
   }
   if (reported || checked == 0) return;
@@ -161,8 +165,10 @@ void NvlinkDown(RuleContext& context) {
     for (const NvLinkInfo& link : gpu->nvlinks.value()) {
       if (!link.active.has_value()) continue;
       ++known;
-      if (link.active.value()) ++up;
-      else down.push_back(std::to_string(link.link));
+      if (link.active.value())
+        ++up;
+      else
+        down.push_back(std::to_string(link.link));
     }
     if (down.empty()) continue;
     context.Report("nvlink_down", Severity::kCritical, RefFor(*gpu),
@@ -207,12 +213,12 @@ void NvlinkErrors(RuleContext& context) {
       }
       const Rise combined = CounterRise(delta, 0, interval);
       if (combined.per_minute <= limit) continue;
-      evidence.push_back(fmt::format("{} per minute, warning above {}", FormatNumber(combined.per_minute),
-                                     FormatNumber(limit)));
-      context.Report("nvlink_errors", Severity::kWarning, RefFor(*gpu),
-                     fmt::format("{} NVLink {} errors rising: +{} in {}", GpuLabel(*gpu), link.link, delta,
-                                 FormatSpan(interval)),
-                     std::move(evidence));
+      evidence.push_back(
+          fmt::format("{} per minute, warning above {}", FormatNumber(combined.per_minute), FormatNumber(limit)));
+      context.Report(
+          "nvlink_errors", Severity::kWarning, RefFor(*gpu),
+          fmt::format("{} NVLink {} errors rising: +{} in {}", GpuLabel(*gpu), link.link, delta, FormatSpan(interval)),
+          std::move(evidence));
       reported = true;
     }
   }

@@ -24,7 +24,8 @@ Device DeviceOf(const RuleContext& context, const LogEvent& event) {
   }
   if (!event.gpu_uuid.empty() && context.input.snapshot != nullptr) {
     for (const GpuSnapshot& gpu : context.input.snapshot->gpus) {
-      if (gpu.uuid.value_or("") == event.gpu_uuid) return {fmt::format("index:{}", gpu.index), RefFor(gpu), GpuLabel(gpu)};
+      if (gpu.uuid.value_or("") == event.gpu_uuid)
+        return {fmt::format("index:{}", gpu.index), RefFor(gpu), GpuLabel(gpu)};
     }
   }
   if (!event.pci_bus_id.empty()) {
@@ -136,7 +137,7 @@ void XidRecent(RuleContext& context) {
   for (const auto& [key, group] : groups) {
     std::optional<EventGrade> grade;
     if (context.input.event_grader != nullptr) grade = context.input.event_grader->GradeXid(group.code);
-    Severity severity = grade                        ? grade->severity
+    Severity severity = grade                       ? grade->severity
                         : !group.log_events.empty() ? WorstEventSeverity(group.log_events)
                                                     : Severity::kWarning;
     const size_t count = group.log_events.size() + group.nvml_events.size();
@@ -148,12 +149,13 @@ void XidRecent(RuleContext& context) {
     std::vector<std::optional<WallTime>> times;
     for (const LogEvent* event : group.log_events) times.push_back(event->time);
     for (const XidEvent* event : group.nvml_events) {
-      evidence.push_back(fmt::format("NVML event: Xid {} on GPU {} at {}", event->xid, event->gpu_index,
-                                     FormatIsoUtc(event->time)));
+      evidence.push_back(
+          fmt::format("NVML event: Xid {} on GPU {} at {}", event->xid, event->gpu_index, FormatIsoUtc(event->time)));
       times.push_back(event->time);
     }
     if (std::string span = TimeSpan(times); !span.empty()) evidence.push_back(span);
-    Finding& finding = context.Report("xid_recent", severity, group.device.ref, std::move(summary), std::move(evidence));
+    Finding& finding =
+        context.Report("xid_recent", severity, group.device.ref, std::move(summary), std::move(evidence));
     ApplyGrade(finding, grade);
   }
   if (groups.empty() && context.input.log_events != nullptr) {

@@ -28,10 +28,11 @@ void EccUncorrectable(RuleContext& context) {
                      std::move(evidence));
       reported = true;
     } else if (config.aggregate_count > 0 && aggregate_count.value_or(0) >= config.aggregate_count) {
-      context.Report("ecc_uncorrectable", Severity::kWarning, RefFor(*gpu),
-                     fmt::format("{}: {} in its lifetime", GpuLabel(*gpu),
-                                 Plural(aggregate_count.value(), "uncorrectable ECC error", "uncorrectable ECC errors")),
-                     std::move(evidence));
+      context.Report(
+          "ecc_uncorrectable", Severity::kWarning, RefFor(*gpu),
+          fmt::format("{}: {} in its lifetime", GpuLabel(*gpu),
+                      Plural(aggregate_count.value(), "uncorrectable ECC error", "uncorrectable ECC errors")),
+          std::move(evidence));
       reported = true;
     }
   }
@@ -49,11 +50,11 @@ void EccCorrectedHigh(RuleContext& context) {
     ++checked;
     const uint64_t corrected = gpu->ecc_volatile_corrected.value();
     if (limit == 0 || corrected < limit) continue;
-    context.Report("ecc_corrected_high", Severity::kWarning, RefFor(*gpu),
-                   fmt::format("{}: {} corrected ECC errors since the driver loaded", GpuLabel(*gpu), corrected),
-                   {CountEvidence("volatile corrected", gpu->ecc_volatile_corrected),
-                    CountEvidence("aggregate corrected", gpu->ecc_aggregate_corrected),
-                    fmt::format("warning at {}", limit)});
+    context.Report(
+        "ecc_corrected_high", Severity::kWarning, RefFor(*gpu),
+        fmt::format("{}: {} corrected ECC errors since the driver loaded", GpuLabel(*gpu), corrected),
+        {CountEvidence("volatile corrected", gpu->ecc_volatile_corrected),
+         CountEvidence("aggregate corrected", gpu->ecc_aggregate_corrected), fmt::format("warning at {}", limit)});
     reported = true;
   }
   if (!reported && checked > 0) {

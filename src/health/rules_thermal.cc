@@ -27,8 +27,10 @@ bool IsInletSensor(const Sensor& sensor, const std::vector<std::string>& names) 
 
 std::string DescribeSensor(const Sensor& sensor) {
   std::string text = fmt::format("{} '{}'", sensor.source, sensor.name);
-  if (sensor.value) text += fmt::format(": {} {}", FormatNumber(*sensor.value), sensor.unit);
-  else if (!sensor.detail.empty()) text += ": " + sensor.detail;
+  if (sensor.value)
+    text += fmt::format(": {} {}", FormatNumber(*sensor.value), sensor.unit);
+  else if (!sensor.detail.empty())
+    text += ": " + sensor.detail;
   text += fmt::format(" (status {})", SensorStatusName(sensor.status));
   return text;
 }
@@ -90,10 +92,9 @@ void TemperatureHigh(RuleContext& context) {
                         : temperature >= limits.warning_c ? Severity::kWarning
                                                           : Severity::kOk;
     if (severity == Severity::kOk) continue;
-    std::vector<std::string> evidence{
-        fmt::format("{} temperature: {} °C", GpuLabel(*gpu), temperature),
-        fmt::format("warning at {} °C, critical at {} °C", FormatNumber(limits.warning_c),
-                    FormatNumber(limits.critical_c))};
+    std::vector<std::string> evidence{fmt::format("{} temperature: {} °C", GpuLabel(*gpu), temperature),
+                                      fmt::format("warning at {} °C, critical at {} °C", FormatNumber(limits.warning_c),
+                                                  FormatNumber(limits.critical_c))};
     if (!limits.lowered_by.empty()) evidence.push_back("limits lowered to " + limits.lowered_by);
     if (gpu->temperature_slowdown_c.has_value()) {
       evidence.push_back(fmt::format("slowdown at {} °C", gpu->temperature_slowdown_c.value()));
@@ -117,9 +118,10 @@ void TemperatureHigh(RuleContext& context) {
   std::string below = any_lowered ? std::string("their warning limits")
                                   : FormatNumber(context.thresholds.temperature_high.warning_c) + " °C";
   context.Pass("temperature_high",
-               checked == 1 ? fmt::format("GPU {} below {} ({} °C)", hottest->index, below, hottest->temperature_c.value())
-                            : fmt::format("All {} GPUs below {} (hottest: {} at {} °C)", checked, below,
-                                          GpuLabel(*hottest), hottest->temperature_c.value()));
+               checked == 1
+                   ? fmt::format("GPU {} below {} ({} °C)", hottest->index, below, hottest->temperature_c.value())
+                   : fmt::format("All {} GPUs below {} (hottest: {} at {} °C)", checked, below, GpuLabel(*hottest),
+                                 hottest->temperature_c.value()));
 }
 
 void FanFailure(RuleContext& context) {
@@ -146,10 +148,11 @@ void FanFailure(RuleContext& context) {
       if (speeds[fan] == 0 && hot) stopped.push_back(fmt::format("fan {}", fan));
     }
     if (stopped.empty()) continue;
-    context.Report("fan_failure", Severity::kCritical, RefFor(*gpu),
-                   fmt::format("{} {} at 0% while the GPU is at {} °C", GpuLabel(*gpu), JoinWithAnd(stopped), *temperature),
-                   {fmt::format("{} at 0%", JoinWithAnd(stopped)), temperature_text,
-                    fmt::format("a stopped fan is a failure at or above {} °C", FormatNumber(hot_c))});
+    context.Report(
+        "fan_failure", Severity::kCritical, RefFor(*gpu),
+        fmt::format("{} {} at 0% while the GPU is at {} °C", GpuLabel(*gpu), JoinWithAnd(stopped), *temperature),
+        {fmt::format("{} at 0%", JoinWithAnd(stopped)), temperature_text,
+         fmt::format("a stopped fan is a failure at or above {} °C", FormatNumber(hot_c))});
     reported = true;
   }
   for (const Sensor* sensor : HostSensors(context)) {
@@ -184,7 +187,8 @@ void ClockThrottle(RuleContext& context) {
       if (name != "gpu_idle" && name != "sw_power_cap" && name != "applications_clocks_setting") names.push_back(name);
     std::vector<std::string> evidence{
         fmt::format("clock event reasons: 0x{:x} ({})", reasons, JoinWithAnd(DecodeClockEventReasons(reasons)))};
-    if (gpu->temperature_c.has_value()) evidence.push_back(fmt::format("temperature: {} °C", gpu->temperature_c.value()));
+    if (gpu->temperature_c.has_value())
+      evidence.push_back(fmt::format("temperature: {} °C", gpu->temperature_c.value()));
     if (gpu->sm_clock_mhz.has_value()) evidence.push_back(fmt::format("SM clock: {} MHz", gpu->sm_clock_mhz.value()));
     if (gpu->power_draw_w.has_value() && gpu->power_limit_w.has_value()) {
       evidence.push_back(fmt::format("power: {} W of {} W", FormatNumber(gpu->power_draw_w.value()),
@@ -210,25 +214,25 @@ void PowerCapped(RuleContext& context) {
     if (!gpu->power_draw_w.has_value() || !gpu->power_limit_w.has_value() || gpu->power_limit_w.value() <= 0) continue;
     ++checked;
     const double draw = gpu->power_draw_w.value(), limit = gpu->power_limit_w.value();
-    const bool capped = gpu->clock_event_reasons.has_value() &&
-                        (gpu->clock_event_reasons.value() & clock_event::kSwPowerCap);
+    const bool capped =
+        gpu->clock_event_reasons.has_value() && (gpu->clock_event_reasons.value() & clock_event::kSwPowerCap);
     if (capped) at_cap.push_back(GpuLabel(*gpu));
     if (draw <= limit * allowance) continue;
     std::vector<std::string> evidence{fmt::format("power draw: {} W", FormatNumber(draw)),
                                       fmt::format("power limit: {} W", FormatNumber(limit))};
     if (capped) evidence.push_back("the driver reports the GPU held at its power cap (sw_power_cap)");
-    context.Report("power_capped", Severity::kWarning, RefFor(*gpu),
-                   fmt::format("{} draws {} W, above its {} W limit", GpuLabel(*gpu), FormatNumber(draw),
-                               FormatNumber(limit)),
-                   std::move(evidence));
+    context.Report(
+        "power_capped", Severity::kWarning, RefFor(*gpu),
+        fmt::format("{} draws {} W, above its {} W limit", GpuLabel(*gpu), FormatNumber(draw), FormatNumber(limit)),
+        std::move(evidence));
     reported = true;
   }
   if (reported || checked == 0) return;
   std::vector<std::string> evidence;
   if (!at_cap.empty()) evidence.push_back(JoinWithAnd(at_cap) + " at the power cap (normal under full load)");
   context.Pass("power_capped",
-               fmt::format("{} within {} power limit", checked == 1 ? std::string("The GPU")
-                                                                    : fmt::format("All {} GPUs", checked),
+               fmt::format("{} within {} power limit",
+                           checked == 1 ? std::string("The GPU") : fmt::format("All {} GPUs", checked),
                            checked == 1 ? "its" : "their"),
                std::move(evidence));
 }
@@ -246,8 +250,7 @@ void PsuFault(RuleContext& context) {
     reported = true;
   }
   if (!reported && checked > 0) {
-    context.Pass("psu_fault", fmt::format("{} report no fault", Plural(checked, "power supply sensor",
-                                                                       "power supply sensors")));
+    context.Pass("psu_fault", fmt::format("No power supply fault ({})", Plural(checked, "sensor", "sensors")));
   }
 }
 
@@ -274,7 +277,8 @@ void SensorAlarm(RuleContext& context) {
     reported = true;
   }
   if (!reported && checked > 0) {
-    context.Pass("sensor_alarm", fmt::format("{} within limits", Plural(checked, "hardware sensor", "hardware sensors")));
+    context.Pass("sensor_alarm",
+                 fmt::format("{} within limits", Plural(checked, "hardware sensor", "hardware sensors")));
   }
 }
 
@@ -286,17 +290,16 @@ void InletTemperature(RuleContext& context) {
     if (!IsInletSensor(*sensor, config.sensor_names) || !sensor->value) continue;
     const double value = *sensor->value;
     readings.push_back(fmt::format("'{}' {} °C", sensor->name, FormatNumber(value)));
-    Severity severity = value > config.critical_max_c                       ? Severity::kCritical
+    Severity severity = value > config.critical_max_c                  ? Severity::kCritical
                         : value > config.max_c || value < config.min_c ? Severity::kWarning
-                                                                            : Severity::kOk;
+                                                                       : Severity::kOk;
     if (severity == Severity::kOk) continue;
-    context.Report("inlet_temperature", severity, std::nullopt,
-                   fmt::format("Inlet air at {} °C ({} {}-{} °C)", FormatNumber(value),
-                               value < config.min_c ? "below" : "above", FormatNumber(config.min_c),
-                               FormatNumber(config.max_c)),
-                   {DescribeSensor(*sensor),
-                    fmt::format("recommended {}-{} °C, critical above {} °C", FormatNumber(config.min_c),
-                                FormatNumber(config.max_c), FormatNumber(config.critical_max_c))});
+    context.Report(
+        "inlet_temperature", severity, std::nullopt,
+        fmt::format("Inlet air at {} °C ({} {}-{} °C)", FormatNumber(value), value < config.min_c ? "below" : "above",
+                    FormatNumber(config.min_c), FormatNumber(config.max_c)),
+        {DescribeSensor(*sensor), fmt::format("recommended {}-{} °C, critical above {} °C", FormatNumber(config.min_c),
+                                              FormatNumber(config.max_c), FormatNumber(config.critical_max_c))});
     reported = true;
   }
   if (!reported && !readings.empty()) {

@@ -46,9 +46,12 @@ std::optional<PressureAverages> ParsePressureLine(std::string_view line) {
     }
     auto number = FiniteDouble(value);
     if (!number) return std::nullopt;
-    if (key == "avg10") averages.avg10 = *number, ++seen;
-    else if (key == "avg60") averages.avg60 = *number, ++seen;
-    else if (key == "avg300") averages.avg300 = *number, ++seen;
+    if (key == "avg10")
+      averages.avg10 = *number, ++seen;
+    else if (key == "avg60")
+      averages.avg60 = *number, ++seen;
+    else if (key == "avg300")
+      averages.avg300 = *number, ++seen;
   }
   if (seen != 4) return std::nullopt;
   return averages;
@@ -74,10 +77,9 @@ bool LooksLikePowerSupply(std::string_view name, std::string_view entity) {
 
 // Asserted states of a discrete sensor that mean something is wrong.
 SensorStatus DiscreteStatus(std::string_view states) {
-  static const char* const kCritical[] = {"failure", "fail", "ac lost", "input lost", "out-of-range",
-                                          "config error", "non-recoverable"};
-  static const char* const kWarning[] = {"predictive", "redundancy lost", "redundancy degraded",
-                                         "non-critical"};
+  static const char* const kCritical[] = {"failure",      "fail",         "ac lost",        "input lost",
+                                          "out-of-range", "config error", "non-recoverable"};
+  static const char* const kWarning[] = {"predictive", "redundancy lost", "redundancy degraded", "non-critical"};
   for (const char* word : kCritical)
     if (ContainsIgnoreCase(states, word)) return SensorStatus::kCritical;
   for (const char* word : kWarning)
@@ -107,8 +109,10 @@ Result<Pressure> ParsePressure(std::string_view text) {
     if (line.empty()) continue;
     auto averages = ParsePressureLine(line);
     if (!averages) return Error{"pressure: malformed line '" + std::string(line) + "'"};
-    if (StartsWith(line, "some ")) pressure.some = *averages, have_some = true;
-    else if (StartsWith(line, "full ")) pressure.full = *averages;
+    if (StartsWith(line, "some "))
+      pressure.some = *averages, have_some = true;
+    else if (StartsWith(line, "full "))
+      pressure.full = *averages;
   }
   if (!have_some) return Error{"pressure: no 'some' line"};
   return pressure;
@@ -126,10 +130,14 @@ Result<MemoryInfo> ParseMemInfo(std::string_view text) {
     auto number = ParseInt<uint64_t>(words[0]);
     if (!number) continue;
     uint64_t bytes = words.size() > 1 && words[1] == "kB" ? *number * 1024 : *number;
-    if (key == "MemTotal") total = bytes;
-    else if (key == "MemAvailable") available = bytes;
-    else if (key == "SwapTotal") swap_total = bytes;
-    else if (key == "SwapFree") swap_free = bytes;
+    if (key == "MemTotal")
+      total = bytes;
+    else if (key == "MemAvailable")
+      available = bytes;
+    else if (key == "SwapTotal")
+      swap_total = bytes;
+    else if (key == "SwapFree")
+      swap_free = bytes;
   }
   if (!total || !available) return Error{"meminfo: MemTotal or MemAvailable missing"};
   info.total_bytes = *total;
@@ -219,13 +227,15 @@ std::vector<Sensor> ParseIpmiSdrList(std::string_view text) {
       sensor.kind = SensorKind::kCurrent, sensor.unit = "A";
     } else {
       number.reset();
-      if (LooksLikePowerSupply(sensor.name, entity)) sensor.kind = SensorKind::kPowerSupply;
-      else if (lower_name.find("fan") != std::string::npos) sensor.kind = SensorKind::kFan;
+      if (LooksLikePowerSupply(sensor.name, entity))
+        sensor.kind = SensorKind::kPowerSupply;
+      else if (lower_name.find("fan") != std::string::npos)
+        sensor.kind = SensorKind::kFan;
       // A discrete sensor's status column is "ok" even when it asserts a
       // failure; the states in the reading say what is wrong.
       if (sensor.status == SensorStatus::kOk) sensor.status = DiscreteStatus(reading);
-      if (sensor.status == SensorStatus::kNoReading && !reading.empty() &&
-          !ContainsIgnoreCase(reading, "no reading") && !ContainsIgnoreCase(reading, "disabled")) {
+      if (sensor.status == SensorStatus::kNoReading && !reading.empty() && !ContainsIgnoreCase(reading, "no reading") &&
+          !ContainsIgnoreCase(reading, "disabled")) {
         sensor.status = DiscreteStatus(reading);
       }
     }

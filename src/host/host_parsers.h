@@ -15,10 +15,10 @@
 
 namespace gpudoctor {
 
-Result<LoadAverage> ParseLoadAverage(std::string_view text);           // /proc/loadavg
-Result<Pressure> ParsePressure(std::string_view text);                 // /proc/pressure/{cpu,memory,io}
-Result<MemoryInfo> ParseMemInfo(std::string_view text);                // /proc/meminfo
-Result<uint32_t> ParseCpuList(std::string_view text);                  // "0-7,16-23" -> 16
+Result<LoadAverage> ParseLoadAverage(std::string_view text);  // /proc/loadavg
+Result<Pressure> ParsePressure(std::string_view text);        // /proc/pressure/{cpu,memory,io}
+Result<MemoryInfo> ParseMemInfo(std::string_view text);       // /proc/meminfo
+Result<uint32_t> ParseCpuList(std::string_view text);         // "0-7,16-23" -> 16
 
 // The fields of /proc/<pid>/stat that matter here. The command name may hold
 // spaces and parentheses, so it is taken up to the last ')'.

@@ -108,10 +108,10 @@ TEST(ParseNvidiaModuleVersion, ReadsSysfsAndProcForms) {
                 "NVRM version: NVIDIA UNIX x86_64 Kernel Module  535.129.03  Thu Oct 19 18:56:32 UTC 2023\n"
                 "GCC version:  gcc version 12.2.0\n"),
             "535.129.03");
-  EXPECT_EQ(*ParseNvidiaModuleVersion(
-                "NVRM version: NVIDIA UNIX Open Kernel Module for x86_64  570.124.06  Release Build  "
-                "(dvs-builder@U16)  Wed Feb 26 01:56:11 UTC 2025\n"),
-            "570.124.06");
+  EXPECT_EQ(
+      *ParseNvidiaModuleVersion("NVRM version: NVIDIA UNIX Open Kernel Module for x86_64  570.124.06  Release Build  "
+                                "(dvs-builder@U16)  Wed Feb 26 01:56:11 UTC 2025\n"),
+      "570.124.06");
   EXPECT_FALSE(ParseNvidiaModuleVersion("GCC version: 12.2.0\n").ok());
   EXPECT_FALSE(ParseNvidiaModuleVersion("").ok());
 }
@@ -160,7 +160,7 @@ TEST(ParseIpmiSdrList, ClassifiesCapturedSample) {
 TEST(ParseIpmiSdrList, SurvivesGarbage) {
   EXPECT_TRUE(ParseIpmiSdrList("").empty());
   EXPECT_TRUE(ParseIpmiSdrList("|||||\n| | | | |\n").empty());
-  std::string binary("a|b|c|d|\xff\x00\x01", 13);
+  std::string binary("a|b|c|d|\xff\x00\x01", 11);
   EXPECT_EQ(ParseIpmiSdrList(binary).size(), 1u);
 }
 

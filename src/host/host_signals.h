@@ -29,7 +29,7 @@ namespace gpudoctor {
 
 // What to collect beyond the signals every host has.
 struct HostConfig {
-  std::vector<std::string> disk_paths;   // free space is measured on each
+  std::vector<std::string> disk_paths;  // free space is measured on each
   // Programs that must be running: a program name as in `ps` ("nvidia-persistenced"),
   // or "cmdline:TEXT" to match TEXT anywhere in a command line ("cmdline:train.py").
   std::vector<std::string> processes;
@@ -80,7 +80,7 @@ struct DiskUsage {
 };
 
 struct ProcessPresence {
-  std::string pattern;            // as configured
+  std::string pattern;                // as configured
   Field<std::vector<uint32_t>> pids;  // empty value: not running
   bool operator==(const ProcessPresence&) const = default;
 };
@@ -125,10 +125,10 @@ std::optional<uint32_t> PcieGenerationForSpeed(double gts);
 
 // An NVIDIA display or 3D controller seen on the PCI bus.
 struct PciGpuDevice {
-  std::string pci_bus_id;  // "0000:3b:00.0"
-  uint32_t device_id = 0;  // e.g. 0x2330
-  uint32_t class_code = 0; // e.g. 0x030200
-  std::string driver;      // bound kernel driver ("nvidia"), empty when none
+  std::string pci_bus_id;   // "0000:3b:00.0"
+  uint32_t device_id = 0;   // e.g. 0x2330
+  uint32_t class_code = 0;  // e.g. 0x030200
+  std::string driver;       // bound kernel driver ("nvidia"), empty when none
   PcieLink link;
   bool operator==(const PciGpuDevice&) const = default;
 };

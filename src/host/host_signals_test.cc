@@ -36,9 +36,8 @@ std::string ReadTestFile(const std::string& relative) {
 class ScratchDir {
  public:
   ScratchDir() {
-    path_ = fs::temp_directory_path() /
-            ("gpudoctor_host_test_" + std::to_string(::getpid()) + "_" +
-             ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    path_ = fs::temp_directory_path() / ("gpudoctor_host_test_" + std::to_string(::getpid()) + "_" +
+                                         ::testing::UnitTest::GetInstance()->current_test_info()->name());
     fs::remove_all(path_);
     fs::create_directories(path_);
   }

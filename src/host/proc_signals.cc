@@ -110,12 +110,12 @@ void ReadProcSignals(const HostConfig& config, const HostEnv& env, HostSignals& 
   signals.memory_pressure = ReadParsed<Pressure>(env, "/proc/pressure/memory", ParsePressure);
   signals.io_pressure = ReadParsed<Pressure>(env, "/proc/pressure/io", ParsePressure);
   signals.memory = ReadParsed<MemoryInfo>(env, "/proc/meminfo", ParseMemInfo);
-  signals.hung_task_reports =
-      ReadParsed<uint64_t>(env, "/proc/sys/kernel/hung_task_detect_count", [](std::string_view text) -> Result<uint64_t> {
-        auto count = ParseInt<uint64_t>(text);
-        if (!count) return Error{"not a number"};
-        return *count;
-      });
+  signals.hung_task_reports = ReadParsed<uint64_t>(env, "/proc/sys/kernel/hung_task_detect_count",
+                                                   [](std::string_view text) -> Result<uint64_t> {
+                                                     auto count = ParseInt<uint64_t>(text);
+                                                     if (!count) return Error{"not a number"};
+                                                     return *count;
+                                                   });
   ReadProcesses(config, env, signals);
 }
 

@@ -32,8 +32,10 @@ Field<BackupScan> ScanBackupDirectory(const HostConfig& config, const HostEnv& e
     for (const DirEntry& entry : *entries) {
       const std::string path = JoinPath(dir.path, entry.name);
       if (entry.type == FileType::kDirectory) {
-        if (dir.depth < config.backup_scan_depth) pending.push_back({path, dir.depth + 1});
-        else scan.truncated = true;
+        if (dir.depth < config.backup_scan_depth)
+          pending.push_back({path, dir.depth + 1});
+        else
+          scan.truncated = true;
         continue;
       }
       if (entry.type != FileType::kRegular && entry.type != FileType::kSymlink) continue;

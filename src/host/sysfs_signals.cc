@@ -72,8 +72,8 @@ struct HwmonKind {
   double scale;  // sysfs unit -> `unit`
 };
 constexpr HwmonKind kHwmonKinds[] = {
-    {"temp", SensorKind::kTemperature, "C", 1e-3},  {"fan", SensorKind::kFan, "RPM", 1},
-    {"in", SensorKind::kVoltage, "V", 1e-3},        {"power", SensorKind::kPower, "W", 1e-6},
+    {"temp", SensorKind::kTemperature, "C", 1e-3}, {"fan", SensorKind::kFan, "RPM", 1},
+    {"in", SensorKind::kVoltage, "V", 1e-3},       {"power", SensorKind::kPower, "W", 1e-6},
     {"curr", SensorKind::kCurrent, "A", 1e-3},
 };
 

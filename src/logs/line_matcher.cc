@@ -112,9 +112,10 @@ bool RunRegex(const re2::RE2& regex, const std::vector<std::string>& names, std:
 }  // namespace
 
 LineMatcher::Scratch::Scratch(const LineMatcher& matcher) {
-  // Both databases share one scratch, sized for the larger of them.
+  // The databases share one scratch, sized for the largest of them.
   if (hs_alloc_scratch(matcher.line_database_, &scratch_) != HS_SUCCESS ||
-      hs_alloc_scratch(matcher.block_database_, &scratch_) != HS_SUCCESS) {
+      hs_alloc_scratch(matcher.block_database_, &scratch_) != HS_SUCCESS ||
+      hs_alloc_scratch(matcher.stamped_block_database_, &scratch_) != HS_SUCCESS) {
     std::fprintf(stderr, "gpudoctor: out of memory allocating pattern scratch space\n");
     std::abort();
   }
@@ -125,6 +126,7 @@ LineMatcher::Scratch::~Scratch() { hs_free_scratch(scratch_); }
 LineMatcher::~LineMatcher() {
   hs_free_database(line_database_);
   hs_free_database(block_database_);
+  hs_free_database(stamped_block_database_);
 }
 
 Result<std::shared_ptr<const LineMatcher>> LineMatcher::Create(LogCatalog catalog) {
@@ -166,14 +168,18 @@ Result<std::shared_ptr<const LineMatcher>> LineMatcher::Create(LogCatalog catalo
     line_input.Add(EscapeLiteral(identity.literal), HS_FLAG_SINGLEMATCH, id);
     block_input.Add(EscapeLiteral(identity.literal), 0, 0);
   }
-  block_input.Add(kMinuteStampRegex, HS_FLAG_MULTILINE, 0);
-
   auto line_database = line_input.Compile("line literals");
   if (!line_database) return line_database.error();
   matcher->line_database_ = *line_database;
   auto block_database = block_input.Compile("block literals");
   if (!block_database) return block_database.error();
   matcher->block_database_ = *block_database;
+  // Matching the minute-stamp expression at every line start costs a third
+  // of the scan, so only dmesg -H input pays for it.
+  block_input.Add(kMinuteStampRegex, HS_FLAG_MULTILINE, 0);
+  auto stamped_database = block_input.Compile("block literals with minute stamps");
+  if (!stamped_database) return stamped_database.error();
+  matcher->stamped_block_database_ = *stamped_database;
   return std::shared_ptr<const LineMatcher>(std::move(matcher));
 }
 
@@ -224,7 +230,7 @@ std::optional<IdentityLine> LineMatcher::MatchIdentity(std::string_view message,
   return std::nullopt;
 }
 
-void LineMatcher::ScanBlock(std::string_view block, Scratch& scratch,
+void LineMatcher::ScanBlock(std::string_view block, bool minute_stamps, Scratch& scratch,
                             const std::function<void(size_t, size_t)>& on_line) const {
   struct Context {
     std::string_view block;
@@ -251,8 +257,8 @@ void LineMatcher::ScanBlock(std::string_view block, Scratch& scratch,
   };
   // hs_scan takes at most 4 GiB at once; callers pass blocks of a few MiB.
   // Matches arrive in order of their end offset.
-  hs_scan(block_database_, block.data(), static_cast<unsigned>(std::min<size_t>(block.size(), UINT32_MAX)), 0,
-          scratch.scratch_, on_match, &context);
+  hs_scan(minute_stamps ? stamped_block_database_ : block_database_, block.data(),
+          static_cast<unsigned>(std::min<size_t>(block.size(), UINT32_MAX)), 0, scratch.scratch_, on_match, &context);
 }
 
 }  // namespace gpudoctor

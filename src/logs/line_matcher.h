@@ -74,9 +74,10 @@ class LineMatcher {
 
   // Calls `on_line(begin, end)` once for every line of `block` that may matter
   // to the parser: it contains a literal of a pattern that can start an event
-  // or of an identity line, or is a `dmesg -H` minute stamp. Offsets are relative to `block`; lines are
-  // reported in order; `end` excludes the newline.
-  void ScanBlock(std::string_view block, Scratch& scratch,
+  // or of an identity line, or (with `minute_stamps`) is a `dmesg -H` minute
+  // stamp. Offsets are relative to `block`; lines are reported in order;
+  // `end` excludes the newline.
+  void ScanBlock(std::string_view block, bool minute_stamps, Scratch& scratch,
                  const std::function<void(size_t begin, size_t end)>& on_line) const;
 
  private:
@@ -90,7 +91,8 @@ class LineMatcher {
   std::vector<std::unique_ptr<re2::RE2>> identity_regexes_;    // by IdentityLine
   std::vector<std::vector<std::string>> identity_group_names_;
   hs_database* line_database_ = nullptr;   // literal id = pattern index; identity ids after them
-  hs_database* block_database_ = nullptr;  // every literal plus the dmesg -H minute stamp
+  hs_database* block_database_ = nullptr;          // the literals that can start an event
+  hs_database* stamped_block_database_ = nullptr;  // the same plus the dmesg -H minute stamp
 };
 
 }  // namespace gpudoctor

@@ -47,15 +47,22 @@ bool Consume(std::string_view& text, const RE2& regex, Args*... args) {
   return true;
 }
 
-unsigned ToUnsigned(const std::string& digits) { return ParseInt<unsigned>(digits).value_or(0); }
+// Captures are views into the line: no allocation per field.
+using Piece = re2::StringPiece;
 
-uint32_t FractionToNanos(std::string digits) {
+std::string_view View(const Piece& piece) { return std::string_view(piece.data(), piece.size()); }
+
+unsigned ToUnsigned(const Piece& digits) { return ParseInt<unsigned>(View(digits)).value_or(0); }
+
+uint32_t FractionToNanos(const Piece& digits) {
   if (digits.empty()) return 0;
-  digits.resize(9, '0');
-  return ParseInt<uint32_t>(digits).value_or(0);
+  std::string padded(View(digits));
+  padded.resize(9, '0');
+  return ParseInt<uint32_t>(padded).value_or(0);
 }
 
-std::optional<int> ParseZone(const std::string& zone) {
+std::optional<int> ParseZone(const Piece& piece) {
+  std::string zone(View(piece));
   if (zone.empty()) return std::nullopt;
   if (zone == "Z") return 0;
   std::string digits;
@@ -63,7 +70,7 @@ std::optional<int> ParseZone(const std::string& zone) {
     if (c >= '0' && c <= '9') digits.push_back(c);
   }
   if (digits.size() != 4) return std::nullopt;
-  int minutes = ToUnsigned(digits.substr(0, 2)) * 60 + ToUnsigned(digits.substr(2, 2));
+  int minutes = ParseInt<int>(digits.substr(0, 2)).value_or(0) * 60 + ParseInt<int>(digits.substr(2, 2)).value_or(0);
   return zone[0] == '-' ? -minutes : minutes;
 }
 
@@ -71,8 +78,8 @@ std::optional<int> ParseZone(const std::string& zone) {
 void SplitProgramMessage(std::string_view after_prefix, std::string_view program_start, LinePrefix& prefix) {
   if (prefix.program == "kernel") {
     std::string_view message = after_prefix;
-    std::string uptime;
-    if (Consume(message, Patterns().uptime, &uptime)) prefix.uptime_seconds = ParseDouble(uptime);
+    Piece uptime;
+    if (Consume(message, Patterns().uptime, &uptime)) prefix.uptime_seconds = ParseDouble(View(uptime));
     prefix.message = message;
   } else {
     prefix.message = program_start;
@@ -112,24 +119,24 @@ CivilTime MakeCivil(int year, unsigned month, unsigned day, unsigned hour, unsig
 // Tries every timestamped format at the start of `text`.
 bool ParseTimestamped(std::string_view text, const PrefixOptions& options, LinePrefix& prefix) {
   const Regexes& re = Patterns();
-  Consume(text, re.priority, static_cast<std::string*>(nullptr));  // syslog "<4>"
+  Consume(text, re.priority, static_cast<Piece*>(nullptr));  // syslog "<4>"
   if (text.empty()) return false;
   std::string_view rest = text;
   const char first = text.front();
 
   if (first >= '0' && first <= '9') {
-    std::string priority, sequence, usec;
+    Piece priority, sequence, usec;
     if (Consume(rest, re.kmsg, &priority, &sequence, &usec)) {
       prefix.format = LineFormat::kKmsg;
-      prefix.kmsg_sequence = ParseInt<uint64_t>(sequence);
-      if (auto micros = ParseInt<uint64_t>(usec)) prefix.uptime_seconds = static_cast<double>(*micros) / 1e6;
+      prefix.kmsg_sequence = ParseInt<uint64_t>(View(sequence));
+      if (auto micros = ParseInt<uint64_t>(View(usec))) prefix.uptime_seconds = static_cast<double>(*micros) / 1e6;
       prefix.message = rest;
       return true;
     }
-    std::string year, month, day, hour, minute, second, fraction, zone;
+    Piece year, month, day, hour, minute, second, fraction, zone;
     if (Consume(rest, re.iso, &year, &month, &day, &hour, &minute, &second, &fraction, &zone)) {
       std::optional<int> offset = ParseZone(zone);
-      CivilTime civil = MakeCivil(ParseInt<int>(year).value_or(0), ToUnsigned(month), ToUnsigned(day),
+      CivilTime civil = MakeCivil(ParseInt<int>(View(year)).value_or(0), ToUnsigned(month), ToUnsigned(day),
                                   ToUnsigned(hour), ToUnsigned(minute), ToUnsigned(second), FractionToNanos(fraction));
       prefix.time = CivilToWallTime(civil, offset.value_or(options.utc_offset_minutes));
       prefix.time_is_utc = offset.has_value() && prefix.time.has_value();
@@ -144,9 +151,9 @@ bool ParseTimestamped(std::string_view text, const PrefixOptions& options, LineP
   }
 
   if (first == '[') {
-    std::string number;
+    Piece number;
     if (Consume(rest, re.uptime, &number)) {
-      prefix.uptime_seconds = ParseDouble(number);
+      prefix.uptime_seconds = ParseDouble(View(number));
       if (TakeHostProgram(rest, /*strict=*/true, prefix)) {
         prefix.format = LineFormat::kJournalMonotonic;
       } else {
@@ -157,16 +164,16 @@ bool ParseTimestamped(std::string_view text, const PrefixOptions& options, LineP
     }
     if (Consume(rest, re.delta, &number)) {
       prefix.format = LineFormat::kDmesgDelta;
-      prefix.delta_seconds = ParseDouble(number);
+      prefix.delta_seconds = ParseDouble(View(number));
       prefix.message = rest;
       return true;
     }
-    std::string month_name, day, hour, minute, second, year;
+    Piece month_name, day, hour, minute, second, year;
     if (Consume(rest, re.bracket_date, &month_name, &day, &hour, &minute, &second, &year)) {
-      auto month = MonthFromName(month_name);
+      auto month = MonthFromName(View(month_name));
       if (!month) return false;
       bool complete = !year.empty() && !second.empty();
-      int civil_year = !year.empty() ? ParseInt<int>(year).value_or(1970)
+      int civil_year = !year.empty() ? ParseInt<int>(View(year)).value_or(1970)
                                      : options.year.value_or(InferYear(*month, ToUnsigned(day), options.reference_time));
       CivilTime civil = MakeCivil(civil_year, *month, ToUnsigned(day), ToUnsigned(hour), ToUnsigned(minute),
                                   ToUnsigned(second), 0);
@@ -179,12 +186,12 @@ bool ParseTimestamped(std::string_view text, const PrefixOptions& options, LineP
     return false;
   }
 
-  std::string month_name, day, hour, minute, second, fraction, year;
+  Piece month_name, day, hour, minute, second, fraction, year;
   if (Consume(rest, re.syslog_date, &month_name, &day, &hour, &minute, &second, &fraction, &year)) {
-    auto month = MonthFromName(month_name);
+    auto month = MonthFromName(View(month_name));
     if (!month) return false;
     bool year_given = !year.empty() || options.year.has_value();
-    int civil_year = !year.empty() ? ParseInt<int>(year).value_or(1970)
+    int civil_year = !year.empty() ? ParseInt<int>(View(year)).value_or(1970)
                                    : options.year.value_or(InferYear(*month, ToUnsigned(day), options.reference_time));
     CivilTime civil = MakeCivil(civil_year, *month, ToUnsigned(day), ToUnsigned(hour), ToUnsigned(minute),
                                 ToUnsigned(second), FractionToNanos(fraction));

@@ -156,7 +156,7 @@ LogParser::LogParser(ParseOptions options, std::shared_ptr<const LineMatcher> ma
 void LogParser::Feed(std::string_view line, uint64_t line_number, std::vector<LogEvent>& out) {
   while (!line.empty() && (line.back() == '\n' || line.back() == '\r')) line.remove_suffix(1);
   LinePrefix prefix = ParseLinePrefix(line, options_.prefix);
-  if (prefix.format == LineFormat::kDmesgMinute) minute_stamp_ = prefix.time;
+  if (prefix.format == LineFormat::kDmesgMinute && minute_stamps_enabled_) minute_stamp_ = prefix.time;
   // Close the events this line can no longer belong to: past their window,
   // or logged well before it.
   for (size_t i = open_.size(); i-- > 0;) {

@@ -49,6 +49,10 @@ class LogParser {
   bool WantsNextLine() const { return !open_.empty(); }
   // Closes every open event (end of input, or the input went quiet).
   void Flush(std::vector<LogEvent>& out);
+  // Whether `dmesg -H` minute stamps date the "[  +0.000316]" lines after
+  // them (default true). The fast reader turns it off for input that does
+  // not start in that format, so that it need not look for the stamps.
+  void set_minute_stamps(bool enabled) { minute_stamps_enabled_ = enabled; }
 
   const LineMatcher& matcher() const { return *matcher_; }
   LineMatcher::Scratch& scratch() { return scratch_; }
@@ -85,6 +89,7 @@ class LogParser {
   std::string last_gpu_at_pci_;  // from the latest "GPU at PCI:" line
   uint64_t last_gpu_at_line_ = 0;
   std::optional<WallTime> minute_stamp_;  // latest dmesg -H "[Feb23 16:24]"
+  bool minute_stamps_enabled_ = true;
   // Reused buffers.
   std::vector<uint32_t> candidates_;
   std::vector<EventField> fields_;

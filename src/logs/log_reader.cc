@@ -17,7 +17,8 @@ constexpr size_t kBlockSize = 1 << 20;
 constexpr size_t kMapWindow = 16u << 20;  // a multiple of any page size
 
 // Counts '\n' bytes. glibc's memchr is vectorised, and log lines are long
-// enough that hopping from newline to newline beats inspecting every byte.
+// enough that hopping from newline to newline beats inspecting every byte
+// (measured against an eight-bytes-at-a-time count).
 uint64_t CountNewlines(std::string_view text) {
   uint64_t count = 0;
   const char* cursor = text.data();
@@ -120,10 +121,17 @@ void LogScanner::Restart() {
   partial_.clear();
   skipping_overlong_ = false;
   next_line_number_ = 1;
+  minute_stamps_.reset();
 }
 
 void LogScanner::ProcessBlock(std::string_view block, const EventSink& sink) {
   if (block.empty()) return;
+  if (!minute_stamps_) {
+    std::string_view first_line = block.substr(0, block.find('\n'));
+    LineFormat format = ParseLinePrefix(first_line, options_.parse.prefix).format;
+    minute_stamps_ = format == LineFormat::kDmesgMinute || format == LineFormat::kDmesgDelta;
+    parser_.set_minute_stamps(*minute_stamps_);
+  }
   size_t cursor = 0;  // start of the next line not yet handled
   auto feed_next = [&] {
     size_t end = block.find('\n', cursor);
@@ -139,7 +147,7 @@ void LogScanner::ProcessBlock(std::string_view block, const EventSink& sink) {
     return;
   }
   candidates_.clear();
-  parser_.matcher().ScanBlock(block, parser_.scratch(),
+  parser_.matcher().ScanBlock(block, *minute_stamps_, parser_.scratch(),
                               [this](size_t begin, size_t end) { candidates_.emplace_back(begin, end); });
   for (const auto& [begin, end] : candidates_) {
     feed_while_wanted();
@@ -234,20 +242,22 @@ bool ReadMapped(const std::string& path, LogScanner& scanner, const EventSink& s
 
 }  // namespace
 
-Result<LogFileContents> ReadLogFile(const std::string& path, ReadOptions options) {
+Result<ReadStats> ScanLogFile(const std::string& path, ReadOptions options, const EventSink& sink) {
   if (options.parse.source.empty()) options.parse.source = path;
-  LogFileContents contents;
-  auto keep = [&](LogEvent&& event) { contents.events.push_back(std::move(event)); };
   LogScanner scanner(options);
-  if (path != "-" && ReadMapped(path, scanner, keep)) {
-    contents.stats = scanner.stats();
-    return contents;
-  }
+  if (path != "-" && ReadMapped(path, scanner, sink)) return scanner.stats();
   auto source = OpenLogFile(path);
   if (!source) return source.error();
-  ReadAll(**source, scanner, keep);
-  contents.stats = scanner.stats();
-  return contents;
+  ReadAll(**source, scanner, sink);
+  return scanner.stats();
 }
 
+Result<LogFileContents> ReadLogFile(const std::string& path, ReadOptions options) {
+  LogFileContents contents;
+  auto stats = ScanLogFile(path, std::move(options),
+                           [&](LogEvent&& event) { contents.events.push_back(std::move(event)); });
+  if (!stats) return stats.error();
+  contents.stats = std::move(stats).value();
+  return contents;
+}
 }  // namespace gpudoctor

@@ -72,6 +72,9 @@ class LogScanner {
   std::string partial_;          // bytes of a line not yet ended by '\n'
   bool skipping_overlong_ = false;
   uint64_t next_line_number_ = 1;
+  // Whether the input is `dmesg -H` output, decided from its first line for
+  // both the fast and the full path; nullopt until that line is seen.
+  std::optional<bool> minute_stamps_;
   ReadStats stats_;
   std::vector<std::pair<size_t, size_t>> candidates_;
   std::vector<LogEvent> events_;
@@ -85,7 +88,13 @@ struct LogFileContents {
   ReadStats stats;  // stats.error set when only part of the file could be read
 };
 
-// Reads a whole log file ("-": standard input; gzip decoded by content).
+// Streams a log file ("-": standard input; gzip decoded by content) through
+// `sink`, in constant memory: plain files are mapped a window at a time.
+// Errors only when the file cannot be opened; a read error midway is in
+// the returned stats' `error`.
+Result<ReadStats> ScanLogFile(const std::string& path, ReadOptions options, const EventSink& sink);
+
+// Reads a whole log file into memory ("-": standard input; gzip decoded by content).
 // Errors only when the file cannot be opened; a read error midway keeps the
 // events found before it and sets stats.error.
 Result<LogFileContents> ReadLogFile(const std::string& path, ReadOptions options = {});

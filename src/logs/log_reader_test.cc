@@ -9,6 +9,7 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include "common/text.h"
 #include "logs/event_json.h"
 
 namespace gpudoctor {
@@ -183,6 +184,19 @@ TEST(LogReader, HugeLinesAreSkippedAndCounted) {
     ASSERT_EQ(scan.events.size(), 2u) << piece;
     EXPECT_EQ(scan.events[0].line_number, 2u) << piece;
     EXPECT_EQ(scan.stats.lines, 3u) << piece;
+  }
+}
+
+TEST(LogReader, DmesgHumanOutputIsDatedByItsMinuteStamps) {
+  std::string data = "[Feb23 16:24] Linux version 6.8.0\n";
+  for (int i = 0; i < 500; ++i) data += "[  +0.000100] usb 1-1: noise\n";
+  data += "[Feb23 16:25] usb 1-2: new device\n[  +0.000316] " + kXid79.substr(kXid79.find("NVRM"));
+  for (bool prefilter : {true, false}) {
+    Scan scan = ScanBytes(data, 4096, prefilter);
+    ASSERT_EQ(scan.events.size(), 2u) << prefilter;
+    ASSERT_TRUE(scan.events[0].time) << prefilter;
+    EXPECT_EQ(FormatIsoUtc(*scan.events[0].time).substr(5, 11), "02-23T16:25") << prefilter;
+    EXPECT_TRUE(scan.events[0].time_estimated);
   }
 }
 

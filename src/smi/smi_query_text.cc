@@ -9,7 +9,9 @@
 
 #include <re2/re2.h>
 
+#include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "common/text.h"

@@ -3,6 +3,7 @@
 #include <pugixml.hpp>
 
 #include <string>
+#include <utility>
 
 #include "common/text.h"
 #include "smi/smi_fields.h"

@@ -1,5 +1,7 @@
 #include "store/sqlite_store.h"
 
+#include <map>
+
 #include <nlohmann/json.hpp>
 
 #include "store/maintenance_plan.h"
@@ -168,9 +170,18 @@ Status SqliteHistoryStore::Append(std::span<const GpuSample> gpus, std::span<con
   auto transaction = SqliteTransaction::Begin(*db_);
   if (!transaction) return transaction.error();
   static const std::string insert_raw = RawInsertSql();
+  // Each GPU's row id is looked up (and its last_seen raised) once per call.
+  std::map<std::pair<uint32_t, std::string>, int64_t> ids;
+  auto id_of = [&](uint32_t index, const std::string& uuid, int64_t t) -> Result<int64_t> {
+    auto it = ids.find({index, uuid});
+    if (it != ids.end()) return it->second;
+    auto id = GpuId(index, uuid, t);
+    if (id) ids.emplace(std::pair{index, uuid}, *id);
+    return id;
+  };
   for (const GpuSample& sample : gpus) {
     const int64_t t = ToUnixMillis(sample.time);
-    auto gpu_id = GpuId(sample.gpu_index, sample.uuid, t);
+    auto gpu_id = id_of(sample.gpu_index, sample.uuid, t);
     if (!gpu_id) return gpu_id.error();
     auto insert = db_->Prepared(insert_raw);
     if (!insert) return insert.error();
@@ -181,7 +192,7 @@ Status SqliteHistoryStore::Append(std::span<const GpuSample> gpus, std::span<con
   }
   for (const ProcessMemorySample& sample : processes) {
     const int64_t t = ToUnixMillis(sample.time);
-    auto gpu_id = GpuId(sample.gpu_index, sample.uuid, t);
+    auto gpu_id = id_of(sample.gpu_index, sample.uuid, t);
     if (!gpu_id) return gpu_id.error();
     auto insert = db_->Prepared(
         "INSERT OR REPLACE INTO process_memory (t, gpu_id, pid, name, used_bytes) VALUES (?, ?, ?, ?, ?)");

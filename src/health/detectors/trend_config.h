@@ -20,12 +20,11 @@
 
 namespace gpudoctor {
 
-using std::chrono::minutes;
 
 // utilization_stuck: pinned at 100% with nothing doing real work, or at 0%
 // while compute processes hold the GPU.
 struct UtilizationStuckConfig {
-  Duration after = minutes(15);
+  Duration after = std::chrono::minutes(15);
   double high_percent = 100;
   double low_percent = 0;
   // At the high end, only a GPU drawing under this share of its power limit
@@ -35,7 +34,7 @@ struct UtilizationStuckConfig {
 
 // utilization_flapping: swings between high and low, counted with hysteresis.
 struct UtilizationFlappingConfig {
-  Duration window = minutes(10);
+  Duration window = std::chrono::minutes(10);
   double high_percent = 80;
   double low_percent = 20;
   int min_transitions = 6;
@@ -43,7 +42,7 @@ struct UtilizationFlappingConfig {
 
 // gpu_straggler: one GPU idle while its peers are busy.
 struct StragglerConfig {
-  Duration after = minutes(5);
+  Duration after = std::chrono::minutes(5);
   double idle_percent = 5;
   double busy_percent = 50;
   int min_busy_peers = 2;
@@ -51,19 +50,19 @@ struct StragglerConfig {
 
 // memory_leak: per-process growth that persists across phases.
 struct MemoryLeakConfig {
-  Duration window = minutes(30);
-  Duration min_span = minutes(20);
+  Duration window = std::chrono::minutes(30);
+  Duration min_span = std::chrono::minutes(20);
   double min_rate_mib_per_min = 2;
   int phases = 4;                   // the window is cut in this many parts; each trough must rise
   double min_trough_rise_mib = 1;   // by at least this much
   double min_trough_rise_share = 0.25;  // and by this share of the average rise: growth that levels off is no leak
-  Duration critical_time_to_full = minutes(15);
+  Duration critical_time_to_full = std::chrono::minutes(15);
 };
 
 // ecc_rate, pcie_replay_rate, nvlink_error_rate: per-minute counter rates.
 struct CounterRateConfig {
-  Duration window = minutes(5);
-  Duration min_span = minutes(1);
+  Duration window = std::chrono::minutes(5);
+  Duration min_span = std::chrono::minutes(1);
   double ecc_corrected_per_min = 10;   // any uncorrected error is critical
   double pcie_replays_per_min = 8;
   double nvlink_errors_per_min = 5;
@@ -71,7 +70,7 @@ struct CounterRateConfig {
 
 // cooling_failure: still climbing under a steady load with fans at maximum or absent.
 struct CoolingConfig {
-  Duration window = minutes(10);
+  Duration window = std::chrono::minutes(10);
   double min_rise_c = 4;
   double min_late_rise_c = 2;          // rise over the second half of the window
   double min_late_to_early_ratio = 0.5;  // warm-up levels off; a failing cooler does not
@@ -88,8 +87,8 @@ struct JobWatchConfig {
   bool heartbeat = false;      // any change of the file is progress; no lines are read
   std::string progress_regex;  // empty: any new line is progress
   std::string loss_regex;      // first capture group is the loss; a match is progress too
-  Duration stall_after = minutes(3);  // under PyTorch's 8-10 minute NCCL watchdog
-  Duration flat_loss_window = minutes(10);
+  Duration stall_after = std::chrono::minutes(3);  // under PyTorch's 8-10 minute NCCL watchdog
+  Duration flat_loss_window = std::chrono::minutes(10);
   int flat_loss_min_values = 10;
   double flat_loss_tolerance = 1e-4;  // relative spread below which the loss is flat
   bool require_gpu_processes = true;  // a finished job (no GPU processes left) is not stalled
@@ -105,7 +104,7 @@ struct TrendConfig {
   std::vector<JobWatchConfig> jobs;
   // A gap between samples longer than this breaks "for N minutes" conditions,
   // and data older than this is too stale to judge.
-  Duration max_sample_gap = minutes(2);
+  Duration max_sample_gap = std::chrono::minutes(2);
 
   // The longest history any detector looks at.
   Duration LongestWindow() const;

@@ -1,0 +1,40 @@
+// Runs the built gpudoctor binary and captures what it printed, for
+// end-to-end tests.
+#pragma once
+
+#include <sys/wait.h>
+
+#include <array>
+#include <chrono>
+#include <cstdio>
+#include <string>
+
+namespace gpudoctor::testing {
+
+struct RunResult {
+  int exit_code = -1;
+  std::string output;  // stdout only
+  std::chrono::milliseconds took{};
+};
+
+inline std::string Binary() { return std::string(GPUDOCTOR_BINARY_DIR) + "/bin/gpudoctor"; }
+inline std::string Example(const std::string& name) {
+  return std::string(GPUDOCTOR_SOURCE_DIR) + "/examples/" + name;
+}
+
+// `arguments` is passed through the shell; callers quote what needs it.
+inline RunResult Run(const std::string& arguments) {
+  RunResult result;
+  auto start = std::chrono::steady_clock::now();
+  std::FILE* pipe = popen((Binary() + " " + arguments + " 2>/dev/null").c_str(), "r");
+  if (pipe == nullptr) return result;
+  std::array<char, 65536> buffer;
+  size_t n;
+  while ((n = std::fread(buffer.data(), 1, buffer.size(), pipe)) > 0) result.output.append(buffer.data(), n);
+  int status = pclose(pipe);
+  result.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  result.took = std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - start);
+  return result;
+}
+
+}  // namespace gpudoctor::testing
