@@ -250,18 +250,32 @@ TEST(AlertDispatcher, FailuresAreCountedAndLogged) {
   EXPECT_NE(d.log[0].find("receiver down"), std::string::npos);
 }
 
+// Polls `done` for up to five seconds.
+template <typename Predicate>
+bool Eventually(Predicate done) {
+  const auto deadline = std::chrono::steady_clock::now() + seconds(5);
+  while (!done()) {
+    if (std::chrono::steady_clock::now() > deadline) return false;
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  return true;
+}
+
 TEST(AlertDispatcher, ASlowSinkBlocksNeitherSubmitNorOtherSinks) {
   Dispatch d({.max_queue = 2});
   d.first->Block();
   d.dispatcher->Submit({Transition(Kind::kOpened, "a")});
   d.first->WaitUntilEntered();
   const auto started = std::chrono::steady_clock::now();
-  d.dispatcher->Submit({Transition(Kind::kOpened, "b"), Transition(Kind::kOpened, "c"),
-                        Transition(Kind::kOpened, "d")});
-  EXPECT_LT(std::chrono::steady_clock::now() - started, seconds(1));
-  // The other sink got everything while the first is stuck.
-  while (d.second->alerts().size() < 4) std::this_thread::sleep_for(std::chrono::milliseconds(1));
-  EXPECT_EQ(d.dispatcher->Counters().dropped, 1u);  // "b": the first sink's queue holds 2
+  size_t expected = 1;
+  for (const char* id : {"b", "c", "d"}) {
+    d.dispatcher->Submit({Transition(Kind::kOpened, id)});
+    // The other sink keeps delivering while the first is stuck.
+    ASSERT_TRUE(Eventually([&] { return d.second->alerts().size() == expected + 1; })) << id;
+    ++expected;
+  }
+  EXPECT_LT(std::chrono::steady_clock::now() - started, seconds(2));
+  EXPECT_EQ(d.dispatcher->Counters().dropped, 1u);  // "b": the stuck sink's queue holds 2
 
   d.first->Unblock();
   d.dispatcher->Flush();

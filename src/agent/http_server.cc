@@ -1,5 +1,7 @@
 #include "agent/http_server.h"
 
+#include <sys/socket.h>
+
 #include <algorithm>
 #include <atomic>
 #include <condition_variable>

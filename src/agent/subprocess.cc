@@ -176,6 +176,10 @@ Result<ProcessOutcome> RunProcess(const ProcessSpec& spec) {
   if (spec.stdin_data.empty()) input->write.Close();
 
   ProcessOutcome outcome;
+  auto keep_output = [&](const char* data, size_t size) {
+    const size_t room = spec.max_output_bytes - std::min(spec.max_output_bytes, outcome.output.size());
+    outcome.output.append(data, std::min(room, size));
+  };
   size_t written = 0;
   int status = 0;
   bool exited = false;
@@ -214,8 +218,7 @@ Result<ProcessOutcome> RunProcess(const ProcessSpec& spec) {
     if (output->read.valid() && output_slot < count && fds[output_slot].revents != 0) {
       const ssize_t n = ::read(output->read.get(), buffer, sizeof buffer);
       if (n > 0) {
-        const size_t room = spec.max_output_bytes - std::min(spec.max_output_bytes, outcome.output.size());
-        outcome.output.append(buffer, std::min(room, static_cast<size_t>(n)));
+        keep_output(buffer, static_cast<size_t>(n));
       } else if (n == 0 || (errno != EAGAIN && errno != EINTR)) {
         output->read.Close();
       }
@@ -225,8 +228,7 @@ Result<ProcessOutcome> RunProcess(const ProcessSpec& spec) {
   while (!outcome.timed_out && output->read.valid()) {
     const ssize_t n = ::read(output->read.get(), buffer, sizeof buffer);
     if (n <= 0) break;  // end, or a grandchild still holds the pipe open
-    const size_t room = spec.max_output_bytes - std::min(spec.max_output_bytes, outcome.output.size());
-    outcome.output.append(buffer, std::min(room, static_cast<size_t>(n)));
+    keep_output(buffer, static_cast<size_t>(n));
   }
   if (!outcome.timed_out) {
     if (WIFEXITED(status)) outcome.exit_code = WEXITSTATUS(status);

@@ -44,5 +44,9 @@ void RegisterStatusCommand(CLI::App& app, CommandContext& context);
 void RegisterLogsCommand(CLI::App& app, CommandContext& context);
 void RegisterExplainCommand(CLI::App& app, CommandContext& context);
 void RegisterHistoryCommand(CLI::App& app, CommandContext& context);
+void RegisterAgentCommand(CLI::App& app, CommandContext& context);
+void RegisterCheckCommand(CLI::App& app, CommandContext& context);
+void RegisterTriageCommand(CLI::App& app, CommandContext& context);
+void RegisterReportCommand(CLI::App& app, CommandContext& context);
 
 }  // namespace gpudoctor

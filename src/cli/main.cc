@@ -93,6 +93,10 @@ int main(int argc, char** argv) {
   RegisterLogsCommand(app, context);
   RegisterExplainCommand(app, context);
   RegisterHistoryCommand(app, context);
+  RegisterAgentCommand(app, context);
+  RegisterCheckCommand(app, context);
+  RegisterTriageCommand(app, context);
+  RegisterReportCommand(app, context);
 
   try {
     app.parse(argc, argv);

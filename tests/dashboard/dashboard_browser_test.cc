@@ -146,10 +146,10 @@ TEST_F(DashboardBrowserTest, ShowsGpusFindingsAndDrawnCharts) {
     EXPECT_NE(figure.find("data-drawn=\"true\""), std::string::npos) << metric << " was not drawn";
     EXPECT_NE(figure.find(fmt::format("data-series=\"{}\"", kGpus)), std::string::npos) << metric;
     std::smatch points;
-    ASSERT_TRUE(std::regex_search(figure, points, std::regex(R"(data-points="(\d+)")"))) << metric;
+    ASSERT_TRUE(std::regex_search(figure, points, std::regex(R"re(data-points="(\d+)")re"))) << metric;
     EXPECT_GT(std::stoul(points[1]), kGpus * 100) << metric;
     std::smatch canvas;
-    ASSERT_TRUE(std::regex_search(figure, canvas, std::regex(R"(<canvas width="(\d+)" height="(\d+)")"))) << metric;
+    ASSERT_TRUE(std::regex_search(figure, canvas, std::regex(R"re(<canvas width="(\d+)" height="(\d+)")re"))) << metric;
     EXPECT_GT(std::stoul(canvas[1]), 200u) << metric;
     EXPECT_GT(std::stoul(canvas[2]), 100u) << metric;
     EXPECT_EQ(Count(figure, "class=\"u-series\""), kGpus + 1) << metric << ": legend is time plus one row per GPU";

@@ -218,11 +218,12 @@
     }));
   }
 
-  function meter(ratio) {
-    const pct = Math.max(0, Math.min(1, ratio)) * 100;
+  // A bar under a reading; `warnAt` (0-1) turns it amber, e.g. memory above 90 %.
+  function meter(ratio, warnAt) {
+    const clamped = Math.max(0, Math.min(1, ratio));
     const bar = el("span");
-    bar.style.width = pct.toFixed(1) + "%";
-    return el("div", { class: "meter" + (pct >= 90 ? " high" : "") }, bar);
+    bar.style.width = (clamped * 100).toFixed(1) + "%";
+    return el("div", { class: "meter" + (warnAt !== undefined && clamped >= warnAt ? " high" : "") }, bar);
   }
 
   function renderGpus() {
@@ -241,7 +242,7 @@
       row("Memory", reading(gpu, "memory_used_bytes", (v) =>
         formatBytes(v) + (gpu.memory_total_bytes ? " / " + formatBytes(gpu.memory_total_bytes) : "")));
       if (gpu.memory_used_bytes !== null && gpu.memory_total_bytes) {
-        stats.append(meter(gpu.memory_used_bytes / gpu.memory_total_bytes));
+        stats.append(meter(gpu.memory_used_bytes / gpu.memory_total_bytes, 0.9));
       }
       row("Fans", reading(gpu, "fan_speeds_percent", (v) => (v.length ? v.join(" / ") + " %" : "none")));
       row("PCIe", reading(gpu, "pcie_generation_current", (v) =>

@@ -139,6 +139,15 @@ std::vector<Finding> SyntheticFindings(const Snapshot& snapshot) {
          {"Drain the node's jobs from this GPU", "Reset the GPU (nvidia-smi -r -i 5) or reboot the node",
           "If remapping fails or recurs, open an RMA with the GPU serial"}});
   }
+  if (auto gpu = ref(kIdleGpu); gpu && snapshot.gpus.size() > 1) {
+    findings.push_back(
+        {"gpu_idle_while_peers_busy", Severity::kWarning, gpu,
+         fmt::format("GPU {} is idle while its peers are busy", kIdleGpu),
+         {"utilization_gpu_percent = 0 for 15m", "peers average 88%", "process python3 (pid 41002) holds 49.6 GiB"},
+         "One rank of a data-parallel job has hung or crashed while the others wait in a collective.",
+         {"Inspect the process on this GPU (py-spy dump --pid 41002)", "Check the job's logs for an NCCL "
+          "timeout or an exception on this rank"}});
+  }
   if (auto gpu = ref(kHotGpu)) {
     findings.push_back(
         {"temperature_high", Severity::kWarning, gpu,
@@ -149,15 +158,6 @@ std::vector<Finding> SyntheticFindings(const Snapshot& snapshot) {
          "same load.",
          {"Check the chassis fans and the air path to this GPU's slot", "Compare inlet temperature with BMC "
           "sensors (ipmitool sdr type Temperature)"}});
-  }
-  if (auto gpu = ref(kIdleGpu); gpu && snapshot.gpus.size() > 1) {
-    findings.push_back(
-        {"gpu_idle_while_peers_busy", Severity::kWarning, gpu,
-         fmt::format("GPU {} is idle while its peers are busy", kIdleGpu),
-         {"utilization_gpu_percent = 0 for 15m", "peers average 88%", "process python3 (pid 41002) holds 49.6 GiB"},
-         "One rank of a data-parallel job has hung or crashed while the others wait in a collective.",
-         {"Inspect the process on this GPU (py-spy dump --pid 41002)", "Check the job's logs for an NCCL "
-          "timeout or an exception on this rank"}});
   }
   return findings;
 }

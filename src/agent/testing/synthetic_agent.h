@@ -25,9 +25,10 @@ double SyntheticReading(size_t gpu, std::string_view metric, WallTime time);
 
 Snapshot SyntheticSnapshot(size_t gpu_count, WallTime at);
 
-// Findings matching the snapshot: GPU 5 critical (row remap pending), GPU 3
-// warning (temperature), GPU 2 warning (idle while its peers are busy). Each
-// appears only when the snapshot has that GPU.
+// Findings matching the snapshot, in the dashboard's order (worst first, then
+// by id): GPU 5 critical (row remap pending), GPU 2 warning (idle while its
+// peers are busy), GPU 3 warning (temperature). Each appears only when the
+// snapshot has that GPU.
 std::vector<Finding> SyntheticFindings(const Snapshot& snapshot);
 
 // The same findings as open incidents, opened at `opened_at` and last seen

@@ -1,0 +1,143 @@
+#include "cli/check_inputs.h"
+
+#include <algorithm>
+#include <sys/stat.h>
+
+#include <fmt/format.h>
+
+#include "common/text.h"
+#include "health/catalog_event_grader.h"
+#include "health/rules.h"
+#include "host/command_runner.h"
+#include "host/host_env.h"
+#include "logs/catalog.h"
+#include "logs/follow.h"
+#include "logs/log_reader.h"
+
+namespace gpudoctor {
+namespace {
+
+// Reads the captured logs; an error names the first file that cannot be opened.
+std::optional<SourceError> ReadCapturedLogs(const std::vector<std::string>& files, std::vector<LogEvent>& events,
+                                            std::string& detail) {
+  uint64_t lines = 0;
+  for (const std::string& file : files) {
+    struct stat info {};
+    if (file != "-" && ::stat(file.c_str(), &info) != 0) return SourceError{file + ": no such file", exit_code::kNoInput};
+    auto contents = ReadLogFile(file);
+    if (!contents) return SourceError{contents.error().message, exit_code::kNoInput};
+    lines += contents->stats.lines;
+    for (LogEvent& event : contents->events) events.push_back(std::move(event));
+  }
+  detail = fmt::format("{} file(s), {} lines, {} events", files.size(), lines, events.size());
+  return std::nullopt;
+}
+
+// The newest event time, if any event has one.
+std::optional<WallTime> NewestEventTime(const std::vector<LogEvent>& events) {
+  std::optional<WallTime> newest;
+  for (const LogEvent& event : events)
+    if (event.time && (!newest || *event.time > *newest)) newest = event.time;
+  return newest;
+}
+
+}  // namespace
+
+void AddCheckInputOptions(CLI::App* command, CheckOptions& options) {
+  command->add_option("--from-smi", options.from_smi,
+                      "Judge a captured nvidia-smi output (-q -x, -q, table or csv) instead of NVML; implies --no-host");
+  command->add_option("--logs", options.log_files,
+                      "Captured kernel or system logs (.gz decoded) instead of this machine's kernel log")
+      ->expected(1, -1);
+  command->add_option("--since", options.since, "How far back log events count (30m, 24h, 7d)")->capture_default_str();
+  command->add_flag("--no-host", options.no_host, "Skip this machine's host signals (for captured inputs)");
+  command->add_flag("--no-logs", options.no_logs, "Do not read any log");
+}
+
+CheckRun RunChecks(const CommandContext& context, const CheckOptions& options) {
+  CheckRun run;
+  auto since = ParseDuration(options.since);
+  if (!since || since->count() <= 0) {
+    run.error = SourceError{"--since: not a duration: " + options.since, exit_code::kUsage};
+    return run;
+  }
+  auto config = LoadCommandConfig(context);
+  if (!config) {
+    run.error = SourceError{config.error().message, exit_code::kDataError};
+    return run;
+  }
+  run.config = std::move(*config);
+  run.config.thresholds.xid_recent.window = *since;
+  run.config.thresholds.log_errors.window = *since;
+
+  auto made = MakeSnapshotSource(context, options.from_smi);
+  if (made.error) {
+    run.error = made.error;
+    return run;
+  }
+  run.snapshot = made.source->Collect();
+  run.snapshot_description = made.description;
+
+  if (options.no_host || !options.from_smi.empty()) {
+    run.sources.push_back({"host signals", "skipped", options.no_host ? "--no-host" : "captured input (--from-smi)"});
+  } else {
+    SubprocessRunner runner;
+    LinuxHostEnv env("/", runner);
+    run.host = CollectHostSignals(run.config.host, env);
+    run.sources.push_back({"host signals", "read", "this machine"});
+  }
+
+  if (options.no_logs) {
+    run.sources.push_back({"kernel log", "skipped", "--no-logs"});
+  } else if (!options.log_files.empty()) {
+    std::vector<LogEvent> events;
+    std::string detail;
+    if (auto error = ReadCapturedLogs(options.log_files, events, detail)) {
+      run.error = error;
+      return run;
+    }
+    run.events = std::move(events);
+    run.sources.push_back({"kernel log", "read", detail});
+  } else {
+    std::vector<std::string> notes;
+    auto live = FindLiveLog(&notes);
+    if (!live) {
+      std::string why = live.error().message;
+      for (const std::string& note : notes) why += "; " + note;
+      run.sources.push_back({"kernel log", "not available", why});
+    } else {
+      std::vector<LogEvent> events;
+      ReadStats stats;
+      Status status = ReadLiveLog(*live, ReadOptions{}, /*follow=*/false, {},
+                                  [&](LogEvent&& event) { events.push_back(std::move(event)); },
+                                  [] { return false; }, &stats);
+      if (!status.ok()) {
+        run.sources.push_back({"kernel log", "not available", live->description + ": " + status.error().message});
+      } else {
+        run.live_log_path = live->path;
+        run.sources.push_back({"kernel log", "read",
+                               fmt::format("{}, {} lines, {} events", live->description, stats.lines, events.size())});
+        run.events = std::move(events);
+      }
+    }
+  }
+
+  run.judged_at = SystemClock::Instance().Now();
+  if (run.events && !options.log_files.empty()) {
+    // A log copied from a dead machine is judged as of its last event.
+    auto newest = NewestEventTime(*run.events);
+    if (newest && *newest < run.judged_at - std::chrono::duration_cast<WallTime::duration>(*since)) run.judged_at = *newest;
+  }
+
+  CatalogEventGrader grader(LogCatalog::Builtin());
+  HealthInput input;
+  input.snapshot = &run.snapshot;
+  input.host = run.host ? &*run.host : nullptr;
+  input.log_events = run.events ? &*run.events : nullptr;
+  input.event_grader = &grader;
+  input.now = run.judged_at;
+  run.findings = EvaluateRules(input, run.config);
+  return run;
+}
+
+}  // namespace gpudoctor

@@ -1,0 +1,91 @@
+// `gpudoctor check`: every health rule once, printed as the weekly checklist
+// followed by every other rule's result; the exit status follows the
+// Nagios/NHC convention (0 ok, 1 warning, 2 critical, 3 unknown).
+
+#include <cstdio>
+#include <memory>
+
+#include <nlohmann/json.hpp>
+
+#include "cli/check_inputs.h"
+#include "cli/commands.h"
+#include "cli/terminal.h"
+#include "common/text.h"
+#include "health/checklist.h"
+#include "health/finding_json.h"
+
+namespace gpudoctor {
+namespace {
+
+nlohmann::json SourcesToJson(const std::vector<SourceNote>& sources) {
+  nlohmann::json json = nlohmann::json::array();
+  for (const SourceNote& s : sources) json.push_back({{"source", s.source}, {"status", s.status}, {"detail", s.detail}});
+  return json;
+}
+
+void PrintCheck(std::FILE* out, const Style& style, const CheckRun& run) {
+  std::fprintf(out, "%s  %s  (%s)\n", style.Bold("gpudoctor check").c_str(), run.snapshot.hostname.c_str(),
+               run.snapshot_description.c_str());
+  for (const SourceNote& s : run.sources)
+    std::fprintf(out, "%s\n", style.Dim(s.source + ": " + s.status + " (" + s.detail + ")").c_str());
+
+  const Checklist checklist = BuildChecklist(run.findings, run.config);
+  std::fprintf(out, "\n%s\n", style.Bold("Weekly checklist").c_str());
+  for (const ChecklistItem& item : checklist.items) {
+    std::string label = item.checked ? style.Severity(item.severity) : style.Dim("-");
+    std::string summary = item.checked ? item.summary : "not checked";
+    std::fprintf(out, "  %-*s %s: %s\n", style.color() ? 19 : 8, label.c_str(), item.title.c_str(), summary.c_str());
+  }
+  if (!checklist.other_findings.empty()) {
+    std::fprintf(out, "\n%s\n", style.Bold("Other checks").c_str());
+    for (size_t index : checklist.other_findings) {
+      const Finding& f = run.findings[index];
+      std::fprintf(out, "  %-*s %-22s %s\n", style.color() ? 19 : 8, style.Severity(f.severity).c_str(), f.id.c_str(),
+                   f.summary.c_str());
+    }
+  }
+  std::fprintf(out, "\n");
+  const Severity worst = WorstSeverity(run.findings);
+  if (worst == Severity::kOk) {
+    std::fprintf(out, "%s no problems found.\n", style.Severity(Severity::kOk).c_str());
+  } else {
+    PrintFindings(out, style, run.findings, /*include_ok=*/false);
+    std::fprintf(out, "\nStatus: %s\n", style.Severity(worst).c_str());
+  }
+}
+
+}  // namespace
+
+void RegisterCheckCommand(CLI::App& app, CommandContext& context) {
+  auto* command = app.add_subcommand("check", "Run every health check once: the weekly checklist and all other rules");
+  auto options = std::make_shared<CheckOptions>();
+  AddCheckInputOptions(command, *options);
+  command->footer(
+      "Reads the GPUs (NVML, --simulate or --from-smi), this machine's host signals and the kernel log of\n"
+      "the last --since (or the --logs files), then runs every rule once.\n"
+      "Exit status (Nagios/NHC): 0 ok, 1 warning, 2 critical, 3 unknown;\n"
+      "64 bad command line, 65 unreadable input or config, 66 input file missing.");
+  command->callback([&context, options] {
+    CheckRun run = RunChecks(context, *options);
+    if (run.error) {
+      std::fprintf(stderr, "gpudoctor check: %s\n", run.error->message.c_str());
+      context.exit_code = run.error->exit_code;
+      return;
+    }
+    if (context.options.json) {
+      nlohmann::json json;
+      json["status"] = SeverityName(WorstSeverity(run.findings));
+      json["hostname"] = run.snapshot.hostname;
+      json["judged_at"] = FormatIsoUtc(run.judged_at);
+      json["sources"] = SourcesToJson(run.sources);
+      json["checklist"] = ChecklistToJson(BuildChecklist(run.findings, run.config), run.findings);
+      json["findings"] = FindingsToJson(run.findings);
+      std::printf("%s\n", json.dump(2).c_str());
+    } else {
+      PrintCheck(stdout, Style(context.options.color, stdout), run);
+    }
+    context.exit_code = ExitStatusFor(WorstSeverity(run.findings));
+  });
+}
+
+}  // namespace gpudoctor

@@ -1,0 +1,375 @@
+// `gpudoctor triage`: the emergency flow for a sick GPU server, in six steps:
+// is the host reachable, what the GPUs show now, what the logs say, whether
+// NVML answers, and then a verdict - the most likely cause, the causes ruled
+// out with the evidence against them, restart or hardware service, and the
+// exact next steps.
+//
+// The cause is the finding category (data/rules.toml) with the most weight
+// among the warning and critical findings (critical 3, warning 1); Xids and
+// other log events add weight to the categories their catalog tags name.
+
+#include <fcntl.h>
+#include <netdb.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <array>
+#include <cerrno>
+#include <cstring>
+#include <map>
+#include <memory>
+#include <set>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "cli/check_inputs.h"
+#include "cli/commands.h"
+#include "cli/terminal.h"
+#include "common/text.h"
+#include "health/catalog_event_grader.h"
+#include "health/finding_json.h"
+#include "logs/catalog.h"
+
+namespace gpudoctor {
+namespace {
+
+// ---- Step 1: reachability -------------------------------------------------
+
+struct Reachability {
+  std::string host;
+  bool reachable = false;
+  std::string detail;  // "port 22 open", "connection refused on port 22 (host is up)", "no answer within 3s"
+};
+
+// True when a TCP handshake to host:port completes or is refused (either way
+// the host answered) before the timeout.
+Reachability ProbeHost(const std::string& host, int port, std::chrono::milliseconds timeout) {
+  Reachability result{host, false, ""};
+  addrinfo hints{};
+  hints.ai_socktype = SOCK_STREAM;
+  addrinfo* addresses = nullptr;
+  const std::string service = std::to_string(port);
+  if (int rc = getaddrinfo(host.c_str(), service.c_str(), &hints, &addresses); rc != 0) {
+    result.detail = std::string("name not resolved: ") + gai_strerror(rc);
+    return result;
+  }
+  std::unique_ptr<addrinfo, decltype(&freeaddrinfo)> owner(addresses, freeaddrinfo);
+  std::string last_error = "no address";
+  for (addrinfo* a = addresses; a != nullptr; a = a->ai_next) {
+    int fd = socket(a->ai_family, a->ai_socktype | SOCK_NONBLOCK | SOCK_CLOEXEC, a->ai_protocol);
+    if (fd < 0) continue;
+    int error = connect(fd, a->ai_addr, a->ai_addrlen) == 0 ? 0 : errno;
+    if (error == EINPROGRESS) {
+      pollfd p{fd, POLLOUT, 0};
+      int ready = poll(&p, 1, static_cast<int>(timeout.count()));
+      socklen_t length = sizeof error;
+      if (ready == 1) getsockopt(fd, SOL_SOCKET, SO_ERROR, &error, &length);
+      else error = ETIMEDOUT;
+    }
+    close(fd);
+    if (error == 0) return {host, true, fmt::format("port {} open", port)};
+    if (error == ECONNREFUSED) return {host, true, fmt::format("answered on port {} (connection refused: host is up)", port)};
+    last_error = error == ETIMEDOUT ? fmt::format("no answer on port {} within {} ms", port, timeout.count())
+                                    : fmt::format("port {}: {}", port, std::strerror(error));
+  }
+  result.detail = last_error;
+  return result;
+}
+
+// ---- Steps 5 and 6: the verdict --------------------------------------------
+
+constexpr std::array<std::string_view, 8> kCauses = {"pcie",   "memory",      "power", "thermal",
+                                                     "driver", "application", "host",  "unknown"};
+
+std::string CauseName(std::string_view cause) {
+  static const std::map<std::string_view, std::string_view> names = {
+      {"pcie", "PCIe/bus"}, {"memory", "GPU memory"}, {"power", "power"}, {"thermal", "thermal"},
+      {"driver", "driver"}, {"application", "application"}, {"host", "host"}, {"unknown", "unknown"}};
+  auto it = names.find(cause);
+  return std::string(it == names.end() ? cause : it->second);
+}
+
+// The triage cause a log engine cause tag points at; empty for "hardware",
+// which says service is needed but not where.
+std::string_view CauseForTag(std::string_view tag) {
+  if (tag == "PCIe" || tag == "NVLink") return "pcie";
+  if (tag == "GSP") return "driver";
+  for (std::string_view cause : kCauses)
+    if (cause == tag) return cause;
+  return {};
+}
+
+int Weight(Severity severity) {
+  return severity == Severity::kCritical ? 3 : severity == Severity::kWarning ? 1 : 0;
+}
+
+struct RuledOut {
+  std::string cause;
+  std::vector<std::string> evidence;  // empty: nothing was checked, so it is not ruled out
+};
+
+struct Verdict {
+  std::string cause = "none";  // a kCauses entry, or "none" when nothing is wrong
+  std::vector<std::string> evidence;
+  std::map<std::string, int, std::less<>> scores;
+  std::vector<std::string> also_seen;  // other causes with some weight
+  std::vector<RuledOut> ruled_out;
+  std::vector<std::string> not_checked;
+  bool restart_advisable = false;
+  bool hardware_service = false;
+  std::string recommendation;
+  std::vector<std::string> next_steps;
+};
+
+void AddStep(std::vector<std::string>& steps, const std::string& step) {
+  if (!step.empty() && std::find(steps.begin(), steps.end(), step) == steps.end()) steps.push_back(step);
+}
+
+bool HasProblem(const std::vector<Finding>& findings, std::string_view id, Severity at_least = Severity::kWarning) {
+  return std::any_of(findings.begin(), findings.end(), [&](const Finding& f) {
+    return f.id == id && SeverityRank(f.severity) >= SeverityRank(at_least);
+  });
+}
+
+Verdict Judge(const CheckRun& run, const std::vector<Reachability>& hosts) {
+  Verdict verdict;
+  std::map<std::string, std::vector<std::string>, std::less<>> evidence;
+  std::map<std::string, std::vector<const Finding*>, std::less<>> problems;
+  std::vector<std::string> hardware_evidence;
+  std::vector<const Finding*> log_findings;  // xid_recent, log_errors
+
+  for (const Reachability& h : hosts) {
+    if (h.reachable) continue;
+    verdict.scores["host"] += 3;
+    evidence["host"].push_back(h.host + ": " + h.detail);
+  }
+  for (const Finding& f : run.findings) {
+    const int weight = Weight(f.severity);
+    if (weight == 0) continue;
+    std::string cause(run.config.Category(f.id));
+    if (cause == "unknown" && run.events) {  // log rules: weighed below by each event's tags
+      log_findings.push_back(&f);
+      continue;
+    }
+    verdict.scores[cause] += weight;
+    evidence[cause].push_back(f.id + ": " + f.summary);
+    problems[cause].push_back(&f);
+  }
+  if (run.events && (HasProblem(run.findings, "xid_recent") || HasProblem(run.findings, "log_errors"))) {
+    // Each distinct event type in the window counts once, for every cause its catalog entry names.
+    CatalogEventGrader grader(LogCatalog::Builtin());
+    const WallTime start = run.judged_at - std::chrono::duration_cast<WallTime::duration>(run.config.thresholds.log_errors.window);
+    std::set<std::string> seen;
+    for (const LogEvent& event : *run.events) {
+      if (event.severity == EventSeverity::kInfo || (event.time && *event.time < start)) continue;
+      std::string key = event.xid ? fmt::format("Xid {}", *event.xid) : event.kind;
+      if (!seen.insert(key).second) continue;
+      auto grade = event.xid ? grader.GradeXid(*event.xid) : grader.GradeKind(event.kind);
+      const int weight = Weight(grade ? grade->severity : SeverityForEvent(event.severity));
+      std::string line = key + (grade && !grade->title.empty() ? " (" + grade->title + ")" : "") +
+                         (event.pci_bus_id.empty() ? "" : " on " + event.pci_bus_id);
+      bool placed = false;
+      for (const std::string& tag : grade ? grade->cause_tags : std::vector<std::string>{}) {
+        if (tag == "hardware") hardware_evidence.push_back(line);
+        std::string_view cause = CauseForTag(tag);
+        if (cause.empty()) continue;
+        verdict.scores[std::string(cause)] += weight;
+        evidence[std::string(cause)].push_back("log: " + line);
+        placed = true;
+      }
+      if (!placed) {
+        verdict.scores["unknown"] += weight;
+        evidence["unknown"].push_back("log: " + line);
+      }
+    }
+  }
+
+  int best = 0;
+  for (std::string_view cause : kCauses) {
+    auto it = verdict.scores.find(cause);
+    if (it != verdict.scores.end() && it->second > best) {
+      best = it->second;
+      verdict.cause = std::string(cause);
+    }
+  }
+  for (std::string_view cause : kCauses) {
+    const std::string name(cause);
+    if (name == verdict.cause) continue;
+    if (verdict.scores[name] > 0) {
+      verdict.also_seen.push_back(CauseName(cause));
+      continue;
+    }
+    RuledOut out{CauseName(cause), {}};
+    for (const Finding& f : run.findings)
+      if (f.severity == Severity::kOk && run.config.Category(f.id) == cause) out.evidence.push_back(f.summary);
+    if (out.evidence.empty()) verdict.not_checked.push_back(CauseName(cause));
+    else verdict.ruled_out.push_back(std::move(out));
+  }
+  if (verdict.cause == "none") {
+    verdict.recommendation = "No fault found: every check that could run passed.";
+    verdict.next_steps = {"If the problem persists, run `gpudoctor triage` again while it happens, and keep the "
+                          "output of `gpudoctor report` for support."};
+    return verdict;
+  }
+  verdict.evidence = evidence[verdict.cause];
+
+  const std::string& c = verdict.cause;
+  const auto& fs = run.findings;
+  const bool failed_part = HasProblem(fs, "fan_failure") || HasProblem(fs, "psu_fault") ||
+                           HasProblem(fs, "row_remap_failure") || HasProblem(fs, "retired_pages", Severity::kCritical);
+  verdict.hardware_service = c == "pcie" || c == "power" || failed_part ||
+                             (!hardware_evidence.empty() && (c == "unknown" || c == "memory"));
+  verdict.restart_advisable = !verdict.hardware_service && (c == "driver" || c == "application" || c == "memory" ||
+                                                             c == "host" || c == "unknown");
+  if (verdict.hardware_service) {
+    verdict.recommendation = "Hardware service is needed: a restart will not fix this for good.";
+  } else if (c == "thermal") {
+    verdict.recommendation = "Fix the cooling first; a restart does not help an overheating GPU.";
+  } else {
+    verdict.recommendation = "A clean restart is advisable: stop the jobs, reset the GPUs or reboot, then check again.";
+  }
+  for (const Finding* f : problems[c])
+    for (const std::string& action : f->actions) AddStep(verdict.next_steps, action);
+  const bool from_logs = std::any_of(verdict.evidence.begin(), verdict.evidence.end(),
+                                     [](const std::string& e) { return e.starts_with("log: "); });
+  if (from_logs)
+    for (const Finding* f : log_findings)
+      for (const std::string& action : f->actions) AddStep(verdict.next_steps, action);
+  if (verdict.next_steps.empty() && c == "host" && !hosts.empty())
+    AddStep(verdict.next_steps, "Check the network path and the server's console (BMC) for a host that does not answer.");
+  if (verdict.hardware_service || c == "unknown")
+    AddStep(verdict.next_steps, "Collect a support bundle with `gpudoctor report --redact` and send it to the vendor "
+                                "with the evidence above.");
+  AddStep(verdict.next_steps, "Run `gpudoctor check` afterwards to confirm the server is healthy.");
+  return verdict;
+}
+
+// ---- Output -----------------------------------------------------------------
+
+struct TriageOptions {
+  CheckOptions check;
+  std::vector<std::string> hosts;
+  int port = 22;
+  double connect_timeout_s = 3.0;
+};
+
+nlohmann::json VerdictToJson(const Verdict& v) {
+  nlohmann::json ruled_out = nlohmann::json::array();
+  for (const RuledOut& r : v.ruled_out) ruled_out.push_back({{"cause", r.cause}, {"evidence", r.evidence}});
+  return {{"cause", v.cause == "none" ? "none" : CauseName(v.cause)},
+          {"evidence", v.evidence},
+          {"scores", v.scores},
+          {"also_seen", v.also_seen},
+          {"ruled_out", ruled_out},
+          {"not_checked", v.not_checked},
+          {"restart_advisable", v.restart_advisable},
+          {"hardware_service", v.hardware_service},
+          {"recommendation", v.recommendation},
+          {"next_steps", v.next_steps}};
+}
+
+void PrintTriage(std::FILE* out, const Style& style, const CheckRun& run, const std::vector<Reachability>& hosts,
+                 const Verdict& v) {
+  std::fprintf(out, "%s  %s  (%s)\n\n", style.Bold("gpudoctor triage").c_str(), run.snapshot.hostname.c_str(),
+               run.snapshot_description.c_str());
+  std::fprintf(out, "%s\n", style.Bold("1. Reachability").c_str());
+  if (hosts.empty()) std::fprintf(out, "   skipped: no --host given\n");
+  for (const Reachability& h : hosts)
+    std::fprintf(out, "   %s %s: %s\n", h.reachable ? "up  " : "DOWN", h.host.c_str(), h.detail.c_str());
+  std::fprintf(out, "%s\n", style.Bold("2. Current state").c_str());
+  size_t readable = std::count_if(run.snapshot.gpus.begin(), run.snapshot.gpus.end(),
+                                  [](const GpuSnapshot& g) { return g.access_error == AccessError::kNone; });
+  std::fprintf(out, "   %zu GPU(s), %zu readable; history: not used\n", run.snapshot.gpus.size(), readable);
+  std::fprintf(out, "%s\n", style.Bold("3. Logs").c_str());
+  for (const SourceNote& s : run.sources)
+    if (s.source == "kernel log") std::fprintf(out, "   %s (%s)\n", s.status.c_str(), s.detail.c_str());
+  std::fprintf(out, "%s\n", style.Bold("4. GPU state through NVML").c_str());
+  if (run.snapshot.driver_error != AccessError::kNone)
+    std::fprintf(out, "   %s: %s\n", AccessErrorName(run.snapshot.driver_error), run.snapshot.driver_message.c_str());
+  else std::fprintf(out, "   answering\n");
+  for (const Finding& f : run.findings)
+    if (f.severity != Severity::kOk)
+      std::fprintf(out, "   %s %s: %s\n", style.Severity(f.severity).c_str(), f.id.c_str(), f.summary.c_str());
+
+  std::fprintf(out, "\n%s\n", style.Bold("5. Verdict").c_str());
+  if (v.cause == "none") {
+    std::fprintf(out, "   %s\n", v.recommendation.c_str());
+  } else {
+    std::fprintf(out, "   Most likely cause: %s\n", style.Bold(CauseName(v.cause)).c_str());
+    for (const std::string& e : v.evidence) std::fprintf(out, "     - %s\n", e.c_str());
+    if (!v.also_seen.empty()) {
+      std::string joined;
+      for (const std::string& s : v.also_seen) joined += (joined.empty() ? "" : ", ") + s;
+      std::fprintf(out, "   Also seen: %s\n", joined.c_str());
+    }
+  }
+  if (!v.ruled_out.empty()) std::fprintf(out, "   Ruled out:\n");
+  for (const RuledOut& r : v.ruled_out) {
+    std::string joined;
+    for (const std::string& e : r.evidence) joined += (joined.empty() ? "" : "; ") + e;
+    std::fprintf(out, "     %s: %s\n", r.cause.c_str(), joined.c_str());
+  }
+  if (!v.not_checked.empty()) {
+    std::string joined;
+    for (const std::string& s : v.not_checked) joined += (joined.empty() ? "" : ", ") + s;
+    std::fprintf(out, "   %s\n", style.Dim("Not ruled out (nothing to check): " + joined).c_str());
+  }
+  std::fprintf(out, "\n%s\n   %s\n", style.Bold("6. What to do").c_str(), v.recommendation.c_str());
+  int n = 1;
+  for (const std::string& step : v.next_steps) std::fprintf(out, "   %d. %s\n", n++, step.c_str());
+}
+
+}  // namespace
+
+void RegisterTriageCommand(CLI::App& app, CommandContext& context) {
+  auto* command = app.add_subcommand("triage", "Emergency flow for a sick GPU server: find the cause and what to do");
+  auto options = std::make_shared<TriageOptions>();
+  AddCheckInputOptions(command, options->check);
+  command->add_option("--host", options->hosts, "A host to test for reachability (TCP connect); repeatable");
+  command->add_option("--port", options->port, "TCP port for the reachability test")
+      ->check(CLI::Range(1, 65535))
+      ->capture_default_str();
+  command->add_option("--connect-timeout", options->connect_timeout_s, "Seconds to wait for each host")
+      ->check(CLI::Range(0.05, 60.0))
+      ->capture_default_str();
+  command->footer(
+      "Steps: 1 reachability of --host, 2 the current snapshot, 3 the kernel log of the last --since,\n"
+      "4 GPU state through NVML (hang-protected), 5-6 the verdict and next steps.\n"
+      "Exit status like `check`: 0 ok, 1 warning, 2 critical, 3 unknown; 64/65/66 for bad input.");
+  command->callback([&context, options] {
+    std::vector<Reachability> hosts;
+    for (const std::string& host : options->hosts)
+      hosts.push_back(ProbeHost(host, options->port,
+                                std::chrono::milliseconds(static_cast<int64_t>(options->connect_timeout_s * 1000))));
+    CheckRun run = RunChecks(context, options->check);
+    if (run.error) {
+      std::fprintf(stderr, "gpudoctor triage: %s\n", run.error->message.c_str());
+      context.exit_code = run.error->exit_code;
+      return;
+    }
+    const Verdict verdict = Judge(run, hosts);
+    Severity worst = WorstSeverity(run.findings);
+    if (std::any_of(hosts.begin(), hosts.end(), [](const Reachability& h) { return !h.reachable; }))
+      worst = Severity::kCritical;
+    if (context.options.json) {
+      nlohmann::json reach = nlohmann::json::array();
+      for (const Reachability& h : hosts)
+        reach.push_back({{"host", h.host}, {"reachable", h.reachable}, {"detail", h.detail}});
+      nlohmann::json json;
+      json["status"] = SeverityName(worst);
+      json["hostname"] = run.snapshot.hostname;
+      json["reachability"] = reach;
+      json["verdict"] = VerdictToJson(verdict);
+      json["findings"] = FindingsToJson(run.findings);
+      std::printf("%s\n", json.dump(2).c_str());
+    } else {
+      PrintTriage(stdout, Style(context.options.color, stdout), run, hosts, verdict);
+    }
+    context.exit_code = ExitStatusFor(worst);
+  });
+}
+
+}  // namespace gpudoctor

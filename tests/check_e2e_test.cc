@@ -1,0 +1,274 @@
+// `gpudoctor check`, `triage` and `report` end to end: the built binary on
+// the example scenarios, captured nvidia-smi samples and kernel logs.
+
+#include <gtest/gtest.h>
+
+#include <unistd.h>
+
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <set>
+#include <sstream>
+
+#include <nlohmann/json.hpp>
+
+#include "tests/run_binary.h"
+
+namespace gpudoctor {
+namespace {
+
+using nlohmann::json;
+using testing::Example;
+using testing::Run;
+
+std::string Sample(const std::string& name) { return std::string(GPUDOCTOR_SOURCE_DIR) + "/testdata/nvidia_smi/" + name; }
+std::string KernelLog(const std::string& name) {
+  return std::string(GPUDOCTOR_SOURCE_DIR) + "/testdata/kernel_logs/" + name;
+}
+
+json Parse(const std::string& text) {
+  auto parsed = json::parse(text, nullptr, false);
+  EXPECT_FALSE(parsed.is_discarded()) << text;
+  return parsed.is_discarded() ? json::object() : parsed;
+}
+
+std::set<std::string> Problems(const json& result) {
+  std::set<std::string> problems;
+  for (const auto& f : result.value("findings", json::array()))
+    if (f["severity"] != "ok") problems.insert(f["id"].get<std::string>() + ":" + f["severity"].get<std::string>());
+  return problems;
+}
+
+bool HasProblem(const json& result, const std::string& id) {
+  for (const auto& f : result.value("findings", json::array()))
+    if (f["id"] == id && f["severity"] != "ok") return true;
+  return false;
+}
+
+// A scratch directory removed at the end of the test.
+class TempDir {
+ public:
+  TempDir() {
+    std::string pattern = (std::filesystem::temp_directory_path() / "gpudoctor-check-XXXXXX").string();
+    path_ = mkdtemp(pattern.data()) ? pattern : "";
+  }
+  ~TempDir() { std::filesystem::remove_all(path_); }
+  const std::string& path() const { return path_; }
+
+ private:
+  std::string path_;
+};
+
+std::string Shell(const std::string& command) {
+  std::string output;
+  std::FILE* pipe = popen(command.c_str(), "r");
+  if (pipe == nullptr) return output;
+  char buffer[4096];
+  size_t n;
+  while ((n = std::fread(buffer, 1, sizeof buffer, pipe)) > 0) output.append(buffer, n);
+  pclose(pipe);
+  return output;
+}
+
+// ---- check -------------------------------------------------------------------
+
+TEST(CheckEndToEnd, HealthyServerPassesAndPrintsTheChecklist) {
+  auto result = Run("--color never check --no-host --no-logs --simulate " + Example("healthy-8xh100.toml"));
+  EXPECT_EQ(result.exit_code, 0) << result.output;
+  EXPECT_NE(result.output.find("Weekly checklist"), std::string::npos);
+  EXPECT_NE(result.output.find("Every GPU below 80 °C"), std::string::npos);
+  EXPECT_NE(result.output.find("Backups working"), std::string::npos);
+  EXPECT_NE(result.output.find("no problems found"), std::string::npos);
+}
+
+TEST(CheckEndToEnd, HostSignalsOfThisMachineMayOnlyWarn) {
+  auto result = Run("check --no-logs --simulate " + Example("healthy-8xh100.toml"));
+  EXPECT_TRUE(result.exit_code == 0 || result.exit_code == 1) << result.output;
+}
+
+TEST(CheckEndToEnd, ExitStatusFollowsTheWorstFinding) {
+  EXPECT_EQ(Run("check --no-host --no-logs --simulate " + Example("overheating.toml")).exit_code, 2);
+  EXPECT_EQ(Run("check --no-host --no-logs --simulate " + Example("gpu-fallen-off-bus.toml")).exit_code, 2);
+  EXPECT_EQ(Run("check --from-smi " + Sample("011.txt")).exit_code, 1);  // remapped rows pending: warning
+}
+
+TEST(CheckEndToEnd, JsonHasTheDocumentedShape) {
+  auto result = Run("--json check --no-host --no-logs --simulate " + Example("overheating.toml"));
+  json check = Parse(result.output);
+  EXPECT_EQ(check["status"], "critical");
+  ASSERT_TRUE(check["checklist"].is_object() || check["checklist"].is_array()) << check["checklist"];
+  ASSERT_TRUE(check["findings"].is_array());
+  ASSERT_FALSE(check["findings"].empty());
+  bool temperature = false;
+  for (const auto& f : check["findings"]) {
+    for (const char* key : {"id", "severity", "summary", "evidence", "cause", "actions"})
+      EXPECT_TRUE(f.contains(key)) << key << " missing in " << f;
+    EXPECT_TRUE(f["evidence"].is_array());
+    EXPECT_TRUE(f["actions"].is_array());
+    if (f["id"] == "temperature_high" && f["severity"] == "critical") {
+      temperature = true;
+      ASSERT_TRUE(f["gpu"].is_object());
+      EXPECT_TRUE(f["gpu"]["index"].is_number());
+      EXPECT_TRUE(f["gpu"].contains("uuid"));
+      EXPECT_TRUE(f["gpu"].contains("pci_bus_id"));
+      EXPECT_FALSE(f["evidence"].empty());
+      EXPECT_FALSE(f["actions"].empty());
+    }
+  }
+  EXPECT_TRUE(temperature) << ::testing::PrintToString(Problems(check));
+}
+
+TEST(CheckEndToEnd, EachCapturedSampleGivesTheFindingItsHeaderNames) {
+  struct Case {
+    const char* sample;
+    const char* finding;  // nullptr: healthy
+    int exit_code;
+  } cases[] = {
+      {"001.txt", "gpu_unreachable", 2},     {"005.txt", "driver_mismatch", 2},
+      {"008.txt", "driver_unavailable", 2},  {"009.txt", "fan_failure", 2},
+      {"011.txt", "remapped_rows_pending", 1}, {"012.txt", "temperature_high", 1},
+      {"014.txt", "power_capped", 1},        {"015.txt", nullptr, 0},
+      {"018.txt", "ecc_uncorrectable", 2},
+  };
+  for (const auto& c : cases) {
+    auto result = Run("--json check --no-logs --from-smi " + Sample(c.sample));
+    EXPECT_EQ(result.exit_code, c.exit_code) << c.sample;
+    json check = Parse(result.output);
+    if (c.finding) EXPECT_TRUE(HasProblem(check, c.finding)) << c.sample << ": " << ::testing::PrintToString(Problems(check));
+    else EXPECT_TRUE(Problems(check).empty()) << c.sample << ": " << ::testing::PrintToString(Problems(check));
+  }
+}
+
+TEST(CheckEndToEnd, CapturedLogsOfADeadMachineAreJudged) {
+  auto result = Run("--json check --from-smi " + Sample("015.txt") + " --logs " + KernelLog("028.log"));
+  json check = Parse(result.output);
+  EXPECT_TRUE(HasProblem(check, "xid_recent")) << ::testing::PrintToString(Problems(check));
+  EXPECT_EQ(result.exit_code, 2);
+}
+
+TEST(CheckEndToEnd, BadInputGetsItsExitCode) {
+  EXPECT_EQ(Run("check --no-logs --from-smi /nonexistent/smi.txt").exit_code, 66);
+  EXPECT_EQ(Run("check --from-smi " + Sample("015.txt") + " --logs /nonexistent/kern.log").exit_code, 66);
+  EXPECT_EQ(Run("check --no-logs --from-smi " + Sample("015.txt") + " --since soon").exit_code, 64);
+}
+
+// ---- triage --------------------------------------------------------------------
+
+json Triage(const std::string& arguments) { return Parse(Run("--json triage --no-host --no-logs " + arguments).output); }
+
+TEST(TriageEndToEnd, OverheatingIsThermalWithEvidence) {
+  json triage = Triage("--simulate " + Example("overheating.toml"));
+  const json& verdict = triage["verdict"];
+  EXPECT_EQ(verdict["cause"], "thermal") << verdict;
+  EXPECT_FALSE(verdict["evidence"].empty());
+  EXPECT_FALSE(verdict["next_steps"].empty());
+  EXPECT_FALSE(verdict["restart_advisable"].get<bool>());
+  bool ruled_out_pcie = false;
+  for (const auto& r : verdict["ruled_out"])
+    if (r["cause"] == "PCIe/bus") ruled_out_pcie = !r["evidence"].empty();
+  EXPECT_TRUE(ruled_out_pcie) << verdict["ruled_out"];
+}
+
+TEST(TriageEndToEnd, FallenOffTheBusNeedsHardwareService) {
+  json triage = Triage("--simulate " + Example("gpu-fallen-off-bus.toml"));
+  const json& verdict = triage["verdict"];
+  EXPECT_EQ(verdict["cause"], "PCIe/bus") << verdict;
+  EXPECT_TRUE(verdict["hardware_service"].get<bool>());
+  EXPECT_FALSE(verdict["evidence"].empty());
+  bool thermal_ruled_out = false;
+  for (const auto& r : verdict["ruled_out"])
+    if (r["cause"] == "thermal") thermal_ruled_out = !r["evidence"].empty();
+  EXPECT_TRUE(thermal_ruled_out) << verdict["ruled_out"];
+}
+
+TEST(TriageEndToEnd, HealthyServerHasNoCause) {
+  auto result = Run("--json triage --no-host --no-logs --simulate " + Example("healthy-8xh100.toml"));
+  EXPECT_EQ(result.exit_code, 0);
+  EXPECT_EQ(Parse(result.output)["verdict"]["cause"], "none");
+}
+
+TEST(TriageEndToEnd, DriverMismatchAdvisesACleanRestart) {
+  json verdict = Triage("--from-smi " + Sample("005.txt"))["verdict"];
+  EXPECT_EQ(verdict["cause"], "driver") << verdict;
+  EXPECT_TRUE(verdict["restart_advisable"].get<bool>());
+}
+
+TEST(TriageEndToEnd, CapturedXidLogPointsAtItsCause) {
+  auto result = Run("--json triage --from-smi " + Sample("015.txt") + " --logs " + KernelLog("028.log"));
+  json verdict = Parse(result.output)["verdict"];
+  EXPECT_NE(verdict["cause"], "none") << verdict;
+  bool from_log = false;
+  for (const auto& e : verdict["evidence"]) from_log |= e.get<std::string>().starts_with("log: Xid");
+  EXPECT_TRUE(from_log) << verdict;
+}
+
+TEST(TriageEndToEnd, UnreachableHostIsReported) {
+  // Port 1 on the loopback address is closed: the host answers with a refusal.
+  json triage = Triage("--simulate " + Example("healthy-8xh100.toml") + " --host 127.0.0.1 --port 1");
+  ASSERT_EQ(triage["reachability"].size(), 1u);
+  EXPECT_TRUE(triage["reachability"][0]["reachable"].get<bool>()) << triage["reachability"];
+  json unresolved = Triage("--simulate " + Example("healthy-8xh100.toml") + " --host no-such-host.invalid");
+  ASSERT_EQ(unresolved["reachability"].size(), 1u);
+  EXPECT_FALSE(unresolved["reachability"][0]["reachable"].get<bool>());
+  EXPECT_EQ(unresolved["verdict"]["cause"], "host");
+  EXPECT_EQ(unresolved["status"], "critical");
+}
+
+TEST(TriageEndToEnd, TextNamesEverySteps) {
+  auto result = Run("--color never triage --no-host --no-logs --simulate " + Example("overheating.toml"));
+  EXPECT_EQ(result.exit_code, 2);
+  for (const char* step : {"1. Reachability", "2. Current state", "3. Logs", "4. GPU state", "5. Verdict", "6. What to do",
+                           "Most likely cause: thermal", "Ruled out:"})
+    EXPECT_NE(result.output.find(step), std::string::npos) << step << "\n" << result.output;
+}
+
+// ---- report --------------------------------------------------------------------
+
+TEST(ReportEndToEnd, WritesAValidBundle) {
+  TempDir dir;
+  const std::string bundle = dir.path() + "/bundle.tar.gz";
+  auto result = Run("report --no-host --simulate " + Example("overheating.toml") + " --logs " + KernelLog("028.log") +
+                    " --output " + bundle);
+  ASSERT_EQ(result.exit_code, 0) << result.output;
+  std::string listing = Shell("tar tzf " + bundle + " 2>&1");
+  for (const char* name : {"/snapshot.json", "/findings.json", "/versions.txt", "/kernel-log.txt", "/config.toml"})
+    EXPECT_NE(listing.find(name), std::string::npos) << name << " not in\n" << listing;
+  json findings = Parse(Shell("tar xzOf " + bundle + " --wildcards '*/findings.json'"));
+  EXPECT_EQ(findings["status"], "critical");
+  std::string log = Shell("tar xzOf " + bundle + " --wildcards '*/kernel-log.txt'");
+  EXPECT_NE(log.find("Xid"), std::string::npos);
+  // Only the bundle is left behind: the temporary file was renamed.
+  EXPECT_EQ(std::distance(std::filesystem::directory_iterator(dir.path()), {}), 1);
+}
+
+TEST(ReportEndToEnd, RedactRemovesHostNamesSerialsAndAddresses) {
+  TempDir dir;
+  const std::string plain = dir.path() + "/plain.tar.gz";
+  const std::string redacted = dir.path() + "/redacted.tar.gz";
+  const std::string base = "report --no-host --no-logs --simulate " + Example("healthy-8xh100.toml");
+  ASSERT_EQ(Run(base + " --output " + plain).exit_code, 0);
+  ASSERT_EQ(Run(base + " --redact --output " + redacted).exit_code, 0);
+  json snapshot = Parse(Shell("tar xzOf " + plain + " --wildcards '*/snapshot.json'"));
+  const std::string hostname = snapshot.value("hostname", "");
+  ASSERT_FALSE(hostname.empty());
+  std::string serial, uuid;
+  for (const auto& gpu : snapshot["gpus"]) {
+    if (gpu["serial"].is_string()) serial = gpu["serial"];
+    if (gpu["uuid"].is_string()) uuid = gpu["uuid"];
+  }
+  const std::string everything = Shell("tar xzOf " + redacted);
+  EXPECT_EQ(everything.find(hostname), std::string::npos) << hostname;
+  if (!serial.empty()) EXPECT_EQ(everything.find(serial), std::string::npos) << serial;
+  if (!uuid.empty()) EXPECT_EQ(everything.find(uuid), std::string::npos) << uuid;
+  EXPECT_NE(everything.find("redacted-host"), std::string::npos);
+}
+
+TEST(ReportEndToEnd, UnwritableOutputExits73) {
+  auto result = Run("report --no-host --no-logs --simulate " + Example("healthy-8xh100.toml") +
+                    " --output /nonexistent-dir/bundle.tar.gz");
+  EXPECT_EQ(result.exit_code, 73);
+}
+
+}  // namespace
+}  // namespace gpudoctor
