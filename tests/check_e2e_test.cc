@@ -20,7 +20,9 @@ namespace {
 
 using nlohmann::json;
 using testing::Example;
-using testing::Run;
+
+// The binary, run through the shell (gtest's Test::Run would hide a plain Run here).
+testing::RunResult Gpudoctor(const std::string& arguments) { return testing::Run(arguments); }
 
 std::string Sample(const std::string& name) { return std::string(GPUDOCTOR_SOURCE_DIR) + "/testdata/nvidia_smi/" + name; }
 std::string KernelLog(const std::string& name) {
@@ -74,7 +76,7 @@ std::string Shell(const std::string& command) {
 // ---- check -------------------------------------------------------------------
 
 TEST(CheckEndToEnd, HealthyServerPassesAndPrintsTheChecklist) {
-  auto result = Run("--color never check --no-host --no-logs --simulate " + Example("healthy-8xh100.toml"));
+  auto result = Gpudoctor("--color never check --no-host --no-logs --simulate " + Example("healthy-8xh100.toml"));
   EXPECT_EQ(result.exit_code, 0) << result.output;
   EXPECT_NE(result.output.find("Weekly checklist"), std::string::npos);
   EXPECT_NE(result.output.find("Every GPU below 80 °C"), std::string::npos);
@@ -83,18 +85,18 @@ TEST(CheckEndToEnd, HealthyServerPassesAndPrintsTheChecklist) {
 }
 
 TEST(CheckEndToEnd, HostSignalsOfThisMachineMayOnlyWarn) {
-  auto result = Run("check --no-logs --simulate " + Example("healthy-8xh100.toml"));
+  auto result = Gpudoctor("check --no-logs --simulate " + Example("healthy-8xh100.toml"));
   EXPECT_TRUE(result.exit_code == 0 || result.exit_code == 1) << result.output;
 }
 
 TEST(CheckEndToEnd, ExitStatusFollowsTheWorstFinding) {
-  EXPECT_EQ(Run("check --no-host --no-logs --simulate " + Example("overheating.toml")).exit_code, 2);
-  EXPECT_EQ(Run("check --no-host --no-logs --simulate " + Example("gpu-fallen-off-bus.toml")).exit_code, 2);
-  EXPECT_EQ(Run("check --from-smi " + Sample("011.txt")).exit_code, 1);  // remapped rows pending: warning
+  EXPECT_EQ(Gpudoctor("check --no-host --no-logs --simulate " + Example("overheating.toml")).exit_code, 2);
+  EXPECT_EQ(Gpudoctor("check --no-host --no-logs --simulate " + Example("gpu-fallen-off-bus.toml")).exit_code, 2);
+  EXPECT_EQ(Gpudoctor("check --from-smi " + Sample("011.txt")).exit_code, 1);  // remapped rows pending: warning
 }
 
 TEST(CheckEndToEnd, JsonHasTheDocumentedShape) {
-  auto result = Run("--json check --no-host --no-logs --simulate " + Example("overheating.toml"));
+  auto result = Gpudoctor("--json check --no-host --no-logs --simulate " + Example("overheating.toml"));
   json check = Parse(result.output);
   EXPECT_EQ(check["status"], "critical");
   ASSERT_TRUE(check["checklist"].is_object() || check["checklist"].is_array()) << check["checklist"];
@@ -132,7 +134,7 @@ TEST(CheckEndToEnd, EachCapturedSampleGivesTheFindingItsHeaderNames) {
       {"018.txt", "ecc_uncorrectable", 2},
   };
   for (const auto& c : cases) {
-    auto result = Run("--json check --no-logs --from-smi " + Sample(c.sample));
+    auto result = Gpudoctor("--json check --no-logs --from-smi " + Sample(c.sample));
     EXPECT_EQ(result.exit_code, c.exit_code) << c.sample;
     json check = Parse(result.output);
     if (c.finding) EXPECT_TRUE(HasProblem(check, c.finding)) << c.sample << ": " << ::testing::PrintToString(Problems(check));
@@ -141,21 +143,21 @@ TEST(CheckEndToEnd, EachCapturedSampleGivesTheFindingItsHeaderNames) {
 }
 
 TEST(CheckEndToEnd, CapturedLogsOfADeadMachineAreJudged) {
-  auto result = Run("--json check --from-smi " + Sample("015.txt") + " --logs " + KernelLog("028.log"));
+  auto result = Gpudoctor("--json check --from-smi " + Sample("015.txt") + " --logs " + KernelLog("028.log"));
   json check = Parse(result.output);
   EXPECT_TRUE(HasProblem(check, "xid_recent")) << ::testing::PrintToString(Problems(check));
   EXPECT_EQ(result.exit_code, 2);
 }
 
 TEST(CheckEndToEnd, BadInputGetsItsExitCode) {
-  EXPECT_EQ(Run("check --no-logs --from-smi /nonexistent/smi.txt").exit_code, 66);
-  EXPECT_EQ(Run("check --from-smi " + Sample("015.txt") + " --logs /nonexistent/kern.log").exit_code, 66);
-  EXPECT_EQ(Run("check --no-logs --from-smi " + Sample("015.txt") + " --since soon").exit_code, 64);
+  EXPECT_EQ(Gpudoctor("check --no-logs --from-smi /nonexistent/smi.txt").exit_code, 66);
+  EXPECT_EQ(Gpudoctor("check --from-smi " + Sample("015.txt") + " --logs /nonexistent/kern.log").exit_code, 66);
+  EXPECT_EQ(Gpudoctor("check --no-logs --from-smi " + Sample("015.txt") + " --since soon").exit_code, 64);
 }
 
 // ---- triage --------------------------------------------------------------------
 
-json Triage(const std::string& arguments) { return Parse(Run("--json triage --no-host --no-logs " + arguments).output); }
+json Triage(const std::string& arguments) { return Parse(Gpudoctor("--json triage --no-host --no-logs " + arguments).output); }
 
 TEST(TriageEndToEnd, OverheatingIsThermalWithEvidence) {
   json triage = Triage("--simulate " + Example("overheating.toml"));
@@ -183,7 +185,7 @@ TEST(TriageEndToEnd, FallenOffTheBusNeedsHardwareService) {
 }
 
 TEST(TriageEndToEnd, HealthyServerHasNoCause) {
-  auto result = Run("--json triage --no-host --no-logs --simulate " + Example("healthy-8xh100.toml"));
+  auto result = Gpudoctor("--json triage --no-host --no-logs --simulate " + Example("healthy-8xh100.toml"));
   EXPECT_EQ(result.exit_code, 0);
   EXPECT_EQ(Parse(result.output)["verdict"]["cause"], "none");
 }
@@ -195,7 +197,7 @@ TEST(TriageEndToEnd, DriverMismatchAdvisesACleanRestart) {
 }
 
 TEST(TriageEndToEnd, CapturedXidLogPointsAtItsCause) {
-  auto result = Run("--json triage --from-smi " + Sample("015.txt") + " --logs " + KernelLog("028.log"));
+  auto result = Gpudoctor("--json triage --from-smi " + Sample("015.txt") + " --logs " + KernelLog("028.log"));
   json verdict = Parse(result.output)["verdict"];
   EXPECT_NE(verdict["cause"], "none") << verdict;
   bool from_log = false;
@@ -216,7 +218,7 @@ TEST(TriageEndToEnd, UnreachableHostIsReported) {
 }
 
 TEST(TriageEndToEnd, TextNamesEverySteps) {
-  auto result = Run("--color never triage --no-host --no-logs --simulate " + Example("overheating.toml"));
+  auto result = Gpudoctor("--color never triage --no-host --no-logs --simulate " + Example("overheating.toml"));
   EXPECT_EQ(result.exit_code, 2);
   for (const char* step : {"1. Reachability", "2. Current state", "3. Logs", "4. GPU state", "5. Verdict", "6. What to do",
                            "Most likely cause: thermal", "Ruled out:"})
@@ -228,7 +230,7 @@ TEST(TriageEndToEnd, TextNamesEverySteps) {
 TEST(ReportEndToEnd, WritesAValidBundle) {
   TempDir dir;
   const std::string bundle = dir.path() + "/bundle.tar.gz";
-  auto result = Run("report --no-host --simulate " + Example("overheating.toml") + " --logs " + KernelLog("028.log") +
+  auto result = Gpudoctor("report --no-host --simulate " + Example("overheating.toml") + " --logs " + KernelLog("028.log") +
                     " --output " + bundle);
   ASSERT_EQ(result.exit_code, 0) << result.output;
   std::string listing = Shell("tar tzf " + bundle + " 2>&1");
@@ -247,8 +249,8 @@ TEST(ReportEndToEnd, RedactRemovesHostNamesSerialsAndAddresses) {
   const std::string plain = dir.path() + "/plain.tar.gz";
   const std::string redacted = dir.path() + "/redacted.tar.gz";
   const std::string base = "report --no-host --no-logs --simulate " + Example("healthy-8xh100.toml");
-  ASSERT_EQ(Run(base + " --output " + plain).exit_code, 0);
-  ASSERT_EQ(Run(base + " --redact --output " + redacted).exit_code, 0);
+  ASSERT_EQ(Gpudoctor(base + " --output " + plain).exit_code, 0);
+  ASSERT_EQ(Gpudoctor(base + " --redact --output " + redacted).exit_code, 0);
   json snapshot = Parse(Shell("tar xzOf " + plain + " --wildcards '*/snapshot.json'"));
   const std::string hostname = snapshot.value("hostname", "");
   ASSERT_FALSE(hostname.empty());
@@ -265,7 +267,7 @@ TEST(ReportEndToEnd, RedactRemovesHostNamesSerialsAndAddresses) {
 }
 
 TEST(ReportEndToEnd, UnwritableOutputExits73) {
-  auto result = Run("report --no-host --no-logs --simulate " + Example("healthy-8xh100.toml") +
+  auto result = Gpudoctor("report --no-host --no-logs --simulate " + Example("healthy-8xh100.toml") +
                     " --output /nonexistent-dir/bundle.tar.gz");
   EXPECT_EQ(result.exit_code, 73);
 }
