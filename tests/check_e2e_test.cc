@@ -137,8 +137,11 @@ TEST(CheckEndToEnd, EachCapturedSampleGivesTheFindingItsHeaderNames) {
     auto result = Gpudoctor("--json check --no-logs --from-smi " + Sample(c.sample));
     EXPECT_EQ(result.exit_code, c.exit_code) << c.sample;
     json check = Parse(result.output);
-    if (c.finding) EXPECT_TRUE(HasProblem(check, c.finding)) << c.sample << ": " << ::testing::PrintToString(Problems(check));
-    else EXPECT_TRUE(Problems(check).empty()) << c.sample << ": " << ::testing::PrintToString(Problems(check));
+    if (c.finding) {
+      EXPECT_TRUE(HasProblem(check, c.finding)) << c.sample << ": " << ::testing::PrintToString(Problems(check));
+    } else {
+      EXPECT_TRUE(Problems(check).empty()) << c.sample << ": " << ::testing::PrintToString(Problems(check));
+    }
   }
 }
 
@@ -261,8 +264,12 @@ TEST(ReportEndToEnd, RedactRemovesHostNamesSerialsAndAddresses) {
   }
   const std::string everything = Shell("tar xzOf " + redacted);
   EXPECT_EQ(everything.find(hostname), std::string::npos) << hostname;
-  if (!serial.empty()) EXPECT_EQ(everything.find(serial), std::string::npos) << serial;
-  if (!uuid.empty()) EXPECT_EQ(everything.find(uuid), std::string::npos) << uuid;
+  if (!serial.empty()) {
+    EXPECT_EQ(everything.find(serial), std::string::npos) << serial;
+  }
+  if (!uuid.empty()) {
+    EXPECT_EQ(everything.find(uuid), std::string::npos) << uuid;
+  }
   EXPECT_NE(everything.find("redacted-host"), std::string::npos);
 }
 

@@ -311,7 +311,8 @@ class HttpServer::Impl {
     MetricsOptions options{.dcgm_compatible = options_.dcgm_compatible_metrics,
                            .stale_after = options_.stale_after,
                            .version = options_.version};
-    res.set_content(RenderPrometheusMetrics(input, options), std::string(kPrometheusContentType));
+    res.body = RenderPrometheusMetrics(input, options);  // moved, not copied as set_content would
+    res.set_header("Content-Type", std::string(kPrometheusContentType));
   }
 
   void Health(httplib::Response& res) {

@@ -41,7 +41,8 @@ void AppendValue(std::string& out, double value) {
   } else if (std::isinf(value)) {
     out += value > 0 ? "+Inf" : "-Inf";
   } else if (value == std::floor(value) && std::fabs(value) < 9.007199254740992e15) {
-    fmt::format_to(std::back_inserter(out), "{}", static_cast<int64_t>(value));
+    const fmt::format_int digits(static_cast<int64_t>(value));
+    out.append(digits.data(), digits.size());
   } else {
     fmt::format_to(std::back_inserter(out), "{}", value);
   }
@@ -309,10 +310,10 @@ constexpr Family kRetiredPages{"gpudoctor_gpu_retired_pages", "gauge", "Retired 
 constexpr Family kRemappedRows{"gpudoctor_gpu_remapped_rows", "gauge", "Remapped memory rows."};
 constexpr Family kClockEvent{"gpudoctor_gpu_clock_event_active", "gauge",
                              "1 while the named reason holds the clocks down."};
-constexpr Family kNvLinkActive{"gpudoctor_gpu_nvlink_active", "gauge",
-                               "1 when the NVLink link is up."};
+constexpr Family kNvLinkActive{"gpudoctor_gpu_nvlink_active_links", "gauge", "NVLink links that are up."};
 constexpr Family kNvLinkErrors{"gpudoctor_gpu_nvlink_errors_total", "counter",
-                               "NVLink errors by link and kind."};
+                               "NVLink errors by kind, summed over the links (per-link counts are in the "
+                               "JSON snapshot)."};
 constexpr Family kXidErrors{"gpudoctor_gpu_xid_errors_total", "counter",
                             "Xid errors seen since the agent started."};
 constexpr Family kLastXid{"gpudoctor_gpu_last_xid_code", "gauge",
@@ -523,27 +524,22 @@ class Renderer {
         out_.Sample(labels, {{"reason", name.front()}}, (gpu.clock_event_reasons.value() & bit) ? 1 : 0);
       }
     });
+    // Summed over links: 18 links x 4 kinds per GPU would multiply the series
+    // for little gain; findings name the failing link.
     ForEachReadableGpu(kNvLinkActive, [&](const GpuSnapshot& gpu, std::string_view labels) {
       if (!gpu.nvlinks.has_value()) return;
+      std::optional<double> active;
       for (const NvLinkInfo& link : gpu.nvlinks.value()) {
-        if (link.active.has_value()) {
-          out_.Sample(labels, {{"link", std::to_string(link.link)}}, link.active.value() ? 1 : 0);
-        }
+        if (link.active.has_value()) active = active.value_or(0) + (link.active.value() ? 1 : 0);
       }
+      if (active) out_.Sample(labels, *active);
     });
     ForEachReadableGpu(kNvLinkErrors, [&](const GpuSnapshot& gpu, std::string_view labels) {
-      if (!gpu.nvlinks.has_value()) return;
-      for (const NvLinkInfo& link : gpu.nvlinks.value()) {
-        const std::string number = std::to_string(link.link);
-        auto put = [&](const Field<uint64_t>& field, std::string_view type) {
-          if (field.has_value()) {
-            out_.Sample(labels, {{"link", number}, {"type", type}}, static_cast<double>(field.value()));
-          }
-        };
-        put(link.replay_errors, "replay");
-        put(link.recovery_errors, "recovery");
-        put(link.crc_flit_errors, "crc_flit");
-        put(link.crc_data_errors, "crc_data");
+      for (const auto& [type, counter] : {std::pair{"replay", &NvLinkInfo::replay_errors},
+                                          std::pair{"recovery", &NvLinkInfo::recovery_errors},
+                                          std::pair{"crc_flit", &NvLinkInfo::crc_flit_errors},
+                                          std::pair{"crc_data", &NvLinkInfo::crc_data_errors}}) {
+        if (std::optional<double> total = NvLinkTotal(gpu, counter)) out_.Sample(labels, {{"type", type}}, *total);
       }
     });
   }
@@ -585,8 +581,11 @@ class Renderer {
 }  // namespace
 
 std::string RenderPrometheusMetrics(const MetricsInput& input, const MetricsOptions& options) {
+  // Room for a typical scrape up front: regrowing a 100 KB string costs more
+  // than writing it.
+  const size_t gpus = input.snapshot ? input.snapshot->gpus.size() : 0;
   std::string out;
-  out.reserve(16 * 1024);
+  out.reserve(8 * 1024 + gpus * (options.dcgm_compatible ? 16 * 1024 : 10 * 1024));
   Renderer(input, options, out).Render();
   return out;
 }

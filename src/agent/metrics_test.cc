@@ -74,7 +74,8 @@ TEST(Metrics, GpuReadingsCarryUnitsAndIdentityLabels) {
   EXPECT_EQ(e.Value("gpudoctor_gpu_remapped_rows_pending", Gpu(5)), 1);
   EXPECT_EQ(e.Value("gpudoctor_gpu_clock_event_active", {{"gpu", "2"}, {"reason", "gpu_idle"}}), 1);
   EXPECT_EQ(e.Value("gpudoctor_gpu_clock_event_active", {{"gpu", "0"}, {"reason", "gpu_idle"}}), 0);
-  EXPECT_EQ(e.Find("gpudoctor_gpu_nvlink_active", Gpu(0)).size(), 18u);
+  EXPECT_EQ(e.Value("gpudoctor_gpu_nvlink_active_links", Gpu(0)), 18);
+  EXPECT_EQ(e.Value("gpudoctor_gpu_nvlink_errors_total", {{"gpu", "0"}, {"type", "replay"}}), 0);
   EXPECT_EQ(e.Value("gpudoctor_gpu_accessible", Gpu(7)), 1);
   EXPECT_EQ(e.Find("gpudoctor_gpu_info").size(), 8u);
   EXPECT_EQ(e.Value("gpudoctor_gpus"), 8);
@@ -101,6 +102,21 @@ TEST(Metrics, MissingReadingsHaveNoSampleNeverZero) {
   // Synthetic boards have no fans and no page retirement.
   EXPECT_FALSE(e.families.contains("gpudoctor_gpu_fan_speed_ratio"));
   EXPECT_TRUE(e.Find("gpudoctor_gpu_retired_pages").empty());
+}
+
+TEST(Metrics, NvLinkCountersAreSummedOverLinks) {
+  Scene scene;
+  auto& links = scene.snapshot.gpus[1].nvlinks.value();
+  links[1].replay_errors = Field<uint64_t>::Value(5);
+  links[2].replay_errors = Field<uint64_t>::Value(7);
+  links[3].active = Field<bool>::Value(false);
+  links[4].active = Field<bool>::NotSupported();
+  scene.snapshot.gpus[2].nvlinks = Field<std::vector<NvLinkInfo>>::NotSupported();
+  const PromExposition e = scene.Parse();
+  EXPECT_EQ(e.Value("gpudoctor_gpu_nvlink_errors_total", {{"gpu", "1"}, {"type", "replay"}}), 12);
+  EXPECT_EQ(e.Value("gpudoctor_gpu_nvlink_active_links", Gpu(1)), 16);
+  EXPECT_TRUE(e.Find("gpudoctor_gpu_nvlink_active_links", Gpu(2)).empty());
+  EXPECT_EQ(e.Find("gpudoctor_gpu_nvlink_errors_total", Gpu(1)).size(), 4u);
 }
 
 TEST(Metrics, UnreachableGpuKeepsIdentityOnly) {

@@ -197,7 +197,7 @@ Verdict Judge(const CheckRun& run, const std::vector<Reachability>& hosts) {
   }
   for (std::string_view cause : kCauses) {
     const std::string name(cause);
-    if (name == verdict.cause) continue;
+    if (name == verdict.cause || (name == "unknown" && verdict.scores[name] == 0)) continue;
     if (verdict.scores[name] > 0) {
       verdict.also_seen.push_back(CauseName(cause));
       continue;
