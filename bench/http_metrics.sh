@@ -1,11 +1,11 @@
 #!/usr/bin/env bash
 # /metrics under load: requests per second and latency percentiles from wrk,
-# against the agent's HTTP server serving 8 synthetic GPUs (with the
-# dcgm-exporter names on, the larger body). Also reports the body size and the
-# server's CPU time per request.
+# against the agent's HTTP server serving 8 synthetic GPUs, with the
+# dcgm-exporter names on (the larger body; DCGM=0 for gpudoctor's names only).
+# Also reports the body size and the server's CPU time per request.
 #
 # Usage: bench/http_metrics.sh [BUILD_DIR] [DURATION] [CONNECTIONS]
-#   defaults: build 20s 4      (needs wrk: apt-get install wrk)
+#   defaults: build 20s 4      (needs wrk and curl: apt-get install wrk curl)
 # Or point it at a running agent: URL=http://127.0.0.1:9847/metrics bench/http_metrics.sh
 set -euo pipefail
 build=${1:-build}
@@ -21,7 +21,9 @@ trap cleanup EXIT
 url=${URL:-}
 if [[ -z $url ]]; then
   log=$(mktemp)
-  "$build/bin/agent_http_demo" --gpus 8 --dcgm --threads 4 --listen 127.0.0.1:0 >"$log" 2>&1 &
+  dcgm_flag=()
+  [[ ${DCGM:-1} == 1 ]] && dcgm_flag=(--dcgm)
+  "$build/bin/agent_http_demo" --gpus 8 "${dcgm_flag[@]}" --threads 4 --listen 127.0.0.1:0 >"$log" 2>&1 &
   server_pid=$!
   for _ in $(seq 100); do grep -q '^listening on ' "$log" && break; sleep 0.1; done
   base=$(sed -n 's/^listening on //p' "$log")

@@ -68,11 +68,13 @@ int main(int argc, char** argv) {
   app.fallthrough();
   app.footer(
       "Examples:\n"
+      "  gpudoctor check                                    the weekly health checklist (exit 0/1/2/3)\n"
+      "  gpudoctor triage                                   emergency flow with a verdict and next steps\n"
       "  gpudoctor status                                   table of every GPU with its health\n"
       "  gpudoctor status --simulate examples/nvml-hang.toml  the same on a simulated faulty server\n"
       "  gpudoctor logs /var/log/kern.log                   GPU events in a captured kernel log\n"
       "  gpudoctor explain xid 79                           what an Xid means and what to do\n"
-      "\nExit codes: see docs/exit-codes.md (0 ok, 64 usage, 65 bad input, 66 no input, 69 no driver).");
+      "\nExit codes: see docs/exit-codes.md (0 ok, 64 usage, 65 bad input, 66 no input, 69 no driver).\n");
 
   app.add_option("--nvml-lib", options.nvml_library,
                  "NVML library to load instead of libnvidia-ml.so.1")

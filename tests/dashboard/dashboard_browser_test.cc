@@ -5,9 +5,12 @@
 // <build>/test-output/dashboard/ for inspection.
 #include <unistd.h>
 
+#include <condition_variable>
 #include <filesystem>
 #include <fstream>
+#include <mutex>
 #include <regex>
+#include <thread>
 
 #include <fmt/format.h>
 #include <gtest/gtest.h>
@@ -28,10 +31,18 @@ class DashboardBrowserTest : public ::testing::Test {
  protected:
   void SetUp() override {
     if (::access(kChromium, X_OK) != 0) GTEST_SKIP() << "Chromium is not installed (apt-get install chromium)";
-    const WallTime now = SystemClock::Instance().Now();
-    auto snapshot = std::make_shared<const Snapshot>(SyntheticSnapshot(kGpus, now));
-    state_.SetOpenFindings(SyntheticIncidents(*snapshot, now - std::chrono::minutes(42)));
-    state_.PublishSnapshot(std::move(snapshot));
+    // Samples keep arriving while the browser works, as in the agent.
+    const WallTime opened_at = SystemClock::Instance().Now() - std::chrono::minutes(42);
+    auto publish = [this, opened_at] {
+      auto snapshot = std::make_shared<const Snapshot>(SyntheticSnapshot(kGpus, SystemClock::Instance().Now()));
+      state_.SetOpenFindings(SyntheticIncidents(*snapshot, opened_at));
+      state_.PublishSnapshot(std::move(snapshot));
+    };
+    publish();
+    sampler_ = std::thread([this, publish] {
+      std::unique_lock lock(sampler_mutex_);
+      while (!sampler_stop_.wait_for(lock, std::chrono::milliseconds(500), [this] { return stopping_; })) publish();
+    });
     server_ = std::make_unique<HttpServer>(HttpServerSources{.view = state_, .history = &history_},
                                            HttpServerOptions{.listen = {"127.0.0.1", 0}, .version = "test"},
                                            SystemClock::Instance());
@@ -44,6 +55,14 @@ class DashboardBrowserTest : public ::testing::Test {
   }
 
   void TearDown() override {
+    if (sampler_.joinable()) {
+      {
+        std::lock_guard lock(sampler_mutex_);
+        stopping_ = true;
+      }
+      sampler_stop_.notify_all();
+      sampler_.join();
+    }
     if (server_) server_->Stop();
     std::error_code ignored;
     std::filesystem::remove_all(profile_, ignored);
@@ -86,6 +105,10 @@ class DashboardBrowserTest : public ::testing::Test {
   std::string url_;
   std::filesystem::path output_;
   std::filesystem::path profile_;
+  std::thread sampler_;
+  std::mutex sampler_mutex_;
+  std::condition_variable sampler_stop_;
+  bool stopping_ = false;
 };
 
 // The element that opens at `open_tag_at` up to the start of the next one
@@ -108,6 +131,7 @@ TEST_F(DashboardBrowserTest, ShowsGpusFindingsAndDrawnCharts) {
   ASSERT_NE(dom.find("<body data-ready=\"true\""), std::string::npos)
       << "the page never finished loading; DOM saved in " << (output_ / "dashboard.html");
   EXPECT_EQ(dom.find("id=\"banner\" class=\"banner\">"), std::string::npos) << "an error banner is showing";
+  EXPECT_NE(dom.find("data-state=\"live\""), std::string::npos) << "the sample should be fresh";
 
   // Every GPU, with the health its findings give it.
   for (size_t gpu = 0; gpu < kGpus; ++gpu) {
