@@ -1,9 +1,9 @@
 #include "agent/agent_state.h"
 
+#include <gtest/gtest.h>
+
 #include <algorithm>
 #include <thread>
-
-#include <gtest/gtest.h>
 
 #include "agent/testing/synthetic_agent.h"
 
@@ -26,7 +26,8 @@ TEST(AgentState, CountsSamplesHangsAndXids) {
   AgentState state(kStart);
   Snapshot s = SyntheticSnapshot(4, kStart + std::chrono::seconds(5));
   s.hangs = {{.gpu_index = 1, .call = "nvmlDeviceGetPowerUsage"}};
-  s.xid_events = {{.gpu_index = 2, .xid = 79, .time = kStart}, {.gpu_index = 2, .xid = 48, .time = kStart + std::chrono::seconds(1)}};
+  s.xid_events = {{.gpu_index = 2, .xid = 79, .time = kStart},
+                  {.gpu_index = 2, .xid = 48, .time = kStart + std::chrono::seconds(1)}};
   state.PublishSnapshot(std::make_shared<const Snapshot>(s));
   state.RecordXid(0, 13, kStart);
   state.RecordXid(2, 31, kStart - std::chrono::seconds(30));  // older: counts, but is not the last

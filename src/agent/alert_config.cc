@@ -1,9 +1,9 @@
 #include "agent/alert_config.h"
 
-#include <algorithm>
-
 #include <fmt/format.h>
 #include <toml++/toml.h>
+
+#include <algorithm>
 
 #include "common/text.h"
 
@@ -117,11 +117,11 @@ class TableReader {
   std::string path_;
 };
 
-#define GPUDOCTOR_TRY(expr)                   \
-  do {                                        \
-    if (Status status_ = (expr); !status_) {  \
-      return status_.error();                 \
-    }                                         \
+#define GPUDOCTOR_TRY(expr)                  \
+  do {                                       \
+    if (Status status_ = (expr); !status_) { \
+      return status_.error();                \
+    }                                        \
   } while (false)
 
 Result<AlertConfig> ReadAlerts(const toml::table& alerts) {
@@ -187,8 +187,8 @@ Result<AlertConfig> ParseAlertConfig(std::string_view toml_text) {
 #else
   toml::parse_result parsed = toml::parse(toml_text);
   if (!parsed) {
-    return Error{fmt::format("config line {}: {}", parsed.error().source().begin.line,
-                             parsed.error().description())};
+    return Error{
+        fmt::format("config line {}: {}", parsed.error().source().begin.line, parsed.error().description())};
   }
   const toml::table& root = parsed.table();
 #endif

@@ -51,7 +51,8 @@ timeout = 20
   ASSERT_TRUE(config->syslog.has_value());
   EXPECT_EQ(config->syslog->facility, "local2");
   ASSERT_EQ(config->exec_hooks.size(), 1u);
-  EXPECT_EQ(config->exec_hooks[0].argv, (std::vector<std::string>{"/usr/local/bin/page-oncall", "--team", "gpu"}));
+  EXPECT_EQ(config->exec_hooks[0].argv,
+            (std::vector<std::string>{"/usr/local/bin/page-oncall", "--team", "gpu"}));
   EXPECT_EQ(config->exec_hooks[0].timeout, seconds(20));
 
   Result<std::vector<std::unique_ptr<AlertSink>>> sinks = MakeAlertSinks(*config);
@@ -88,7 +89,8 @@ TEST(AlertConfig, ErrorsNameTheKey) {
            {"[alerts]\ndry_run = \"yes\"\n", "alerts.dry_run"},
            {"[alerts]\nwebhooks = []\n", "alerts.webhooks: unknown setting"},
            {"[[alerts.webhook]]\ntimeout = \"1s\"\n", "alerts.webhook[0].url: required"},
-           {"[[alerts.webhook]]\nurl = \"http://a/b\"\natempts = 3\n", "alerts.webhook[0].atempts: unknown setting"},
+           {"[[alerts.webhook]]\nurl = \"http://a/b\"\natempts = 3\n",
+            "alerts.webhook[0].atempts: unknown setting"},
            {"[[alerts.webhook]]\nurl = \"http://a/b\"\nattempts = 0\n", "alerts.webhook[0].attempts"},
            {"[[alerts.webhook]]\nurl = \"http://a/b\"\nheaders = { X = 1 }\n", "alerts.webhook[0].headers.X"},
            {"[[alerts.exec]]\nargv = \"/bin/page\"\n", "alerts.exec[0].argv"},

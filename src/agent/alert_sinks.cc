@@ -1,13 +1,12 @@
 #include "agent/alert_sinks.h"
 
+#include <fmt/format.h>
+#include <httplib.h>
 #include <syslog.h>
 
 #include <algorithm>
 #include <condition_variable>
 #include <mutex>
-
-#include <fmt/format.h>
-#include <httplib.h>
 
 #include "agent/finding_json.h"
 #include "agent/subprocess.h"
@@ -122,9 +121,12 @@ std::optional<int> FacilityFromName(std::string_view name) {
 int PriorityFor(const Alert& alert) {
   if (alert.transition.kind == FindingTransition::Kind::kResolved) return LOG_NOTICE;
   switch (alert.transition.incident.finding.severity) {
-    case Severity::kCritical: return LOG_CRIT;
-    case Severity::kWarning: return LOG_WARNING;
-    default: return LOG_NOTICE;
+    case Severity::kCritical:
+      return LOG_CRIT;
+    case Severity::kWarning:
+      return LOG_WARNING;
+    default:
+      return LOG_NOTICE;
   }
 }
 

@@ -1,22 +1,21 @@
 #include "agent/alert_sinks.h"
 
 #include <arpa/inet.h>
+#include <fmt/format.h>
+#include <gtest/gtest.h>
+#include <httplib.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
-#include <unistd.h>
 #include <syslog.h>
+#include <unistd.h>
 
 #include <atomic>
 #include <filesystem>
 #include <fstream>
+#include <nlohmann/json.hpp>
 #include <sstream>
 #include <thread>
-
-#include <fmt/format.h>
-#include <gtest/gtest.h>
-#include <httplib.h>
-#include <nlohmann/json.hpp>
 
 namespace gpudoctor {
 namespace {
@@ -32,13 +31,14 @@ Alert SampleAlert(FindingTransition::Kind kind = FindingTransition::Kind::kOpene
   StoredFinding incident;
   incident.incident_id = 3;
   incident.key = "row_remap_pending@GPU-5";
-  incident.finding = {.id = "row_remap_pending",
-                      .severity = severity,
-                      .gpu = GpuRef{.index = 5, .uuid = "GPU-5", .pci_bus_id = "0000:ab:00.0", .serial = "1652"},
-                      .summary = "GPU 5 has a row remap pending",
-                      .evidence = {"remapped_rows_pending = true"},
-                      .cause = "An HBM cell failed;\nthe row was remapped.",
-                      .actions = {"Reset the GPU", "Open an RMA if it recurs"}};
+  incident.finding = {
+      .id = "row_remap_pending",
+      .severity = severity,
+      .gpu = GpuRef{.index = 5, .uuid = "GPU-5", .pci_bus_id = "0000:ab:00.0", .serial = "1652"},
+      .summary = "GPU 5 has a row remap pending",
+      .evidence = {"remapped_rows_pending = true"},
+      .cause = "An HBM cell failed;\nthe row was remapped.",
+      .actions = {"Reset the GPU", "Open an RMA if it recurs"}};
   incident.opened_at = kStart + seconds(30);
   incident.last_seen = kStart + seconds(30);
   if (kind == FindingTransition::Kind::kResolved) incident.resolved_at = kStart + seconds(90);
@@ -117,10 +117,8 @@ TEST(WebhookSink, PostsTheAlertAsJson) {
 TEST(WebhookSink, RetriesServerErrorsWithExponentialBackoff) {
   Receiver receiver({503, 500, 429});
   RecordedSleeps sleeps;
-  Result<std::unique_ptr<AlertSink>> sink = MakeWebhookSink({.url = receiver.Url(),
-                                                             .max_attempts = 5,
-                                                             .initial_backoff = seconds(1),
-                                                             .sleep = sleeps.Sleeper()});
+  Result<std::unique_ptr<AlertSink>> sink = MakeWebhookSink(
+      {.url = receiver.Url(), .max_attempts = 5, .initial_backoff = seconds(1), .sleep = sleeps.Sleeper()});
   ASSERT_TRUE(sink.ok());
   ASSERT_TRUE((*sink)->Deliver(SampleAlert()).ok());
   EXPECT_EQ(receiver.requests().size(), 4u);
@@ -146,7 +144,8 @@ TEST(WebhookSink, GivesUpAfterMaxAttemptsWithCappedBackoff) {
 TEST(WebhookSink, ClientErrorsAreNotRetried) {
   Receiver receiver({400});
   RecordedSleeps sleeps;
-  Result<std::unique_ptr<AlertSink>> sink = MakeWebhookSink({.url = receiver.Url(), .sleep = sleeps.Sleeper()});
+  Result<std::unique_ptr<AlertSink>> sink =
+      MakeWebhookSink({.url = receiver.Url(), .sleep = sleeps.Sleeper()});
   Status status = (*sink)->Deliver(SampleAlert());
   ASSERT_FALSE(status.ok());
   EXPECT_NE(status.error().message.find("answered 400"), std::string::npos);
@@ -166,8 +165,10 @@ TEST(WebhookSink, UnreachableReceiverIsRetriedThenReported) {
   const int closed_port = ntohs(address.sin_port);
   ::close(probe);
   RecordedSleeps sleeps;
-  Result<std::unique_ptr<AlertSink>> sink = MakeWebhookSink(
-      {.url = fmt::format("http://127.0.0.1:{}/hook", closed_port), .max_attempts = 3, .sleep = sleeps.Sleeper()});
+  Result<std::unique_ptr<AlertSink>> sink =
+      MakeWebhookSink({.url = fmt::format("http://127.0.0.1:{}/hook", closed_port),
+                       .max_attempts = 3,
+                       .sleep = sleeps.Sleeper()});
   Status status = (*sink)->Deliver(SampleAlert());
   ASSERT_FALSE(status.ok());
   EXPECT_EQ(sleeps.sleeps.size(), 2u);
@@ -201,8 +202,8 @@ TEST(WebhookSink, InterruptEndsTheBackoffWait) {
 }
 
 TEST(WebhookSink, RejectsBadUrls) {
-  for (const char* url : {"", "alerts.example/hook", "ftp://alerts/hook", "http:///hook",
-                          "http://user:pw@alerts/hook"}) {
+  for (const char* url :
+       {"", "alerts.example/hook", "ftp://alerts/hook", "http:///hook", "http://user:pw@alerts/hook"}) {
     EXPECT_FALSE(MakeWebhookSink({.url = url}).ok()) << url;
   }
   EXPECT_TRUE(MakeWebhookSink({.url = "https://alerts.example:8443/gpu?team=ml"}).ok());
@@ -212,9 +213,10 @@ TEST(WebhookSink, RejectsBadUrls) {
 TEST(SyslogSink, PriorityFollowsSeverityAndTransition) {
   std::vector<std::pair<int, std::string>> lines;
   auto make = [&](std::string facility) {
-    return MakeSyslogSink({.facility = std::move(facility), .write = [&](int priority, std::string_view message) {
-                             lines.emplace_back(priority, std::string(message));
-                           }});
+    return MakeSyslogSink(
+        {.facility = std::move(facility), .write = [&](int priority, std::string_view message) {
+           lines.emplace_back(priority, std::string(message));
+         }});
   };
   Result<std::unique_ptr<AlertSink>> sink = make("local3");
   ASSERT_TRUE(sink.ok());
@@ -266,18 +268,19 @@ class ExecSinkTest : public ::testing::Test {
 
 TEST_F(ExecSinkTest, PassesTheAlertAsEnvironmentAndStdin) {
   const std::string out = (dir_ / "out").string();
-  const std::string hook = Script("hook", "env > " + out + ".env\ncat > " + out + ".json\necho \"$1 $2\" > " + out + ".args\n");
+  const std::string hook =
+      Script("hook", "env > " + out + ".env\ncat > " + out + ".json\necho \"$1 $2\" > " + out + ".args\n");
   Result<std::unique_ptr<AlertSink>> sink = MakeExecSink({.argv = {hook, "--team", "gpu ops"}});
   ASSERT_TRUE(sink.ok());
   ASSERT_TRUE((*sink)->Deliver(SampleAlert()).ok());
 
   const std::string env = Read("out.env");
-  for (const char* expected : {"GPUDOCTOR_EVENT=opened", "GPUDOCTOR_FINDING_ID=row_remap_pending",
-                               "GPUDOCTOR_FINDING_KEY=row_remap_pending@GPU-5", "GPUDOCTOR_SEVERITY=critical",
-                               "GPUDOCTOR_GPU_INDEX=5", "GPUDOCTOR_GPU_UUID=GPU-5",
-                               "GPUDOCTOR_GPU_PCI_BUS_ID=0000:ab:00.0", "GPUDOCTOR_HOSTNAME=node-1",
-                               "GPUDOCTOR_SUMMARY=GPU 5 has a row remap pending", "GPUDOCTOR_SUPPRESSED=0",
-                               "GPUDOCTOR_TIME=2024-05-01T12:00:30.000Z", "PATH=/usr/local/sbin"}) {
+  for (const char* expected :
+       {"GPUDOCTOR_EVENT=opened", "GPUDOCTOR_FINDING_ID=row_remap_pending",
+        "GPUDOCTOR_FINDING_KEY=row_remap_pending@GPU-5", "GPUDOCTOR_SEVERITY=critical",
+        "GPUDOCTOR_GPU_INDEX=5", "GPUDOCTOR_GPU_UUID=GPU-5", "GPUDOCTOR_GPU_PCI_BUS_ID=0000:ab:00.0",
+        "GPUDOCTOR_HOSTNAME=node-1", "GPUDOCTOR_SUMMARY=GPU 5 has a row remap pending",
+        "GPUDOCTOR_SUPPRESSED=0", "GPUDOCTOR_TIME=2024-05-01T12:00:30.000Z", "PATH=/usr/local/sbin"}) {
     EXPECT_NE(env.find(expected), std::string::npos) << expected << "\n" << env;
   }
   EXPECT_EQ(env.find("HOME="), std::string::npos);  // nothing inherited

@@ -1,12 +1,12 @@
 #include "agent/alerts.h"
 
+#include <fmt/format.h>
+
 #include <condition_variable>
 #include <cstdio>
 #include <deque>
-#include <thread>
-
-#include <fmt/format.h>
 #include <nlohmann/json.hpp>
+#include <thread>
 
 #include "agent/finding_json.h"
 
@@ -39,8 +39,8 @@ bool AlertRateLimiter::SameState(const Entry& entry, const FindingTransition& tr
   return !entry_open || entry.last_severity == transition.incident.finding.severity;
 }
 
-std::optional<Alert> AlertRateLimiter::Offer(const FindingTransition& transition,
-                                             std::string_view hostname, WallTime now) {
+std::optional<Alert> AlertRateLimiter::Offer(const FindingTransition& transition, std::string_view hostname,
+                                             WallTime now) {
   auto [it, fresh] = entries_.try_emplace(transition.incident.key);
   Entry& entry = it->second;
   if (!fresh && now - entry.last_sent < min_interval_) {
@@ -74,7 +74,8 @@ std::vector<Alert> AlertRateLimiter::Due(std::string_view hostname, WallTime now
       // Same state as last sent: the flapping in between is not news.
       entry.held.reset();
     }
-    const bool quiet = interval_passed && !entry.held && entry.last_kind == FindingTransition::Kind::kResolved;
+    const bool quiet =
+        interval_passed && !entry.held && entry.last_kind == FindingTransition::Kind::kResolved;
     it = quiet ? entries_.erase(it) : std::next(it);
   }
   return due;
@@ -87,8 +88,11 @@ class AlertDispatcher::SinkWorker {
  public:
   SinkWorker(std::unique_ptr<AlertSink> sink, std::string name, size_t max_queue,
              std::function<void(std::string_view)> log)
-      : sink_(std::move(sink)), name_(std::move(name)), max_queue_(std::max<size_t>(1, max_queue)),
-        log_(std::move(log)), thread_([this] { Run(); }) {}
+      : sink_(std::move(sink)),
+        name_(std::move(name)),
+        max_queue_(std::max<size_t>(1, max_queue)),
+        log_(std::move(log)),
+        thread_([this] { Run(); }) {}
 
   ~SinkWorker() { Stop(std::chrono::seconds(0)); }
 
@@ -152,7 +156,9 @@ class AlertDispatcher::SinkWorker {
         busy_ = true;
       }
       const Status status = sink_->Deliver(alert);
-      if (!status) log_(fmt::format("alert to {} failed: {} ({})", sink_->Describe(), status.error().message, AlertLine(alert)));
+      if (!status)
+        log_(fmt::format("alert to {} failed: {} ({})", sink_->Describe(), status.error().message,
+                         AlertLine(alert)));
       std::lock_guard lock(mutex_);
       ++(status ? delivered_ : failed_);
       busy_ = false;
@@ -188,8 +194,8 @@ AlertDispatcher::AlertDispatcher(std::vector<std::unique_ptr<AlertSink>> sinks,
   for (std::unique_ptr<AlertSink>& sink : sinks) {
     std::string name(sink->kind());
     if (const int n = ++seen[name]; n > 1) name += fmt::format("-{}", n);
-    workers_.push_back(std::make_unique<SinkWorker>(std::move(sink), std::move(name), options_.max_queue,
-                                                    options_.log));
+    workers_.push_back(
+        std::make_unique<SinkWorker>(std::move(sink), std::move(name), options_.max_queue, options_.log));
   }
 }
 
@@ -231,8 +237,8 @@ void AlertDispatcher::Flush() {
 void AlertDispatcher::Stop(Duration drain) {
   const auto deadline = std::chrono::steady_clock::now() + drain;
   for (const auto& worker : workers_) {
-    const auto left = std::max(Duration::zero(), std::chrono::duration_cast<Duration>(
-                                                     deadline - std::chrono::steady_clock::now()));
+    const auto left = std::max(
+        Duration::zero(), std::chrono::duration_cast<Duration>(deadline - std::chrono::steady_clock::now()));
     worker->Stop(left);
   }
 }

@@ -24,10 +24,10 @@
 #include <string_view>
 #include <vector>
 
-#include "store/history_store.h"
 #include "agent/metrics.h"
 #include "common/clock.h"
 #include "common/result.h"
+#include "store/history_store.h"
 
 namespace gpudoctor {
 

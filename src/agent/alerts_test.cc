@@ -1,11 +1,11 @@
 #include "agent/alerts.h"
 
+#include <gtest/gtest.h>
+
 #include <atomic>
 #include <condition_variable>
-#include <thread>
-
-#include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
+#include <thread>
 
 namespace gpudoctor {
 namespace {
@@ -17,8 +17,8 @@ const WallTime kStart = FromUnixMillis(1'714'564'800'000);
 
 using Kind = FindingTransition::Kind;
 
-FindingTransition Transition(Kind kind, std::string id = "temperature_high", Severity severity = Severity::kWarning,
-                             WallTime at = kStart) {
+FindingTransition Transition(Kind kind, std::string id = "temperature_high",
+                             Severity severity = Severity::kWarning, WallTime at = kStart) {
   StoredFinding incident;
   incident.incident_id = 7;
   incident.key = id + "@GPU-3";
@@ -88,9 +88,8 @@ TEST(AlertRateLimiter, HeldChangesBackToTheSentStateAreNotNews) {
 TEST(AlertRateLimiter, SeverityChangesAreDelivered) {
   AlertRateLimiter limiter(minutes(5));
   ASSERT_TRUE(limiter.Offer(Transition(Kind::kOpened), "h", kStart));
-  EXPECT_FALSE(limiter.Offer(
-      Transition(Kind::kSeverityChanged, "temperature_high", Severity::kCritical), "h",
-      kStart + seconds(30)));
+  EXPECT_FALSE(limiter.Offer(Transition(Kind::kSeverityChanged, "temperature_high", Severity::kCritical), "h",
+                             kStart + seconds(30)));
   std::vector<Alert> due = limiter.Due("h", kStart + minutes(5));
   ASSERT_EQ(due.size(), 1u);
   EXPECT_EQ(due[0].transition.incident.finding.severity, Severity::kCritical);

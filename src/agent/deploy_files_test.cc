@@ -1,17 +1,16 @@
 // Checks the files in deploy/ against what the agent really exports, so a
 // renamed metric cannot silently break the alert rules or the dashboard.
+#include <fmt/format.h>
+#include <gtest/gtest.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
+#include <nlohmann/json.hpp>
 #include <regex>
 #include <set>
 #include <sstream>
-
-#include <fmt/format.h>
-#include <gtest/gtest.h>
-#include <nlohmann/json.hpp>
 
 #include "agent/http_server.h"
 #include "agent/metrics.h"
@@ -54,13 +53,15 @@ TEST(DeployFiles, PrometheusRulesUseExportedMetrics) {
   std::set<std::string> names = MetricNamesIn(rules);
   EXPECT_GE(names.size(), 15u);
   ExpectAllExported(names, "prometheus-rules.yml");
-  ExpectAllExported(MetricNamesIn(ReadFile(kDeploy / "prometheus-rules.test.yml")), "prometheus-rules.test.yml");
+  ExpectAllExported(MetricNamesIn(ReadFile(kDeploy / "prometheus-rules.test.yml")),
+                    "prometheus-rules.test.yml");
 }
 
 void CollectExpressions(const nlohmann::json& node, std::vector<std::string>& out) {
   if (node.is_object()) {
     for (const auto& [key, value] : node.items()) {
-      if ((key == "expr" || key == "definition") && value.is_string()) out.push_back(value.get<std::string>());
+      if ((key == "expr" || key == "definition") && value.is_string())
+        out.push_back(value.get<std::string>());
       CollectExpressions(value, out);
     }
   } else if (node.is_array()) {
@@ -69,7 +70,8 @@ void CollectExpressions(const nlohmann::json& node, std::vector<std::string>& ou
 }
 
 TEST(DeployFiles, GrafanaDashboardIsValidAndUsesExportedMetrics) {
-  nlohmann::json dashboard = nlohmann::json::parse(ReadFile(kDeploy / "grafana-dashboard.json"), nullptr, false);
+  nlohmann::json dashboard =
+      nlohmann::json::parse(ReadFile(kDeploy / "grafana-dashboard.json"), nullptr, false);
   ASSERT_FALSE(dashboard.is_discarded()) << "grafana-dashboard.json is not JSON";
   EXPECT_EQ(dashboard["uid"], "gpudoctor-overview");
   std::vector<std::string> expressions;
@@ -78,8 +80,9 @@ TEST(DeployFiles, GrafanaDashboardIsValidAndUsesExportedMetrics) {
   std::set<std::string> names;
   for (const std::string& expr : expressions) names.merge(MetricNamesIn(expr));
   ExpectAllExported(names, "grafana-dashboard.json");
-  for (const char* needed : {"gpudoctor_gpu_temperature_celsius", "gpudoctor_gpu_power_watts",
-                             "gpudoctor_gpu_utilization_ratio", "gpudoctor_gpu_memory_used_bytes", "gpudoctor_finding"}) {
+  for (const char* needed :
+       {"gpudoctor_gpu_temperature_celsius", "gpudoctor_gpu_power_watts", "gpudoctor_gpu_utilization_ratio",
+        "gpudoctor_gpu_memory_used_bytes", "gpudoctor_finding"}) {
     EXPECT_TRUE(names.contains(needed)) << needed;
   }
   std::set<int64_t> ids;
@@ -90,9 +93,10 @@ TEST(DeployFiles, SystemdUnitIsHardenedAndRestarts) {
   const std::string unit = ReadFile(kDeploy / "gpudoctor-agent.service");
   for (const char* directive :
        {"Restart=always", "NoNewPrivileges=yes", "ProtectSystem=strict", "ProtectHome=yes", "PrivateTmp=yes",
-        "DynamicUser=yes", "StateDirectory=gpudoctor", "CapabilityBoundingSet=CAP_SYSLOG", "DevicePolicy=closed",
-        "ProtectKernelModules=yes", "RestrictNamespaces=yes", "SystemCallFilter=@system-service",
-        "MemoryDenyWriteExecute=yes", "ExecReload=/bin/kill -HUP $MAINPID"}) {
+        "DynamicUser=yes", "StateDirectory=gpudoctor", "CapabilityBoundingSet=CAP_SYSLOG",
+        "DevicePolicy=closed", "ProtectKernelModules=yes", "RestrictNamespaces=yes",
+        "SystemCallFilter=@system-service", "MemoryDenyWriteExecute=yes",
+        "ExecReload=/bin/kill -HUP $MAINPID"}) {
     EXPECT_NE(unit.find(std::string("\n") + directive + "\n"), std::string::npos) << directive;
   }
   // Listens where the docs say, and only locally by default.
@@ -104,15 +108,16 @@ TEST(DeployFiles, SystemdUnitIsHardenedAndRestarts) {
 TEST(DeployFiles, SystemdAcceptsTheUnit) {
   if (::access("/usr/bin/systemd-analyze", X_OK) != 0) GTEST_SKIP() << "systemd-analyze is not installed";
   // verify insists that ExecStart exists; check a copy that runs /bin/true.
-  const std::filesystem::path dir = std::filesystem::path(::testing::TempDir()) / ("unit_" + std::to_string(::getpid()));
+  const std::filesystem::path dir =
+      std::filesystem::path(::testing::TempDir()) / ("unit_" + std::to_string(::getpid()));
   std::filesystem::create_directories(dir);
   std::string unit = ReadFile(kDeploy / "gpudoctor-agent.service");
   unit = std::regex_replace(unit, std::regex("/usr/bin/gpudoctor"), "/bin/true");
   std::ofstream(dir / "gpudoctor-agent.service") << unit;
-  Result<ProcessOutcome> verify = RunProcess({.argv = {"/usr/bin/systemd-analyze", "verify",
-                                                       (dir / "gpudoctor-agent.service").string()},
-                                              .env = {"PATH=/usr/sbin:/usr/bin:/sbin:/bin"},
-                                              .timeout = std::chrono::seconds(60)});
+  Result<ProcessOutcome> verify =
+      RunProcess({.argv = {"/usr/bin/systemd-analyze", "verify", (dir / "gpudoctor-agent.service").string()},
+                  .env = {"PATH=/usr/sbin:/usr/bin:/sbin:/bin"},
+                  .timeout = std::chrono::seconds(60)});
   std::filesystem::remove_all(dir);
   ASSERT_TRUE(verify.ok()) << verify.error().message;
   EXPECT_TRUE(verify->Succeeded()) << verify->output;

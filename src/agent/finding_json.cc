@@ -31,9 +31,12 @@ json StoredFindingToJson(const StoredFinding& incident) {
 WallTime TransitionTime(const FindingTransition& transition) {
   const StoredFinding& incident = transition.incident;
   switch (transition.kind) {
-    case FindingTransition::Kind::kOpened: return incident.opened_at;
-    case FindingTransition::Kind::kResolved: return incident.resolved_at.value_or(incident.last_seen);
-    case FindingTransition::Kind::kSeverityChanged: return incident.last_seen;
+    case FindingTransition::Kind::kOpened:
+      return incident.opened_at;
+    case FindingTransition::Kind::kResolved:
+      return incident.resolved_at.value_or(incident.last_seen);
+    case FindingTransition::Kind::kSeverityChanged:
+      return incident.last_seen;
   }
   return incident.last_seen;
 }

@@ -11,9 +11,8 @@
 #pragma once
 
 #include <cstdint>
-#include <string_view>
-
 #include <nlohmann/json_fwd.hpp>
+#include <string_view>
 
 #include "store/history_store.h"
 

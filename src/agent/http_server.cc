@@ -1,5 +1,7 @@
 #include "agent/http_server.h"
 
+#include <fmt/format.h>
+#include <httplib.h>
 #include <sys/socket.h>
 
 #include <algorithm>
@@ -8,12 +10,9 @@
 #include <deque>
 #include <fstream>
 #include <mutex>
+#include <nlohmann/json.hpp>
 #include <thread>
 #include <vector>
-
-#include <fmt/format.h>
-#include <httplib.h>
-#include <nlohmann/json.hpp>
 
 #include "agent/dashboard_assets.h"
 #include "agent/finding_json.h"
@@ -164,9 +163,7 @@ const std::string& ETagFor(const DashboardAsset& asset) {
   return etags[static_cast<size_t>(&asset - DashboardAssets().data())];
 }
 
-bool IsPublicPath(std::string_view path) {
-  return path == "/healthz" || FindDashboardAsset(path) != nullptr;
-}
+bool IsPublicPath(std::string_view path) { return path == "/healthz" || FindDashboardAsset(path) != nullptr; }
 
 struct ParsedHistoryRequest {
   HistoryQuery base;
@@ -237,18 +234,16 @@ class HttpServer::Impl {
     server_.set_keep_alive_max_count(100);
     server_.set_payload_max_length(options_.max_request_body_bytes);
 
-    server_.set_pre_routing_handler([this](const httplib::Request& req, httplib::Response& res) {
-      return Admit(req, res);
-    });
+    server_.set_pre_routing_handler(
+        [this](const httplib::Request& req, httplib::Response& res) { return Admit(req, res); });
     server_.set_post_routing_handler([](const httplib::Request&, httplib::Response& res) {
       res.set_header("X-Content-Type-Options", "nosniff");
       res.set_header("Referrer-Policy", "no-referrer");
       res.set_header("X-Frame-Options", "DENY");
     });
-    server_.set_exception_handler(
-        [](const httplib::Request&, httplib::Response& res, std::exception_ptr) {
-          ReplyError(res, 500, "internal error");
-        });
+    server_.set_exception_handler([](const httplib::Request&, httplib::Response& res, std::exception_ptr) {
+      ReplyError(res, 500, "internal error");
+    });
     server_.set_error_handler([](const httplib::Request&, httplib::Response& res) {
       if (res.body.empty()) {
         ReplyError(res, res.status, res.status == 404 ? "not found" : "request refused");
@@ -257,21 +252,16 @@ class HttpServer::Impl {
 
     server_.Get("/metrics", [this](const httplib::Request&, httplib::Response& res) { Metrics(res); });
     server_.Get("/healthz", [this](const httplib::Request&, httplib::Response& res) { Health(res); });
-    server_.Get("/api/v1/snapshot", [this](const httplib::Request&, httplib::Response& res) {
-      SnapshotEndpoint(res);
-    });
-    server_.Get("/api/v1/findings", [this](const httplib::Request&, httplib::Response& res) {
-      Findings(res);
-    });
-    server_.Get("/api/v1/status", [this](const httplib::Request&, httplib::Response& res) {
-      StatusEndpoint(res);
-    });
-    server_.Get("/api/v1/history", [this](const httplib::Request& req, httplib::Response& res) {
-      History(req, res);
-    });
-    server_.Get(R"(/[A-Za-z0-9._\-/]*)", [](const httplib::Request& req, httplib::Response& res) {
-      Asset(req, res);
-    });
+    server_.Get("/api/v1/snapshot",
+                [this](const httplib::Request&, httplib::Response& res) { SnapshotEndpoint(res); });
+    server_.Get("/api/v1/findings",
+                [this](const httplib::Request&, httplib::Response& res) { Findings(res); });
+    server_.Get("/api/v1/status",
+                [this](const httplib::Request&, httplib::Response& res) { StatusEndpoint(res); });
+    server_.Get("/api/v1/history",
+                [this](const httplib::Request& req, httplib::Response& res) { History(req, res); });
+    server_.Get(R"(/[A-Za-z0-9._\-/]*)",
+                [](const httplib::Request& req, httplib::Response& res) { Asset(req, res); });
   }
 
   // Method and token checks shared by every route.
@@ -343,7 +333,8 @@ class HttpServer::Impl {
 
   void Findings(httplib::Response& res) {
     json findings = json::array();
-    for (const StoredFinding& open : sources_.view.OpenFindings()) findings.push_back(StoredFindingToJson(open));
+    for (const StoredFinding& open : sources_.view.OpenFindings())
+      findings.push_back(StoredFindingToJson(open));
     ReplyJson(res, 200, json{{"findings", std::move(findings)}});
   }
 
@@ -356,7 +347,8 @@ class HttpServer::Impl {
     body["hostname"] = snapshot ? snapshot->hostname : "";
     body["server_time_ms"] = ToUnixMillis(now);
     body["started_at_ms"] = ToUnixMillis(status.started_at);
-    body["last_sample_at_ms"] = status.last_sample_at ? json(ToUnixMillis(*status.last_sample_at)) : json(nullptr);
+    body["last_sample_at_ms"] =
+        status.last_sample_at ? json(ToUnixMillis(*status.last_sample_at)) : json(nullptr);
     body["fresh"] = Fresh(status, now);
     body["stale_after_seconds"] = std::chrono::duration<double>(options_.stale_after).count();
     body["samples_total"] = status.samples_total;
@@ -430,7 +422,8 @@ class HttpServer::Impl {
         return;
       }
       json points = json::array();
-      for (const HistoryPoint& p : result->points) points.push_back(json::array({ToUnixMillis(p.time), p.value}));
+      for (const HistoryPoint& p : result->points)
+        points.push_back(json::array({ToUnixMillis(p.time), p.value}));
       series.push_back({{"metric", metric}, {"unit", result->unit}, {"points", std::move(points)}});
     }
     ReplyJson(res, 200,

@@ -65,7 +65,7 @@ struct HttpServerOptions {
 // What the server reads. `view` must outlive the server.
 struct HttpServerSources {
   const AgentView& view;
-  const HistorySource* history = nullptr;       // null: /api/v1/history answers 503
+  const HistorySource* history = nullptr;         // null: /api/v1/history answers 503
   std::function<AlertCounters()> alert_counters;  // empty: no alert metrics
 };
 

@@ -1,5 +1,8 @@
 #include "agent/http_server.h"
 
+#include <fmt/format.h>
+#include <gtest/gtest.h>
+#include <httplib.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -7,12 +10,8 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
-#include <thread>
-
-#include <fmt/format.h>
-#include <gtest/gtest.h>
-#include <httplib.h>
 #include <nlohmann/json.hpp>
+#include <thread>
 
 #include "agent/agent_state.h"
 #include "agent/prometheus_text_parser.h"
@@ -179,8 +178,8 @@ TEST_F(HttpServerTest, HistoryOverARange) {
   StartServer();
   const int64_t to = ToUnixMillis(kStart);
   const int64_t from = to - 3600 * 1000;
-  json body = GetJson(fmt::format("/api/v1/history?gpu=3&metric=temperature_c,power_w&from={}&to={}&points=120",
-                                  from, to));
+  json body = GetJson(
+      fmt::format("/api/v1/history?gpu=3&metric=temperature_c,power_w&from={}&to={}&points=120", from, to));
   EXPECT_EQ(body["gpu"], 3);
   EXPECT_EQ(body["from_ms"], from);
   ASSERT_EQ(body["series"].size(), 2u);
@@ -205,11 +204,11 @@ TEST_F(HttpServerTest, HistoryOverARange) {
 
 TEST_F(HttpServerTest, HistoryRejectsBadQueries) {
   StartServer();
-  for (const char* query : {"?metric=temperature_c", "?gpu=x&metric=temperature_c", "?gpu=0",
-                            "?gpu=0&metric=bogus", "?gpu=0&metric=temperature_c&from=10&to=5",
-                            "?gpu=0&metric=temperature_c&from=abc", "?gpu=0&metric=temperature_c&points=0",
-                            "?gpu=0&metric=temperature_c&points=99999999",
-                            "?gpu=0&metric=temperature_c&from=0&to=99999999999999"}) {
+  for (const char* query :
+       {"?metric=temperature_c", "?gpu=x&metric=temperature_c", "?gpu=0", "?gpu=0&metric=bogus",
+        "?gpu=0&metric=temperature_c&from=10&to=5", "?gpu=0&metric=temperature_c&from=abc",
+        "?gpu=0&metric=temperature_c&points=0", "?gpu=0&metric=temperature_c&points=99999999",
+        "?gpu=0&metric=temperature_c&from=0&to=99999999999999"}) {
     json body = GetJson(std::string("/api/v1/history") + query, 400);
     EXPECT_TRUE(body.contains("error")) << query;
   }
@@ -224,7 +223,8 @@ TEST_F(HttpServerTest, HistoryWithoutAStoreIsUnavailable) {
 TEST_F(HttpServerTest, BearerTokenGuardsDataButNotHealthOrThePage) {
   StartServer({.bearer_token = "s3cret"});
   PublishSample(kStart);
-  for (const char* path : {"/metrics", "/api/v1/snapshot", "/api/v1/findings", "/api/v1/history?gpu=0&metric=power_w"}) {
+  for (const char* path :
+       {"/metrics", "/api/v1/snapshot", "/api/v1/findings", "/api/v1/history?gpu=0&metric=power_w"}) {
     httplib::Result none = Get(path);
     ASSERT_TRUE(none);
     EXPECT_EQ(none->status, 401) << path;

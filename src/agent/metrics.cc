@@ -1,5 +1,7 @@
 #include "agent/metrics.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <array>
 #include <cmath>
@@ -7,8 +9,6 @@
 #include <iterator>
 #include <optional>
 #include <set>
-
-#include <fmt/format.h>
 
 namespace gpudoctor {
 namespace {
@@ -27,10 +27,17 @@ struct Label {
 void AppendEscaped(std::string& out, std::string_view value) {
   for (char c : value) {
     switch (c) {
-      case '\\': out += "\\\\"; break;
-      case '"': out += "\\\""; break;
-      case '\n': out += "\\n"; break;
-      default: out += c;
+      case '\\':
+        out += "\\\\";
+        break;
+      case '"':
+        out += "\\\"";
+        break;
+      case '\n':
+        out += "\\n";
+        break;
+      default:
+        out += c;
     }
   }
 }
@@ -50,14 +57,18 @@ void AppendValue(std::string& out, double value) {
 
 // `name="value",...` for a fixed label set, escaped once and reused for every
 // sample of a GPU.
+void AppendLabel(std::string& out, const Label& label) {
+  out += label.name;
+  out += "=\"";
+  AppendEscaped(out, label.value);
+  out += '"';
+}
+
 std::string FormatLabels(std::initializer_list<Label> labels) {
   std::string out;
   for (const Label& label : labels) {
     if (!out.empty()) out += ',';
-    out += label.name;
-    out += "=\"";
-    AppendEscaped(out, label.value);
-    out += '"';
+    AppendLabel(out, label);
   }
   return out;
 }
@@ -75,8 +86,8 @@ class Exposition {
 
   void Sample(std::string_view labels, std::initializer_list<Label> extra, double value) {
     if (!header_written_) {
-      fmt::format_to(std::back_inserter(out_), "# HELP {} {}\n# TYPE {} {}\n", family_.name,
-                     family_.help, family_.name, family_.type);
+      fmt::format_to(std::back_inserter(out_), "# HELP {} {}\n# TYPE {} {}\n", family_.name, family_.help,
+                     family_.name, family_.type);
       header_written_ = true;
     }
     out_ += family_.name;
@@ -87,10 +98,7 @@ class Exposition {
       for (const Label& label : extra) {
         if (!first) out_ += ',';
         first = false;
-        out_ += label.name;
-        out_ += "=\"";
-        AppendEscaped(out_, label.value);
-        out_ += '"';
+        AppendLabel(out_, label);
       }
       out_ += '}';
     }
@@ -157,8 +165,7 @@ const GpuReading kGpuReadings[] = {
     {{"gpudoctor_gpu_slowdown_temperature_celsius", "gauge",
       "Temperature at which the GPU starts to slow its clocks."},
      [](const GpuSnapshot& g) { return Number(g.temperature_slowdown_c); }},
-    {{"gpudoctor_gpu_shutdown_temperature_celsius", "gauge",
-      "Temperature at which the GPU shuts down."},
+    {{"gpudoctor_gpu_shutdown_temperature_celsius", "gauge", "Temperature at which the GPU shuts down."},
      [](const GpuSnapshot& g) { return Number(g.temperature_shutdown_c); }},
     {{"gpudoctor_gpu_power_watts", "gauge", "Power draw of the board."},
      [](const GpuSnapshot& g) { return Number(g.power_draw_w); }},
@@ -180,8 +187,7 @@ const GpuReading kGpuReadings[] = {
      [](const GpuSnapshot& g) { return Number(g.memory_free_bytes); }},
     {{"gpudoctor_gpu_memory_total_bytes", "gauge", "Device memory size."},
      [](const GpuSnapshot& g) { return Number(g.memory_total_bytes); }},
-    {{"gpudoctor_gpu_processes", "gauge", "Compute processes running on the GPU."},
-     ProcessCount},
+    {{"gpudoctor_gpu_processes", "gauge", "Compute processes running on the GPU."}, ProcessCount},
     {{"gpudoctor_gpu_pcie_replays_total", "counter", "PCIe link replays (retransmissions)."},
      [](const GpuSnapshot& g) { return Number(g.pcie_replay_count); }},
     {{"gpudoctor_gpu_pcie_link_generation", "gauge", "Current PCIe link generation."},
@@ -196,14 +202,11 @@ const GpuReading kGpuReadings[] = {
      [](const GpuSnapshot& g) { return Number(g.persistence_mode); }},
     {{"gpudoctor_gpu_ecc_enabled", "gauge", "1 when ECC is enabled."},
      [](const GpuSnapshot& g) { return Number(g.ecc_enabled); }},
-    {{"gpudoctor_gpu_retired_pages_pending", "gauge",
-      "1 when a page retirement waits for the next reset."},
+    {{"gpudoctor_gpu_retired_pages_pending", "gauge", "1 when a page retirement waits for the next reset."},
      [](const GpuSnapshot& g) { return Number(g.retired_pages_pending); }},
-    {{"gpudoctor_gpu_remapped_rows_pending", "gauge",
-      "1 when a row remap waits for the next reset."},
+    {{"gpudoctor_gpu_remapped_rows_pending", "gauge", "1 when a row remap waits for the next reset."},
      [](const GpuSnapshot& g) { return Number(g.remapped_rows_pending); }},
-    {{"gpudoctor_gpu_remapped_rows_failure", "gauge",
-      "1 when a row remap failed: the GPU needs service."},
+    {{"gpudoctor_gpu_remapped_rows_failure", "gauge", "1 when a row remap failed: the GPU needs service."},
      [](const GpuSnapshot& g) { return Number(g.remapped_rows_failure); }},
 };
 
@@ -256,13 +259,15 @@ const GpuReading kDcgmReadings[] = {
      [](const GpuSnapshot& g) { return Number(g.retired_pages_pending); }},
     {{"DCGM_FI_DEV_CORRECTABLE_REMAPPED_ROWS", "counter", "Number of remapped rows for correctable errors."},
      [](const GpuSnapshot& g) { return Number(g.remapped_rows_correctable); }},
-    {{"DCGM_FI_DEV_UNCORRECTABLE_REMAPPED_ROWS", "counter", "Number of remapped rows for uncorrectable errors."},
+    {{"DCGM_FI_DEV_UNCORRECTABLE_REMAPPED_ROWS", "counter",
+      "Number of remapped rows for uncorrectable errors."},
      [](const GpuSnapshot& g) { return Number(g.remapped_rows_uncorrectable); }},
     {{"DCGM_FI_DEV_ROW_REMAP_PENDING", "gauge", "Whether a row remap is pending."},
      [](const GpuSnapshot& g) { return Number(g.remapped_rows_pending); }},
     {{"DCGM_FI_DEV_ROW_REMAP_FAILURE", "gauge", "Whether remapping of rows has failed."},
      [](const GpuSnapshot& g) { return Number(g.remapped_rows_failure); }},
-    {{"DCGM_FI_DEV_NVLINK_CRC_FLIT_ERROR_COUNT_TOTAL", "counter", "Total number of NVLink flow-control CRC errors."},
+    {{"DCGM_FI_DEV_NVLINK_CRC_FLIT_ERROR_COUNT_TOTAL", "counter",
+      "Total number of NVLink flow-control CRC errors."},
      [](const GpuSnapshot& g) { return NvLinkTotal(g, &NvLinkInfo::crc_flit_errors); }},
     {{"DCGM_FI_DEV_NVLINK_CRC_DATA_ERROR_COUNT_TOTAL", "counter", "Total number of NVLink data CRC errors."},
      [](const GpuSnapshot& g) { return NvLinkTotal(g, &NvLinkInfo::crc_data_errors); }},
@@ -316,16 +321,18 @@ constexpr Family kNvLinkErrors{"gpudoctor_gpu_nvlink_errors_total", "counter",
                                "JSON snapshot)."};
 constexpr Family kXidErrors{"gpudoctor_gpu_xid_errors_total", "counter",
                             "Xid errors seen since the agent started."};
-constexpr Family kLastXid{"gpudoctor_gpu_last_xid_code", "gauge",
-                          "Code of the most recent Xid error."};
-constexpr Family kDcgmXid{"DCGM_FI_DEV_XID_ERRORS", "gauge",
-                          "Value of the last XID error encountered."};
+constexpr Family kLastXid{"gpudoctor_gpu_last_xid_code", "gauge", "Code of the most recent Xid error."};
+constexpr Family kDcgmXid{"DCGM_FI_DEV_XID_ERRORS", "gauge", "Value of the last XID error encountered."};
 
 constexpr std::array kClockEventBits{
-    clock_event::kGpuIdle,           clock_event::kApplicationsClocksSetting,
-    clock_event::kSwPowerCap,        clock_event::kHwSlowdown,
-    clock_event::kSyncBoost,         clock_event::kSwThermalSlowdown,
-    clock_event::kHwThermalSlowdown, clock_event::kHwPowerBrakeSlowdown,
+    clock_event::kGpuIdle,
+    clock_event::kApplicationsClocksSetting,
+    clock_event::kSwPowerCap,
+    clock_event::kHwSlowdown,
+    clock_event::kSyncBoost,
+    clock_event::kSwThermalSlowdown,
+    clock_event::kHwThermalSlowdown,
+    clock_event::kHwPowerBrakeSlowdown,
     clock_event::kDisplayClockSetting,
 };
 
@@ -333,9 +340,7 @@ std::string_view FieldText(const Field<std::string>& field) {
   return field.has_value() ? std::string_view(field.value()) : std::string_view();
 }
 
-double Seconds(WallTime time) {
-  return std::chrono::duration<double>(time.time_since_epoch()).count();
-}
+double Seconds(WallTime time) { return std::chrono::duration<double>(time.time_since_epoch()).count(); }
 
 class Renderer {
  public:
@@ -349,10 +354,8 @@ class Renderer {
     for (const GpuSnapshot& gpu : snapshot->gpus) {
       const std::string index = std::to_string(gpu.index);
       const std::string pci = std::string(FieldText(gpu.pci_bus_id));
-      gpu_labels_.push_back(FormatLabels({{"gpu", index},
-                                          {"uuid", FieldText(gpu.uuid)},
-                                          {"pci_bus_id", pci},
-                                          {"hostname", hostname_}}));
+      gpu_labels_.push_back(FormatLabels(
+          {{"gpu", index}, {"uuid", FieldText(gpu.uuid)}, {"pci_bus_id", pci}, {"hostname", hostname_}}));
       dcgm_labels_.push_back(FormatLabels({{"gpu", index},
                                            {"UUID", FieldText(gpu.uuid)},
                                            {"pci_bus_id", NvmlStylePciBusId(pci)},
@@ -539,7 +542,8 @@ class Renderer {
                                           std::pair{"recovery", &NvLinkInfo::recovery_errors},
                                           std::pair{"crc_flit", &NvLinkInfo::crc_flit_errors},
                                           std::pair{"crc_data", &NvLinkInfo::crc_data_errors}}) {
-        if (std::optional<double> total = NvLinkTotal(gpu, counter)) out_.Sample(labels, {{"type", type}}, *total);
+        if (std::optional<double> total = NvLinkTotal(gpu, counter))
+          out_.Sample(labels, {{"type", type}}, *total);
       }
     });
   }
@@ -593,11 +597,11 @@ std::string RenderPrometheusMetrics(const MetricsInput& input, const MetricsOpti
 std::vector<std::string_view> MetricFamilyNames() {
   std::vector<std::string_view> names;
   for (const Family* f :
-       {&kUp, &kNvmlUp, &kBuildInfo, &kStartTime, &kLastSample, &kSampleAge, &kSamples,
-        &kProbeHangs, &kGpus, &kFinding, &kFindingsOpen, &kAlertsDelivered, &kAlertsFailed,
-        &kAlertsSuppressed, &kAlertsDropped, &kGpuInfo, &kGpuAccessible, &kFanSpeed,
-        &kEccErrors, &kRetiredPages, &kRemappedRows, &kClockEvent, &kNvLinkActive,
-        &kNvLinkErrors, &kXidErrors, &kLastXid, &kDcgmXid}) {
+       {&kUp,           &kNvmlUp,           &kBuildInfo,     &kStartTime,  &kLastSample,    &kSampleAge,
+        &kSamples,      &kProbeHangs,       &kGpus,          &kFinding,    &kFindingsOpen,  &kAlertsDelivered,
+        &kAlertsFailed, &kAlertsSuppressed, &kAlertsDropped, &kGpuInfo,    &kGpuAccessible, &kFanSpeed,
+        &kEccErrors,    &kRetiredPages,     &kRemappedRows,  &kClockEvent, &kNvLinkActive,  &kNvLinkErrors,
+        &kXidErrors,    &kLastXid,          &kDcgmXid}) {
     names.push_back(f->name);
   }
   for (const GpuReading& r : kGpuReadings) names.push_back(r.family.name);

@@ -47,7 +47,7 @@ struct MetricsOptions {
 };
 
 struct MetricsInput {
-  const Snapshot* snapshot = nullptr;  // null before the first sample
+  const Snapshot* snapshot = nullptr;   // null before the first sample
   std::vector<StoredFinding> findings;  // the open ones
   AgentStatus status;
   WallTime now;

@@ -1,12 +1,11 @@
 #include "agent/metrics.h"
 
+#include <gtest/gtest.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <cmath>
 #include <filesystem>
-
-#include <gtest/gtest.h>
 
 #include "agent/prometheus_text_parser.h"
 #include "agent/subprocess.h"
@@ -35,7 +34,10 @@ struct Scene {
   }
 
   std::string Render(MetricsOptions options = {}) const {
-    MetricsInput input{.snapshot = &snapshot, .findings = findings, .status = status, .now = kNow,
+    MetricsInput input{.snapshot = &snapshot,
+                       .findings = findings,
+                       .status = status,
+                       .now = kNow,
                        .alerts = with_alerts ? &alerts : nullptr};
     return RenderPrometheusMetrics(input, options);
   }
@@ -70,7 +72,9 @@ TEST(Metrics, GpuReadingsCarryUnitsAndIdentityLabels) {
             static_cast<double>(gpu0.memory_used_bytes.value()));
   EXPECT_EQ(e.Value("gpudoctor_gpu_memory_total_bytes", Gpu(0)), 80.0 * 1024 * 1024 * 1024);
   EXPECT_EQ(e.Value("gpudoctor_gpu_sm_clock_hertz", Gpu(0)), 1980e6);
-  EXPECT_EQ(e.Value("gpudoctor_gpu_ecc_errors_total", {{"gpu", "5"}, {"type", "uncorrected"}, {"scope", "volatile"}}), 1);
+  EXPECT_EQ(e.Value("gpudoctor_gpu_ecc_errors_total",
+                    {{"gpu", "5"}, {"type", "uncorrected"}, {"scope", "volatile"}}),
+            1);
   EXPECT_EQ(e.Value("gpudoctor_gpu_remapped_rows_pending", Gpu(5)), 1);
   EXPECT_EQ(e.Value("gpudoctor_gpu_clock_event_active", {{"gpu", "2"}, {"reason", "gpu_idle"}}), 1);
   EXPECT_EQ(e.Value("gpudoctor_gpu_clock_event_active", {{"gpu", "0"}, {"reason", "gpu_idle"}}), 0);
@@ -133,8 +137,10 @@ TEST(Metrics, FindingGaugeFollowsTheOpenSet) {
   Scene scene;
   scene.findings = SyntheticIncidents(scene.snapshot, kNow);
   PromExposition e = scene.Parse();
-  EXPECT_EQ(e.Value("gpudoctor_finding", {{"id", "temperature_high"}, {"severity", "warning"}, {"gpu", "3"}}), 1);
-  EXPECT_EQ(e.Value("gpudoctor_finding", {{"id", "row_remap_pending"}, {"severity", "critical"}, {"gpu", "5"}}), 1);
+  EXPECT_EQ(e.Value("gpudoctor_finding", {{"id", "temperature_high"}, {"severity", "warning"}, {"gpu", "3"}}),
+            1);
+  EXPECT_EQ(
+      e.Value("gpudoctor_finding", {{"id", "row_remap_pending"}, {"severity", "critical"}, {"gpu", "5"}}), 1);
   EXPECT_EQ(e.Value("gpudoctor_findings_open", {{"severity", "warning"}}), 2);
   EXPECT_EQ(e.Value("gpudoctor_findings_open", {{"severity", "critical"}}), 1);
 
@@ -195,13 +201,12 @@ TEST(Metrics, DcgmExporterNamesOnlyWhenAsked) {
   const PromExposition e = scene.Parse({.dcgm_compatible = true});
   const std::vector<const PromSample*> temp = e.Find("DCGM_FI_DEV_GPU_TEMP", Gpu(0));
   ASSERT_EQ(temp.size(), 1u);
-  const std::map<std::string, std::string> expected_labels = {
-      {"gpu", "0"},
-      {"UUID", scene.snapshot.gpus[0].uuid.value()},
-      {"pci_bus_id", "00000000:18:00.0"},
-      {"device", "nvidia0"},
-      {"modelName", "NVIDIA H100 80GB HBM3"},
-      {"Hostname", kSyntheticHostname}};
+  const std::map<std::string, std::string> expected_labels = {{"gpu", "0"},
+                                                              {"UUID", scene.snapshot.gpus[0].uuid.value()},
+                                                              {"pci_bus_id", "00000000:18:00.0"},
+                                                              {"device", "nvidia0"},
+                                                              {"modelName", "NVIDIA H100 80GB HBM3"},
+                                                              {"Hostname", kSyntheticHostname}};
   EXPECT_EQ(temp[0]->labels, expected_labels);
   EXPECT_EQ(temp[0]->value, scene.snapshot.gpus[0].temperature_c.value());
   // dcgm-exporter's units: MiB, %, MHz.

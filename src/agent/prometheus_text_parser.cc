@@ -1,11 +1,11 @@
 #include "agent/prometheus_text_parser.h"
 
+#include <fmt/format.h>
+
 #include <cctype>
 #include <cmath>
 #include <limits>
 #include <set>
-
-#include <fmt/format.h>
 
 #include "common/text.h"
 
@@ -46,9 +46,12 @@ Result<std::string> ParseLabelValue(std::string_view& s) {
       if (s.empty()) return Error{"dangling escape"};
       const char escaped = s.front();
       s.remove_prefix(1);
-      if (escaped == 'n') value += '\n';
-      else if (escaped == '\\' || escaped == '"') value += escaped;
-      else return Error{fmt::format("bad escape \\{}", escaped)};
+      if (escaped == 'n')
+        value += '\n';
+      else if (escaped == '\\' || escaped == '"')
+        value += escaped;
+      else
+        return Error{fmt::format("bad escape \\{}", escaped)};
     } else if (c == '\n') {
       return Error{"raw newline in label value"};
     } else {

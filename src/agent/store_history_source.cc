@@ -1,8 +1,8 @@
 #include "agent/store_history_source.h"
 
-#include <algorithm>
-
 #include <fmt/format.h>
+
+#include <algorithm>
 
 #include "store/metric.h"
 

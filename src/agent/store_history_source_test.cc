@@ -16,11 +16,15 @@ const WallTime kStart = FromUnixMillis(1'714'564'800'000);
 
 TEST(StoreHistorySource, PlotsStoredSamples) {
   MemoryHistoryStore store;
-  for (int i = 0; i < 60; ++i) ASSERT_TRUE(AppendSnapshot(store, SyntheticSnapshot(2, kStart + seconds(5 * i))).ok());
+  for (int i = 0; i < 60; ++i)
+    ASSERT_TRUE(AppendSnapshot(store, SyntheticSnapshot(2, kStart + seconds(5 * i))).ok());
   StoreHistorySource history(store);
 
-  Result<HistorySeries> temps = history.Query(
-      {.gpu_index = 1, .metric = "temperature_c", .from = kStart, .to = kStart + seconds(295), .max_points = 1000});
+  Result<HistorySeries> temps = history.Query({.gpu_index = 1,
+                                               .metric = "temperature_c",
+                                               .from = kStart,
+                                               .to = kStart + seconds(295),
+                                               .max_points = 1000});
   ASSERT_TRUE(temps.ok()) << temps.error().message;
   EXPECT_EQ(temps->unit, "°C");
   ASSERT_EQ(temps->points.size(), 60u);  // `to` is inclusive
@@ -38,10 +42,12 @@ TEST(StoreHistorySource, UnknownGpuHasNoHistoryAndUnknownMetricIsAnError) {
   MemoryHistoryStore store;
   ASSERT_TRUE(AppendSnapshot(store, SyntheticSnapshot(1, kStart)).ok());
   StoreHistorySource history(store);
-  Result<HistorySeries> none = history.Query({.gpu_index = 7, .metric = "power_w", .from = kStart, .to = kStart + seconds(1)});
+  Result<HistorySeries> none =
+      history.Query({.gpu_index = 7, .metric = "power_w", .from = kStart, .to = kStart + seconds(1)});
   ASSERT_TRUE(none.ok());
   EXPECT_TRUE(none->points.empty());
-  EXPECT_FALSE(history.Query({.gpu_index = 0, .metric = "bogus", .from = kStart, .to = kStart + seconds(1)}).ok());
+  EXPECT_FALSE(
+      history.Query({.gpu_index = 0, .metric = "bogus", .from = kStart, .to = kStart + seconds(1)}).ok());
   const std::vector<std::string> names = history.MetricNames();
   EXPECT_NE(std::find(names.begin(), names.end(), "utilization_gpu_percent"), names.end());
   EXPECT_NE(std::find(names.begin(), names.end(), "memory_used_bytes"), names.end());

@@ -1,6 +1,7 @@
 #include "agent/subprocess.h"
 
 #include <fcntl.h>
+#include <fmt/format.h>
 #include <poll.h>
 #include <signal.h>
 #include <sys/syscall.h>
@@ -10,8 +11,6 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
-
-#include <fmt/format.h>
 
 #include "common/text.h"
 
@@ -208,8 +207,8 @@ Result<ProcessOutcome> RunProcess(const ProcessSpec& spec) {
     }
     if (::poll(fds, count, wait_ms) < 0 && errno != EINTR) break;
     if (input->write.valid() && fds[0].revents != 0) {
-      const ssize_t n = ::write(input->write.get(), spec.stdin_data.data() + written,
-                                spec.stdin_data.size() - written);
+      const ssize_t n =
+          ::write(input->write.get(), spec.stdin_data.data() + written, spec.stdin_data.size() - written);
       if (n > 0) written += static_cast<size_t>(n);
       if ((n < 0 && errno != EAGAIN && errno != EINTR) || written == spec.stdin_data.size()) {
         input->write.Close();  // done, or the child stopped reading (EPIPE)

@@ -1,15 +1,14 @@
 #include "agent/subprocess.h"
 
 #include <fcntl.h>
+#include <fmt/format.h>
+#include <gtest/gtest.h>
 #include <signal.h>
 #include <unistd.h>
 
 #include <filesystem>
 #include <fstream>
 #include <thread>
-
-#include <fmt/format.h>
-#include <gtest/gtest.h>
 
 #include "common/text.h"
 
@@ -58,8 +57,8 @@ bool ProcessIsGone(pid_t pid) {
 
 TEST(RunProcess, TimeoutKillsTheWholeProcessGroup) {
   const auto started = std::chrono::steady_clock::now();
-  Result<ProcessOutcome> r = RunProcess(
-      {.argv = {"/bin/sh", "-c", "sleep 60 & echo $!; wait"}, .timeout = milliseconds(500)});
+  Result<ProcessOutcome> r =
+      RunProcess({.argv = {"/bin/sh", "-c", "sleep 60 & echo $!; wait"}, .timeout = milliseconds(500)});
   ASSERT_TRUE(r.ok());
   EXPECT_TRUE(r->timed_out);
   EXPECT_FALSE(r->Succeeded());
@@ -79,8 +78,8 @@ TEST(RunProcess, ChildThatIgnoresStdinDoesNotHurtUs) {
 }
 
 TEST(RunProcess, OutputIsTruncated) {
-  Result<ProcessOutcome> r =
-      RunProcess({.argv = {"/bin/sh", "-c", "head -c 100000 /dev/zero | tr '\\0' y"}, .max_output_bytes = 1000});
+  Result<ProcessOutcome> r = RunProcess(
+      {.argv = {"/bin/sh", "-c", "head -c 100000 /dev/zero | tr '\\0' y"}, .max_output_bytes = 1000});
   ASSERT_TRUE(r.ok());
   EXPECT_TRUE(r->Succeeded());
   EXPECT_EQ(r->output, std::string(1000, 'y'));
@@ -90,7 +89,8 @@ TEST(RunProcess, DoesNotLeakOurFileDescriptors) {
   const int fd = ::open("/dev/null", O_RDONLY);  // deliberately not close-on-exec
   ASSERT_GE(fd, 3);
   Result<ProcessOutcome> r = RunProcess(
-      {.argv = {"/bin/sh", "-c", fmt::format("if [ -e /proc/self/fd/{} ]; then echo leaked; else echo clean; fi", fd)}});
+      {.argv = {"/bin/sh", "-c",
+                fmt::format("if [ -e /proc/self/fd/{} ]; then echo leaked; else echo clean; fi", fd)}});
   ::close(fd);
   ASSERT_TRUE(r.ok());
   EXPECT_EQ(r->output, "clean\n");

@@ -3,6 +3,8 @@
 // health, the open findings with cause and actions, and four drawn charts.
 // The page's DOM and a screenshot are saved under
 // <build>/test-output/dashboard/ for inspection.
+#include <fmt/format.h>
+#include <gtest/gtest.h>
 #include <unistd.h>
 
 #include <condition_variable>
@@ -11,9 +13,6 @@
 #include <mutex>
 #include <regex>
 #include <thread>
-
-#include <fmt/format.h>
-#include <gtest/gtest.h>
 
 #include "agent/agent_state.h"
 #include "agent/http_server.h"
@@ -30,18 +29,21 @@ constexpr size_t kGpus = 8;
 class DashboardBrowserTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    if (::access(kChromium, X_OK) != 0) GTEST_SKIP() << "Chromium is not installed (apt-get install chromium)";
+    if (::access(kChromium, X_OK) != 0)
+      GTEST_SKIP() << "Chromium is not installed (apt-get install chromium)";
     // Samples keep arriving while the browser works, as in the agent.
     const WallTime opened_at = SystemClock::Instance().Now() - std::chrono::minutes(42);
     auto publish = [this, opened_at] {
-      auto snapshot = std::make_shared<const Snapshot>(SyntheticSnapshot(kGpus, SystemClock::Instance().Now()));
+      auto snapshot =
+          std::make_shared<const Snapshot>(SyntheticSnapshot(kGpus, SystemClock::Instance().Now()));
       state_.SetOpenFindings(SyntheticIncidents(*snapshot, opened_at));
       state_.PublishSnapshot(std::move(snapshot));
     };
     publish();
     sampler_ = std::thread([this, publish] {
       std::unique_lock lock(sampler_mutex_);
-      while (!sampler_stop_.wait_for(lock, std::chrono::milliseconds(500), [this] { return stopping_; })) publish();
+      while (!sampler_stop_.wait_for(lock, std::chrono::milliseconds(500), [this] { return stopping_; }))
+        publish();
     });
     server_ = std::make_unique<HttpServer>(HttpServerSources{.view = state_, .history = &history_},
                                            HttpServerOptions{.listen = {"127.0.0.1", 0}, .version = "test"},
@@ -88,14 +90,15 @@ class DashboardBrowserTest : public ::testing::Test {
                                      "--window-size=1440,2400"};
     argv.insert(argv.end(), extra.begin(), extra.end());
     argv.push_back(url_);
-    Result<ProcessOutcome> run = RunProcess({.argv = argv,
-                                             .env = {"HOME=" + profile_.string(), "PATH=/usr/bin:/bin",
-                                                     "LANG=C.UTF-8"},
-                                             .timeout = std::chrono::seconds(90),
-                                             .max_output_bytes = 4 << 20});
+    Result<ProcessOutcome> run =
+        RunProcess({.argv = argv,
+                    .env = {"HOME=" + profile_.string(), "PATH=/usr/bin:/bin", "LANG=C.UTF-8"},
+                    .timeout = std::chrono::seconds(90),
+                    .max_output_bytes = 4 << 20});
     EXPECT_TRUE(run.ok()) << run.error().message;
     if (!run) return {};
-    EXPECT_TRUE(run->Succeeded()) << run->Describe(std::chrono::seconds(90)) << "\n" << run->output.substr(0, 4000);
+    EXPECT_TRUE(run->Succeeded()) << run->Describe(std::chrono::seconds(90)) << "\n"
+                                  << run->output.substr(0, 4000);
     return *run;
   }
 
@@ -142,7 +145,8 @@ TEST_F(DashboardBrowserTest, ShowsGpusFindingsAndDrawnCharts) {
     EXPECT_NE(card.find(fmt::format("data-health=\"{}\"", health)), std::string::npos) << "GPU " << gpu;
     EXPECT_NE(card.find("NVIDIA H100 80GB HBM3"), std::string::npos) << "GPU " << gpu;
     EXPECT_NE(card.find(" °C"), std::string::npos) << "GPU " << gpu << " shows no temperature";
-    EXPECT_NE(card.find("n/a"), std::string::npos) << "GPU " << gpu << ": fans are not supported and must say so";
+    EXPECT_NE(card.find("n/a"), std::string::npos)
+        << "GPU " << gpu << ": fans are not supported and must say so";
   }
   EXPECT_NE(dom.find("id=\"sum-gpus\" class=\"tile-value\">8<"), std::string::npos);
 
@@ -173,10 +177,12 @@ TEST_F(DashboardBrowserTest, ShowsGpusFindingsAndDrawnCharts) {
     ASSERT_TRUE(std::regex_search(figure, points, std::regex(R"re(data-points="(\d+)")re"))) << metric;
     EXPECT_GT(std::stoul(points[1]), kGpus * 100) << metric;
     std::smatch canvas;
-    ASSERT_TRUE(std::regex_search(figure, canvas, std::regex(R"re(<canvas width="(\d+)" height="(\d+)")re"))) << metric;
+    ASSERT_TRUE(std::regex_search(figure, canvas, std::regex(R"re(<canvas width="(\d+)" height="(\d+)")re")))
+        << metric;
     EXPECT_GT(std::stoul(canvas[1]), 200u) << metric;
     EXPECT_GT(std::stoul(canvas[2]), 100u) << metric;
-    EXPECT_EQ(Count(figure, "class=\"u-series\""), kGpus + 1) << metric << ": legend is time plus one row per GPU";
+    EXPECT_EQ(Count(figure, "class=\"u-series\""), kGpus + 1)
+        << metric << ": legend is time plus one row per GPU";
   }
 }
 

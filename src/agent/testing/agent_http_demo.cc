@@ -4,15 +4,14 @@
 //
 //   agent_http_demo --gpus 8 --listen 127.0.0.1:0 --dcgm
 //   -> prints "listening on http://127.0.0.1:PORT/" and serves until SIGTERM.
+#include <fmt/format.h>
 #include <signal.h>
 
+#include <CLI/CLI.hpp>
 #include <atomic>
 #include <chrono>
 #include <cstdio>
 #include <thread>
-
-#include <CLI/CLI.hpp>
-#include <fmt/format.h>
 
 #include "agent/agent_state.h"
 #include "agent/http_server.h"
@@ -54,8 +53,8 @@ int main(int argc, char** argv) {
   };
   publish();
 
-  HttpServerOptions options{.listen = *address, .worker_threads = threads, .dcgm_compatible_metrics = dcgm,
-                            .version = "demo"};
+  HttpServerOptions options{
+      .listen = *address, .worker_threads = threads, .dcgm_compatible_metrics = dcgm, .version = "demo"};
   if (!token.empty()) options.bearer_token = token;
   HttpServer server({.view = state, .history = &history}, options, clock);
   Result<int> port = server.Start();

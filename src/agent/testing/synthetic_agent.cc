@@ -1,10 +1,10 @@
 #include "agent/testing/synthetic_agent.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <cmath>
 #include <limits>
-
-#include <fmt/format.h>
 
 namespace gpudoctor {
 namespace {
@@ -97,8 +97,8 @@ Snapshot SyntheticSnapshot(size_t gpu_count, WallTime at) {
     g.memory_total_bytes = Field<uint64_t>::Value(kMemoryTotal);
     g.memory_used_bytes = Field<uint64_t>::Value(used);
     g.memory_free_bytes = Field<uint64_t>::Value(kMemoryTotal - used);
-    g.processes = Field<std::vector<ProcessInfo>>::Value(
-        {ProcessInfo{static_cast<uint32_t>(41000 + i), "python3", Field<uint64_t>::Value(used - (512u << 20))}});
+    g.processes = Field<std::vector<ProcessInfo>>::Value({ProcessInfo{
+        static_cast<uint32_t>(41000 + i), "python3", Field<uint64_t>::Value(used - (512u << 20))}});
     g.ecc_enabled = Field<bool>::Value(true);
     g.ecc_volatile_corrected = Field<uint64_t>::Value(i == kRemapGpu ? 212 : 0);
     g.ecc_volatile_uncorrected = Field<uint64_t>::Value(i == kRemapGpu ? 1 : 0);
@@ -131,7 +131,9 @@ std::vector<Finding> SyntheticFindings(const Snapshot& snapshot) {
   };
   if (auto gpu = ref(kRemapGpu)) {
     findings.push_back(
-        {"row_remap_pending", Severity::kCritical, gpu,
+        {"row_remap_pending",
+         Severity::kCritical,
+         gpu,
          fmt::format("GPU {} has a row remap pending after an uncorrectable ECC error", kRemapGpu),
          {"remapped_rows_uncorrectable = 1", "remapped_rows_pending = true", "ecc_volatile_uncorrected = 1",
           "Xid 63 at 2024-05-01T09:12:44Z: ECC page retirement or row remapping recording event"},
@@ -141,22 +143,29 @@ std::vector<Finding> SyntheticFindings(const Snapshot& snapshot) {
   }
   if (auto gpu = ref(kIdleGpu); gpu && snapshot.gpus.size() > 1) {
     findings.push_back(
-        {"gpu_idle_while_peers_busy", Severity::kWarning, gpu,
+        {"gpu_idle_while_peers_busy",
+         Severity::kWarning,
+         gpu,
          fmt::format("GPU {} is idle while its peers are busy", kIdleGpu),
-         {"utilization_gpu_percent = 0 for 15m", "peers average 88%", "process python3 (pid 41002) holds 49.6 GiB"},
+         {"utilization_gpu_percent = 0 for 15m", "peers average 88%",
+          "process python3 (pid 41002) holds 49.6 GiB"},
          "One rank of a data-parallel job has hung or crashed while the others wait in a collective.",
-         {"Inspect the process on this GPU (py-spy dump --pid 41002)", "Check the job's logs for an NCCL "
+         {"Inspect the process on this GPU (py-spy dump --pid 41002)",
+          "Check the job's logs for an NCCL "
           "timeout or an exception on this rank"}});
   }
   if (auto gpu = ref(kHotGpu)) {
     findings.push_back(
-        {"temperature_high", Severity::kWarning, gpu,
+        {"temperature_high",
+         Severity::kWarning,
+         gpu,
          fmt::format("GPU {} runs at {} °C, above the 75 °C alert threshold", kHotGpu,
                      snapshot.FindGpu(kHotGpu)->temperature_c.value_or(0)),
          {"temperature_c above 75 for 10m", "power and utilisation match the other GPUs"},
          "Poor airflow or a failing cooling component around this GPU: it runs hotter than its peers at the "
          "same load.",
-         {"Check the chassis fans and the air path to this GPU's slot", "Compare inlet temperature with BMC "
+         {"Check the chassis fans and the air path to this GPU's slot",
+          "Compare inlet temperature with BMC "
           "sensors (ipmitool sdr type Temperature)"}});
   }
   return findings;
@@ -181,9 +190,11 @@ std::vector<std::string> SyntheticHistory::MetricNames() const {
 }
 
 Result<HistorySeries> SyntheticHistory::Query(const HistoryQuery& query) const {
-  static const std::pair<std::string_view, std::string_view> kUnits[] = {
-      {"temperature_c", "°C"}, {"power_w", "W"}, {"utilization_gpu_percent", "%"},
-      {"memory_used_bytes", "B"}, {"memory_total_bytes", "B"}};
+  static const std::pair<std::string_view, std::string_view> kUnits[] = {{"temperature_c", "°C"},
+                                                                         {"power_w", "W"},
+                                                                         {"utilization_gpu_percent", "%"},
+                                                                         {"memory_used_bytes", "B"},
+                                                                         {"memory_total_bytes", "B"}};
   HistorySeries series;
   series.metric = query.metric;
   for (const auto& [name, unit] : kUnits) {
@@ -192,7 +203,8 @@ Result<HistorySeries> SyntheticHistory::Query(const HistoryQuery& query) const {
   if (series.unit.empty()) return Error{fmt::format("unknown metric '{}'", query.metric)};
   if (query.gpu_index >= gpu_count_ || query.to <= query.from) return series;
   const Duration span = query.to - query.from;
-  const Duration step = std::max(interval_, span / static_cast<int64_t>(std::max<size_t>(1, query.max_points)));
+  const Duration step =
+      std::max(interval_, span / static_cast<int64_t>(std::max<size_t>(1, query.max_points)));
   // Points on multiples of the step, like a store's rollups.
   const auto first_tick = (query.from.time_since_epoch() + step - Duration(1)) / step;
   for (WallTime t{std::chrono::duration_cast<WallTime::duration>(first_tick * step)}; t <= query.to;
