@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 #include <httplib.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <sys/socket.h>
 
 #include <algorithm>
@@ -173,6 +175,7 @@ struct ParsedHistoryRequest {
 constexpr size_t kMaxHistoryMetrics = 16;
 constexpr size_t kMaxHistoryPoints = 10000;
 constexpr auto kMaxHistoryRange = std::chrono::hours(24 * 400);
+constexpr int64_t kMaxUnixMillis = 4'102'444'800'000;  // 2100-01-01
 
 }  // namespace
 
@@ -223,9 +226,12 @@ class HttpServer::Impl {
     server_.new_task_queue = [threads, queued] { return new BoundedThreadPool(threads, queued); };
     // SO_REUSEADDR so a restart can bind at once, but not httplib's default
     // SO_REUSEPORT: a second agent on the same port must fail, not share it.
+    // TCP_NODELAY (inherited by accepted sockets): headers and body go out in
+    // separate writes, and Nagle would hold the body's tail for a delayed ACK.
     server_.set_socket_options([](socket_t sock) {
       int yes = 1;
       ::setsockopt(sock, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof yes);
+      ::setsockopt(sock, IPPROTO_TCP, TCP_NODELAY, &yes, sizeof yes);
     });
     server_.set_read_timeout(std::chrono::duration_cast<std::chrono::microseconds>(options_.read_timeout));
     server_.set_write_timeout(std::chrono::duration_cast<std::chrono::microseconds>(options_.write_timeout));
@@ -380,13 +386,14 @@ class HttpServer::Impl {
     auto time_param = [&](const char* name, WallTime fallback) -> std::optional<WallTime> {
       if (!req.has_param(name)) return fallback;
       std::optional<int64_t> ms = ParseInt<int64_t>(req.get_param_value(name));
-      if (!ms) return std::nullopt;
+      // Bounded so the conversion to nanoseconds cannot overflow.
+      if (!ms || *ms < 0 || *ms > kMaxUnixMillis) return std::nullopt;
       return FromUnixMillis(*ms);
     };
     std::optional<WallTime> to = time_param("to", now);
-    if (!to) return Error{"to: give Unix milliseconds"};
+    if (!to) return Error{"to: give Unix milliseconds (before 2100)"};
     std::optional<WallTime> from = time_param("from", *to - std::chrono::hours(1));
-    if (!from) return Error{"from: give Unix milliseconds"};
+    if (!from) return Error{"from: give Unix milliseconds (before 2100)"};
     if (*from >= *to) return Error{"from must be before to"};
     if (*to - *from > kMaxHistoryRange) return Error{"range longer than 400 days"};
     out.base.from = *from;
