@@ -10,7 +10,7 @@
 //
 //   AlertDispatcher alerts(std::move(sinks), {.min_interval = 5min, .hostname = host}, clock);
 //   Result<std::vector<FindingTransition>> t = store.UpsertFindings(findings, now);
-//   alerts.Submit(t ? *t : {});  // every evaluation, even with no transitions
+//   alerts.Submit(t ? *t : std::vector<FindingTransition>{});  // every evaluation
 #pragma once
 
 #include <chrono>

@@ -208,8 +208,8 @@ TEST_F(HttpServerTest, HistoryRejectsBadQueries) {
        {"?metric=temperature_c", "?gpu=x&metric=temperature_c", "?gpu=0", "?gpu=0&metric=bogus",
         "?gpu=0&metric=temperature_c&from=10&to=5", "?gpu=0&metric=temperature_c&from=abc",
         "?gpu=0&metric=temperature_c&points=0", "?gpu=0&metric=temperature_c&points=99999999",
-        "?gpu=0&metric=temperature_c&from=0&to=99999999999999",
-        "?gpu=0&metric=temperature_c&from=-5&to=10", "?gpu=0&metric=temperature_c&to=9223372036854775807",
+        "?gpu=0&metric=temperature_c&from=0&to=99999999999999", "?gpu=0&metric=temperature_c&from=-5&to=10",
+        "?gpu=0&metric=temperature_c&to=9223372036854775807",
         "?gpu=0&metric=temperature_c&from=0&to=4102444800000"}) {
     json body = GetJson(std::string("/api/v1/history") + query, 400);
     EXPECT_TRUE(body.contains("error")) << query;
