@@ -180,7 +180,7 @@ TEST(AgentE2E, KeepsServingWhileNvmlHangs) {
 
 TEST(AgentE2E, OnceRunsOneCycleAndExits) {
   auto dir = std::filesystem::temp_directory_path() / ("gpudoctor-agent-once-" + std::to_string(getpid()));
-  auto result = gpudoctor::testing::Run("--simulate " + Example("healthy-8xh100.toml") + " agent --once --log none --db " +
+  auto result = gpudoctor::testing::RunGpudoctor("--simulate " + Example("healthy-8xh100.toml") + " agent --once --log none --db " +
                     (dir / "a" / "b" / "history.db").string());
   EXPECT_EQ(result.exit_code, 0);
   EXPECT_TRUE(std::filesystem::exists(dir / "a" / "b" / "history.db"));
@@ -188,13 +188,13 @@ TEST(AgentE2E, OnceRunsOneCycleAndExits) {
 }
 
 TEST(AgentE2E, UncreatableDatabaseExits73) {
-  auto result = gpudoctor::testing::Run("--simulate " + Example("healthy-8xh100.toml") +
+  auto result = gpudoctor::testing::RunGpudoctor("--simulate " + Example("healthy-8xh100.toml") +
                     " agent --once --log none --db /proc/no-such-dir/history.db");
   EXPECT_EQ(result.exit_code, 73);
 }
 
 TEST(AgentE2E, IntervalBelowOneSecondIsAUsageError) {
-  auto result = gpudoctor::testing::Run("--simulate " + Example("healthy-8xh100.toml") + " agent --once --interval 500ms");
+  auto result = gpudoctor::testing::RunGpudoctor("--simulate " + Example("healthy-8xh100.toml") + " agent --once --interval 500ms");
   EXPECT_EQ(result.exit_code, 64);
 }
 

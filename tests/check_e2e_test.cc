@@ -22,7 +22,7 @@ using nlohmann::json;
 using testing::Example;
 
 // The binary, run through the shell (gtest's Test::Run would hide a plain Run here).
-testing::RunResult Gpudoctor(const std::string& arguments) { return testing::Run(arguments); }
+testing::RunResult Gpudoctor(const std::string& arguments) { return testing::RunGpudoctor(arguments); }
 
 std::string Sample(const std::string& name) { return std::string(GPUDOCTOR_SOURCE_DIR) + "/testdata/nvidia_smi/" + name; }
 std::string KernelLog(const std::string& name) {

@@ -13,7 +13,7 @@ namespace gpudoctor::testing {
 
 struct RunResult {
   int exit_code = -1;
-  std::string output;  // stdout only
+  std::string output;  // stdout, and stderr after it when asked for
   std::chrono::milliseconds took{};
 };
 
@@ -22,11 +22,13 @@ inline std::string Example(const std::string& name) {
   return std::string(GPUDOCTOR_SOURCE_DIR) + "/examples/" + name;
 }
 
+enum class Stderr { kDiscard, kCapture };
+
 // `arguments` is passed through the shell; callers quote what needs it.
-inline RunResult Run(const std::string& arguments) {
+inline RunResult RunGpudoctor(const std::string& arguments, Stderr stderr_mode = Stderr::kDiscard) {
   RunResult result;
   auto start = std::chrono::steady_clock::now();
-  std::FILE* pipe = popen((Binary() + " " + arguments + " 2>/dev/null").c_str(), "r");
+  std::FILE* pipe = popen((Binary() + " " + arguments + (stderr_mode == Stderr::kCapture ? " 2>&1" : " 2>/dev/null")).c_str(), "r");
   if (pipe == nullptr) return result;
   std::array<char, 65536> buffer;
   size_t n;

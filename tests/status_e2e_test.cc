@@ -11,10 +11,10 @@ namespace {
 
 using nlohmann::json;
 using testing::Example;
-using testing::Run;
+using testing::RunGpudoctor;
 
 json StatusJson(const std::string& scenario, int expected_exit = 0, const std::string& extra = "") {
-  auto result = Run("--json status --simulate " + Example(scenario) + " " + extra);
+  auto result = RunGpudoctor("--json status --simulate " + Example(scenario) + " " + extra);
   EXPECT_EQ(result.exit_code, expected_exit) << scenario;
   auto parsed = json::parse(result.output, nullptr, false);
   EXPECT_FALSE(parsed.is_discarded()) << result.output;
@@ -80,7 +80,7 @@ TEST(StatusEndToEnd, DriverProblemsExitUnavailableWithTheirFinding) {
 }
 
 TEST(StatusEndToEnd, HangScenarioReturnsWithinTheDefaultDeadlinePlusTwoSeconds) {
-  auto result = Run("--json status --simulate " + Example("nvml-hang.toml"));
+  auto result = RunGpudoctor("--json status --simulate " + Example("nvml-hang.toml"));
   EXPECT_LT(result.took.count(), 12000);
   json status = json::parse(result.output, nullptr, false);
   ASSERT_FALSE(status.is_discarded()) << result.output;
@@ -91,36 +91,36 @@ TEST(StatusEndToEnd, HangScenarioReturnsWithinTheDefaultDeadlinePlusTwoSeconds) 
 }
 
 TEST(StatusEndToEnd, NoDriverIsOneClearLineAndExit69) {
-  auto result = Run("status --nvml-lib /nonexistent/libnvidia-ml.so.1 2>&1");
+  auto result = RunGpudoctor("status --nvml-lib /nonexistent/libnvidia-ml.so.1", testing::Stderr::kCapture);
   EXPECT_EQ(result.exit_code, 69);
   EXPECT_EQ(result.output, "gpudoctor: NVIDIA driver not found (/nonexistent/libnvidia-ml.so.1)\n");
 }
 
 TEST(StatusEndToEnd, MissingScenarioIsNoInput) {
-  auto result = Run("status --simulate /nonexistent.toml");
+  auto result = RunGpudoctor("status --simulate /nonexistent.toml");
   EXPECT_EQ(result.exit_code, 66);
 }
 
 TEST(StatusEndToEnd, TableHasAHealthColumnAndNoColourOffATerminal) {
-  auto result = Run("status --simulate " + Example("gpu-fallen-off-bus.toml"));
+  auto result = RunGpudoctor("status --simulate " + Example("gpu-fallen-off-bus.toml"));
   EXPECT_EQ(result.exit_code, 0);
   EXPECT_NE(result.output.find("Health"), std::string::npos);
   EXPECT_NE(result.output.find("CRITICAL"), std::string::npos);
   EXPECT_EQ(result.output.find("\033["), std::string::npos);
-  auto coloured = Run("--color always status --simulate " + Example("gpu-fallen-off-bus.toml"));
+  auto coloured = RunGpudoctor("--color always status --simulate " + Example("gpu-fallen-off-bus.toml"));
   EXPECT_NE(coloured.output.find("\033["), std::string::npos);
 }
 
 TEST(StatusEndToEnd, FromSmiReadsEveryCapturedSample) {
   for (const char* name : {"001.txt", "005.txt", "008.txt", "009.txt", "011.txt", "012.txt", "014.txt", "015.txt", "018.txt"}) {
-    auto result = Run(std::string("--json status --from-smi ") + GPUDOCTOR_SOURCE_DIR + "/testdata/nvidia_smi/" + name);
+    auto result = RunGpudoctor(std::string("--json status --from-smi ") + GPUDOCTOR_SOURCE_DIR + "/testdata/nvidia_smi/" + name);
     EXPECT_TRUE(result.exit_code == 0 || result.exit_code == 69) << name << " exit " << result.exit_code;
     EXPECT_FALSE(json::parse(result.output, nullptr, false).is_discarded()) << name;
   }
 }
 
 TEST(StatusEndToEnd, GarbageCaptureIsADataError) {
-  auto result = Run("status --from-smi /bin/true");
+  auto result = RunGpudoctor("status --from-smi /bin/true");
   EXPECT_EQ(result.exit_code, 65);
 }
 

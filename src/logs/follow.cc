@@ -182,6 +182,7 @@ Status FollowFile(const std::string& path, ReadOptions options, const FollowOpti
         offset = 0;
         if (first_open && follow.start_at_end) offset = ::lseek(fd, 0, SEEK_END);
         first_open = false;
+        if (follow.on_open) follow.on_open();
       } else {
         quiet.Idle(scanner, sink);
         std::this_thread::sleep_for(follow.poll_interval);

@@ -22,6 +22,9 @@ struct FollowOptions {
   std::chrono::milliseconds poll_interval{200};
   std::chrono::milliseconds quiet_flush{300};
   bool start_at_end = false;  // skip what the file holds when following starts
+  // Called each time the file is opened and positioned (at start, after a
+  // rotation); lines written after the first call are never skipped.
+  std::function<void()> on_open;
 };
 
 using StopRequested = std::function<bool()>;

@@ -41,6 +41,7 @@ class FollowTest : public testing::Test {
     follow.poll_interval = std::chrono::milliseconds(10);
     follow.quiet_flush = std::chrono::milliseconds(20);
     follow.start_at_end = start_at_end;
+    follow.on_open = [this] { opened_ = true; };
     thread_ = std::thread([this, follow] {
       status_ = FollowFile(
           path_, ReadOptions{}, follow,
@@ -73,6 +74,7 @@ class FollowTest : public testing::Test {
   std::string dir_, path_;
   std::thread thread_;
   std::atomic<bool> stop_{false};
+  std::atomic<bool> opened_{false};
   std::mutex mutex_;
   std::vector<uint32_t> xids_;
   Status status_;
@@ -111,7 +113,11 @@ TEST_F(FollowTest, WaitsForTheFileAndSurvivesRotationAndTruncation) {
 TEST_F(FollowTest, StartAtEndSkipsExistingLines) {
   Append(path_, XidLine(13));
   Start(/*start_at_end=*/true);
-  std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  while (!opened_ && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  ASSERT_TRUE(opened_);
   Append(path_, XidLine(79));
   auto xids = WaitForXids(1);
   ASSERT_FALSE(xids.empty());
