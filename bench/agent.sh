@@ -7,6 +7,8 @@
 # NVML library runs inside the probe), the CPU used over the window as a
 # percentage of one core (utime + stime from /proc/PID/stat) and the RSS
 # (VmRSS from /proc/PID/status: peak of 1 s readings, and at the end).
+# The baseline, measured in the same run: the floor program (bench/nvml_floor.c)
+# taking as many snapshots in-process, with no isolation, history or server.
 set -euo pipefail
 
 build=${1:-build}
@@ -44,4 +46,13 @@ echo "agent (pid $agent): CPU $(percent "$agent_used")% of one core, RSS peak $(
 echo "probe (pid ${probe:-none}): CPU $(percent "$probe_used")% of one core, RSS peak $(mib "$probe_peak") MiB"
 if command -v sqlite3 >/dev/null; then
   echo "GPU samples stored: $(sqlite3 "$work/history.db" 'SELECT COUNT(*) FROM samples_raw')"
+fi
+
+floor=$("$build/bin/nvml_floor" "$build/bin/libgpudoctor_fake_nvml.so" "$seconds" 2>/dev/null || true)
+floor_us=$(sed -nE 's/.*floor_cpu_us_per_snapshot=([0-9.]+).*/\1/p' <<<"$floor")
+if [[ -n $floor_us ]]; then
+  awk -v a="$agent_used" -v p="$probe_used" -v hz="$ticks" -v s="$seconds" -v f="$floor_us" 'BEGIN {
+    total_us = (a + p) * 1e6 / hz
+    printf "baseline: nvml_floor %.1f us per snapshot; agent + probe %.0f us per sample = %.0fx the floor\n",
+           f, total_us / s, total_us / s / f }'
 fi

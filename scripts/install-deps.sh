@@ -13,7 +13,7 @@ packages=(
 # Tests, fuzzing and benchmarks.
 if [[ "${1:-}" == "--test" ]]; then
   packages+=(libgtest-dev libgmock-dev libbenchmark-dev clang libclang-rt-14-dev python3 sqlite3 chromium
-             procps psmisc)
+             procps psmisc prometheus)
 fi
 
 missing=()

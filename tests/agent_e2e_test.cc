@@ -4,16 +4,21 @@
 #include <signal.h>
 #include <stdlib.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <filesystem>
 #include <fstream>
+#include <functional>
+#include <mutex>
 #include <optional>
 #include <regex>
 #include <sstream>
 #include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include <gtest/gtest.h>
@@ -27,6 +32,7 @@ namespace gpudoctor::testing {
 namespace {
 
 using namespace std::chrono_literals;
+using nlohmann::json;
 
 std::string ReadAll(const std::string& path) {
   std::ifstream file(path);
@@ -35,21 +41,74 @@ std::string ReadAll(const std::string& path) {
   return text.str();
 }
 
+int64_t NowMs() {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
+// The index of the GPU a finding (API JSON) is about; nullopt for host-wide ones.
+std::optional<int> GpuOf(const json& finding) {
+  if (!finding.contains("gpu") || !finding["gpu"].is_object() || !finding["gpu"]["index"].is_number()) return {};
+  return finding["gpu"]["index"].get<int>();
+}
+
+bool Has(const json& findings, const std::string& id, std::optional<int> gpu = std::nullopt) {
+  return std::any_of(findings.begin(), findings.end(),
+                     [&](const json& f) { return f["id"] == id && (!gpu || GpuOf(f) == gpu); });
+}
+
+// Polls `done` every 100 ms until it holds or `timeout` passes.
+bool Eventually(const std::function<bool()>& done, std::chrono::seconds timeout) {
+  for (auto end = std::chrono::steady_clock::now() + timeout; std::chrono::steady_clock::now() < end;) {
+    if (done()) return true;
+    std::this_thread::sleep_for(100ms);
+  }
+  return done();
+}
+
+// A fresh directory for a test's files, removed at the end.
+class ScratchDir {
+ public:
+  ScratchDir() {
+    std::string pattern = (std::filesystem::temp_directory_path() / "gpudoctor-agent-XXXXXX").string();
+    path_ = mkdtemp(pattern.data());
+  }
+  ~ScratchDir() {
+    std::error_code ignored;
+    std::filesystem::remove_all(path_, ignored);
+  }
+  std::string File(const std::string& name) const { return (path_ / name).string(); }
+  std::string Write(const std::string& name, const std::string& text) const {
+    std::ofstream(File(name)) << text;
+    return File(name);
+  }
+
+ private:
+  std::filesystem::path path_;
+};
+
+struct AgentSetup {
+  std::string scenario = "healthy-8xh100.toml";
+  std::vector<std::string> args;  // after `agent`; "--log none" unless they name --log
+  std::vector<std::pair<std::string, std::string>> env;
+};
+
 // A running agent on a free port with its own database; killed if a test
 // fails before stopping it.
 class RunningAgent {
  public:
-  explicit RunningAgent(const std::string& scenario, std::vector<std::string> extra = {}) {
-    std::string pattern = (std::filesystem::temp_directory_path() / "gpudoctor-agent-XXXXXX").string();
-    dir_ = mkdtemp(pattern.data());
-    std::vector<std::string> args = {Binary(), "--simulate", Example(scenario), "--probe-timeout", "1", "agent",
-                                     "--interval", "1s", "--listen", "127.0.0.1:0", "--db", db_path(),
-                                     "--log", "none"};
-    args.insert(args.end(), extra.begin(), extra.end());
+  explicit RunningAgent(AgentSetup setup) {
+    std::vector<std::string> args = {Binary(), "--simulate", Example(setup.scenario), "--probe-timeout", "1", "agent",
+                                     "--interval", "1s", "--listen", "127.0.0.1:0", "--db", db_path()};
+    if (std::find(setup.args.begin(), setup.args.end(), "--log") == setup.args.end()) {
+      args.insert(args.end(), {"--log", "none"});
+    }
+    args.insert(args.end(), setup.args.begin(), setup.args.end());
     pid_ = fork();
     if (pid_ == 0) {
       std::freopen(stderr_path().c_str(), "w", stderr);
       std::freopen("/dev/null", "w", stdout);
+      for (const auto& [name, value] : setup.env) setenv(name.c_str(), value.c_str(), 1);
       std::vector<char*> argv;
       for (auto& a : args) argv.push_back(a.data());
       argv.push_back(nullptr);
@@ -57,68 +116,116 @@ class RunningAgent {
       _exit(127);
     }
   }
+  explicit RunningAgent(const std::string& scenario) : RunningAgent(AgentSetup{.scenario = scenario}) {}
   ~RunningAgent() {
     if (pid_ > 0) {
       kill(pid_, SIGKILL);
       waitpid(pid_, nullptr, 0);
     }
-    std::error_code ignored;
-    std::filesystem::remove_all(dir_, ignored);
   }
 
-  std::string db_path() const { return (dir_ / "sub" / "history.db").string(); }
-  std::string stderr_path() const { return (dir_ / "stderr.txt").string(); }
+  std::string db_path() const { return dir_.File("sub/history.db"); }
+  std::string stderr_path() const { return dir_.File("stderr.txt"); }
   std::string log() const { return ReadAll(stderr_path()); }
 
   // The port from "listening on http://127.0.0.1:PORT/", waiting for it.
   std::optional<int> WaitForPort(std::chrono::seconds timeout = 30s) {
     const std::regex listening(R"(listening on http://127\.0\.0\.1:(\d+)/)");
-    for (auto end = std::chrono::steady_clock::now() + timeout; std::chrono::steady_clock::now() < end;) {
-      std::smatch match;
-      std::string text = log();
-      if (std::regex_search(text, match, listening)) return std::stoi(match[1]);
-      std::this_thread::sleep_for(50ms);
-    }
-    return std::nullopt;
+    std::optional<int> port;
+    Eventually(
+        [&] {
+          std::smatch match;
+          std::string text = log();
+          if (std::regex_search(text, match, listening)) port = std::stoi(match[1]);
+          return port.has_value();
+        },
+        timeout);
+    return port;
   }
+
+  // Waits for the port and a first fresh sample (/healthz 200). The usual
+  // start of a test: ASSERT_TRUE(agent.WaitUntilHealthy()) << agent.log();
+  bool WaitUntilHealthy(std::chrono::seconds timeout = 30s) {
+    auto port = WaitForPort(timeout);
+    if (!port) return false;
+    client_ = std::make_unique<httplib::Client>("127.0.0.1", *port);
+    client_->set_read_timeout(5, 0);
+    return Eventually(
+        [&] {
+          auto response = client_->Get("/healthz");
+          return response && response->status == 200;
+        },
+        timeout);
+  }
+  httplib::Client& client() { return *client_; }
+
+  // GET `path` as JSON; null when it fails or is not JSON.
+  json GetJson(const std::string& path) {
+    auto response = client_->Get(path);
+    if (!response || response->status != 200) return nullptr;
+    return json::parse(response->body, nullptr, false);
+  }
+  json Findings() {
+    json body = GetJson("/api/v1/findings");
+    return body.is_object() ? body["findings"] : json::array();
+  }
+  // The first open finding with this id (on this GPU), waiting up to `timeout`.
+  std::optional<json> WaitForFinding(const std::string& id, std::optional<int> gpu, std::chrono::seconds timeout) {
+    std::optional<json> found;
+    Eventually(
+        [&] {
+          for (const json& f : Findings()) {
+            if (f["id"] == id && (!gpu || GpuOf(f) == gpu)) found = f;
+          }
+          return found.has_value();
+        },
+        timeout);
+    return found;
+  }
+  int64_t SamplesTaken() {
+    json status = GetJson("/api/v1/status");
+    return status.is_object() ? status.value("samples_total", int64_t{0}) : 0;
+  }
+  bool LogShows(const std::string& text, std::chrono::seconds timeout = 10s) {
+    return Eventually([&] { return log().find(text) != std::string::npos; }, timeout);
+  }
+
+  void Signal(int signal_number) { kill(pid_, signal_number); }
 
   // Sends SIGTERM; the exit status, or nullopt when it did not exit in time.
   std::optional<int> Terminate(std::chrono::seconds timeout) {
     kill(pid_, SIGTERM);
-    for (auto end = std::chrono::steady_clock::now() + timeout; std::chrono::steady_clock::now() < end;) {
-      int status = 0;
-      if (waitpid(pid_, &status, WNOHANG) == pid_) {
-        pid_ = -1;
-        return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-      }
-      std::this_thread::sleep_for(20ms);
-    }
-    return std::nullopt;
+    std::optional<int> code;
+    Eventually(
+        [&] {
+          int status = 0;
+          if (waitpid(pid_, &status, WNOHANG) != pid_) return false;
+          pid_ = -1;
+          code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+          return true;
+        },
+        timeout);
+    return code;
   }
 
  private:
-  std::filesystem::path dir_;
+  ScratchDir dir_;
   pid_t pid_ = -1;
+  std::unique_ptr<httplib::Client> client_;
 };
 
-bool WaitForHealthy(httplib::Client& client, std::chrono::seconds timeout) {
-  for (auto end = std::chrono::steady_clock::now() + timeout; std::chrono::steady_clock::now() < end;) {
-    auto response = client.Get("/healthz");
-    if (response && response->status == 200) return true;
-    std::this_thread::sleep_for(100ms);
-  }
-  return false;
+// The agent stops cleanly on SIGTERM: the end of every test that started one.
+void ExpectCleanStop(RunningAgent& agent) {
+  auto code = agent.Terminate(10s);
+  ASSERT_TRUE(code) << "the agent did not stop within 10 s of SIGTERM\n" << agent.log();
+  EXPECT_EQ(*code, 0) << agent.log();
 }
 
 TEST(AgentE2E, ServesMetricsAndFindingsAndStopsCleanlyOnSigterm) {
   RunningAgent agent("healthy-8xh100.toml");
-  auto port = agent.WaitForPort();
-  ASSERT_TRUE(port) << agent.log();
-  httplib::Client client("127.0.0.1", *port);
-  client.set_read_timeout(5, 0);
-  ASSERT_TRUE(WaitForHealthy(client, 30s)) << agent.log();
+  ASSERT_TRUE(agent.WaitUntilHealthy()) << agent.log();
 
-  auto metrics = client.Get("/metrics");
+  auto metrics = agent.client().Get("/metrics");
   ASSERT_TRUE(metrics);
   EXPECT_EQ(metrics->status, 200);
   for (int gpu = 0; gpu < 8; ++gpu) {
@@ -126,10 +233,10 @@ TEST(AgentE2E, ServesMetricsAndFindingsAndStopsCleanlyOnSigterm) {
     EXPECT_TRUE(std::regex_search(metrics->body, sample)) << "GPU " << gpu << "\n" << metrics->body;
   }
 
-  auto findings = client.Get("/api/v1/findings");
+  auto findings = agent.client().Get("/api/v1/findings");
   ASSERT_TRUE(findings);
   EXPECT_EQ(findings->status, 200);
-  EXPECT_FALSE(nlohmann::json::parse(findings->body, nullptr, false).is_discarded()) << findings->body;
+  EXPECT_FALSE(json::parse(findings->body, nullptr, false).is_discarded()) << findings->body;
 
   auto code = agent.Terminate(5s);
   ASSERT_TRUE(code) << "the agent did not stop within 5 s of SIGTERM\n" << agent.log();
@@ -149,53 +256,350 @@ TEST(AgentE2E, ServesMetricsAndFindingsAndStopsCleanlyOnSigterm) {
 
 TEST(AgentE2E, KeepsServingWhileNvmlHangs) {
   RunningAgent agent("nvml-hang.toml");
-  auto port = agent.WaitForPort();
-  ASSERT_TRUE(port) << agent.log();
-  httplib::Client client("127.0.0.1", *port);
-  client.set_read_timeout(5, 0);
-  ASSERT_TRUE(WaitForHealthy(client, 30s)) << agent.log();
-
-  bool hang_open = false;
-  for (auto end = std::chrono::steady_clock::now() + 20s; !hang_open && std::chrono::steady_clock::now() < end;) {
-    auto findings = client.Get("/api/v1/findings");
-    ASSERT_TRUE(findings);
-    hang_open = findings->body.find("nvml_hang") != std::string::npos;
-    if (!hang_open) std::this_thread::sleep_for(200ms);
-  }
-  EXPECT_TRUE(hang_open) << agent.log();
+  ASSERT_TRUE(agent.WaitUntilHealthy()) << agent.log();
+  EXPECT_TRUE(agent.WaitForFinding("nvml_hang", std::nullopt, 20s)) << agent.log();
 
   // Several cycles later, still answering and still current.
-  std::this_thread::sleep_for(3s);
-  auto health = client.Get("/healthz");
+  const int64_t samples = agent.SamplesTaken();
+  ASSERT_TRUE(Eventually([&] { return agent.SamplesTaken() >= samples + 3; }, 20s)) << agent.log();
+  auto health = agent.client().Get("/healthz");
   ASSERT_TRUE(health);
   EXPECT_EQ(health->status, 200);
-  auto metrics = client.Get("/metrics");
+  auto metrics = agent.client().Get("/metrics");
   ASSERT_TRUE(metrics);
   EXPECT_EQ(metrics->status, 200);
-
-  auto code = agent.Terminate(10s);
-  ASSERT_TRUE(code) << agent.log();
-  EXPECT_EQ(*code, 0) << agent.log();
+  ExpectCleanStop(agent);
 }
 
 TEST(AgentE2E, OnceRunsOneCycleAndExits) {
-  auto dir = std::filesystem::temp_directory_path() / ("gpudoctor-agent-once-" + std::to_string(getpid()));
-  auto result = gpudoctor::testing::RunGpudoctor("--simulate " + Example("healthy-8xh100.toml") + " agent --once --log none --db " +
-                    (dir / "a" / "b" / "history.db").string());
+  ScratchDir dir;
+  auto result = RunGpudoctor("--simulate " + Example("healthy-8xh100.toml") + " agent --once --log none --db " +
+                             dir.File("a/b/history.db"));
   EXPECT_EQ(result.exit_code, 0);
-  EXPECT_TRUE(std::filesystem::exists(dir / "a" / "b" / "history.db"));
-  std::filesystem::remove_all(dir);
+  EXPECT_TRUE(std::filesystem::exists(dir.File("a/b/history.db")));
 }
 
 TEST(AgentE2E, UncreatableDatabaseExits73) {
-  auto result = gpudoctor::testing::RunGpudoctor("--simulate " + Example("healthy-8xh100.toml") +
-                    " agent --once --log none --db /proc/no-such-dir/history.db");
+  auto result = RunGpudoctor("--simulate " + Example("healthy-8xh100.toml") +
+                             " agent --once --log none --db /proc/no-such-dir/history.db");
   EXPECT_EQ(result.exit_code, 73);
 }
 
 TEST(AgentE2E, IntervalBelowOneSecondIsAUsageError) {
-  auto result = gpudoctor::testing::RunGpudoctor("--simulate " + Example("healthy-8xh100.toml") + " agent --once --interval 500ms");
+  auto result = RunGpudoctor("--simulate " + Example("healthy-8xh100.toml") + " agent --once --interval 500ms");
   EXPECT_EQ(result.exit_code, 64);
+}
+
+// ---- --token-file ----------------------------------------------------------
+
+TEST(AgentE2E, TokenFileProtectsTheApi) {
+  ScratchDir dir;
+  const std::string token = dir.Write("token", "  s3cret-from-a-file \n");
+  RunningAgent agent({.args = {"--token-file", token}});
+  ASSERT_TRUE(agent.WaitUntilHealthy()) << agent.log();  // /healthz needs no token
+
+  auto refused = agent.client().Get("/api/v1/status");
+  ASSERT_TRUE(refused);
+  EXPECT_EQ(refused->status, 401);
+  auto accepted = agent.client().Get("/api/v1/status", {{"Authorization", "Bearer s3cret-from-a-file"}});
+  ASSERT_TRUE(accepted);
+  EXPECT_EQ(accepted->status, 200);
+  ExpectCleanStop(agent);
+}
+
+TEST(AgentE2E, TokenFileMistakesHaveClearMessagesAndExitCodes) {
+  ScratchDir dir;
+  const std::string base = "--simulate " + Example("healthy-8xh100.toml") + " agent --once --log none --db " +
+                           dir.File("h.db") + " ";
+  auto missing = RunGpudoctor(base + "--token-file " + dir.File("missing"), Stderr::kCapture);
+  EXPECT_EQ(missing.exit_code, 66);
+  EXPECT_NE(missing.output.find("--token-file: cannot read " + dir.File("missing")), std::string::npos)
+      << missing.output;
+
+  auto empty = RunGpudoctor(base + "--token-file " + dir.Write("empty", "\n"), Stderr::kCapture);
+  EXPECT_EQ(empty.exit_code, 65);
+  EXPECT_NE(empty.output.find("is empty"), std::string::npos) << empty.output;
+
+  auto directory = RunGpudoctor(base + "--token-file " + dir.File(""), Stderr::kCapture);
+  EXPECT_EQ(directory.exit_code, 66);
+  EXPECT_NE(directory.output.find("is a directory"), std::string::npos) << directory.output;
+
+  auto both = RunGpudoctor(base + "--token x --token-file " + dir.Write("token", "y\n"), Stderr::kCapture);
+  EXPECT_EQ(both.exit_code, 64);
+  EXPECT_NE(both.output.find("--token"), std::string::npos) << both.output;
+}
+
+// ---- SIGHUP ----------------------------------------------------------------
+
+TEST(AgentE2E, SighupAppliesNewRuleAndDetectorThresholdsAndKeepsTheOldConfigWhenBroken) {
+  ScratchDir dir;
+  // GPUs 0-5 run at about 63 C; GPU 6 spins at 100% on low power and GPU 7
+  // idles with a process, but utilization_stuck waits an hour here.
+  const std::string config = dir.Write("agent.toml", "[detectors.utilization_stuck]\nafter = \"1h\"\n");
+  RunningAgent agent({.scenario = "utilization-stuck.toml", .args = {"--config", config}});
+  ASSERT_TRUE(agent.WaitUntilHealthy()) << agent.log();
+  const int64_t samples = agent.SamplesTaken();
+  ASSERT_TRUE(Eventually([&] { return agent.SamplesTaken() >= samples + 2; }, 20s)) << agent.log();
+  EXPECT_FALSE(Has(agent.Findings(), "temperature_high")) << agent.Findings().dump(2);
+  EXPECT_FALSE(Has(agent.Findings(), "utilization_stuck")) << agent.Findings().dump(2);
+
+  dir.Write("agent.toml",
+            "[rules.temperature_high]\nwarning_c = 50\n"
+            "[detectors.utilization_stuck]\nafter = \"2s\"\n");
+  agent.Signal(SIGHUP);
+  ASSERT_TRUE(agent.LogShows("config reloaded from " + config)) << agent.log();
+  EXPECT_TRUE(agent.WaitForFinding("temperature_high", 0, 10s)) << agent.log();
+  // The detectors kept the history they had: GPU 6 has spun for longer than 2 s already.
+  EXPECT_TRUE(agent.WaitForFinding("utilization_stuck", 6, 10s)) << agent.log();
+  EXPECT_TRUE(agent.WaitForFinding("utilization_stuck", 7, 10s)) << agent.log();
+
+  dir.Write("agent.toml", "[rules.temperature_high]\nwarning_c = \"warm\"\n");
+  agent.Signal(SIGHUP);
+  ASSERT_TRUE(agent.LogShows("config not reloaded, keeping the old one")) << agent.log();
+  const int64_t after_refusal = agent.SamplesTaken();
+  ASSERT_TRUE(Eventually([&] { return agent.SamplesTaken() >= after_refusal + 2; }, 20s)) << agent.log();
+  EXPECT_TRUE(agent.WaitForFinding("temperature_high", 0, 1s)) << agent.log();
+  EXPECT_TRUE(agent.WaitForFinding("utilization_stuck", 6, 1s)) << agent.log();
+  ExpectCleanStop(agent);
+}
+
+// ---- Jobs ------------------------------------------------------------------
+
+TEST(AgentE2E, TwoStalledJobsAreTwoIncidents) {
+  ScratchDir dir;
+  const std::string config = dir.Write(
+      "agent.toml", "[[detectors.job]]\nname = \"llama\"\nlog = \"" + dir.Write("llama.log", "") +
+                        "\"\nstall_after = \"2s\"\n"
+                        "[[detectors.job]]\nname = \"mixtral\"\nlog = \"" + dir.Write("mixtral.log", "") +
+                        "\"\nstall_after = \"2s\"\n");
+  RunningAgent agent({.args = {"--config", config}});
+  ASSERT_TRUE(agent.WaitUntilHealthy()) << agent.log();
+  std::vector<std::string> keys;
+  ASSERT_TRUE(Eventually(
+      [&] {
+        keys.clear();
+        for (const json& f : agent.Findings())
+          if (f["id"] == "job_stall") keys.push_back(f["key"].get<std::string>() + " " + f["subject"].dump());
+        std::sort(keys.begin(), keys.end());
+        return keys.size() == 2;
+      },
+      15s))
+      << agent.log();
+  EXPECT_EQ(keys, (std::vector<std::string>{"job_stall/llama \"llama\"", "job_stall/mixtral \"mixtral\""}));
+  ExpectCleanStop(agent);
+}
+
+// ---- Alerts ----------------------------------------------------------------
+
+// An HTTP server on 127.0.0.1 that records the POSTs it gets.
+class WebhookReceiver {
+ public:
+  WebhookReceiver() {
+    server_.Post("/hook", [this](const httplib::Request& request, httplib::Response& response) {
+      std::lock_guard lock(mutex_);
+      bodies_.push_back(json::parse(request.body, nullptr, false));
+      content_types_.push_back(request.get_header_value("Content-Type"));
+      response.status = 204;
+    });
+    port_ = server_.bind_to_any_port("127.0.0.1");
+    thread_ = std::thread([this] { server_.listen_after_bind(); });
+  }
+  ~WebhookReceiver() {
+    server_.stop();
+    thread_.join();
+  }
+  std::string url() const { return "http://127.0.0.1:" + std::to_string(port_) + "/hook"; }
+  std::vector<json> bodies() {
+    std::lock_guard lock(mutex_);
+    return bodies_;
+  }
+  std::vector<std::string> content_types() {
+    std::lock_guard lock(mutex_);
+    return content_types_;
+  }
+
+ private:
+  httplib::Server server_;
+  int port_ = -1;
+  std::thread thread_;
+  std::mutex mutex_;
+  std::vector<json> bodies_;
+  std::vector<std::string> content_types_;
+};
+
+TEST(AgentE2E, AlertsReachAWebhookAndAnExecHook) {
+  ScratchDir dir;
+  WebhookReceiver receiver;
+  const std::string hook_output = dir.File("hook.txt");
+  const std::string config = dir.Write("agent.toml", "[alerts]\nmin_interval = \"0s\"\n"
+                                                     "[[alerts.webhook]]\nurl = \"" + receiver.url() + "\"\n"
+                                                     "[[alerts.exec]]\nargv = [\"/bin/sh\", \"-c\", "
+                                                     "'echo \"$GPUDOCTOR_EVENT $GPUDOCTOR_FINDING_KEY\" >> \"$1\"', "
+                                                     "\"hook\", \"" + hook_output + "\"]\n");
+  // GPU 4 has overheated into thermal slowdown.
+  RunningAgent agent({.scenario = "overheating.toml", .args = {"--config", config}});
+  ASSERT_TRUE(agent.WaitUntilHealthy()) << agent.log();
+  std::optional<json> hot = agent.WaitForFinding("temperature_high", 4, 10s);
+  ASSERT_TRUE(hot) << agent.log();
+
+  std::optional<json> alert;
+  ASSERT_TRUE(Eventually(
+      [&] {
+        for (const json& body : receiver.bodies()) {
+          if (body.is_object() && body.contains("finding") && body["finding"]["key"] == (*hot)["key"]) alert = body;
+        }
+        return alert.has_value();
+      },
+      10s))
+      << agent.log();
+  EXPECT_EQ((*alert)["event"], "opened");
+  EXPECT_EQ((*alert)["finding"]["id"], "temperature_high");
+  EXPECT_EQ((*alert)["finding"]["incident_id"], (*hot)["incident_id"]);
+  EXPECT_EQ((*alert)["finding"]["gpu"]["index"], 4);
+  EXPECT_EQ(receiver.content_types().front(), "application/json");
+
+  const std::string expected_line = "opened " + (*hot)["key"].get<std::string>() + "\n";
+  EXPECT_TRUE(Eventually([&] { return ReadAll(hook_output).find(expected_line) != std::string::npos; }, 10s))
+      << ReadAll(hook_output) << agent.log();
+  ExpectCleanStop(agent);
+}
+
+// ---- The kernel log ----------------------------------------------------------
+
+// A kernel log line as journalctl -o short-iso writes it, stamped now.
+std::string KernelLine(const std::string& message) {
+  const time_t now = time(nullptr);
+  struct tm utc {};
+  gmtime_r(&now, &utc);
+  char stamp[32];
+  strftime(stamp, sizeof stamp, "%Y-%m-%dT%H:%M:%S+0000", &utc);
+  return std::string(stamp) + " gpu-node kernel: " + message + "\n";
+}
+
+TEST(AgentE2E, AnXidAppendedToTheKernelLogBecomesAFindingAndACount) {
+  ScratchDir dir;
+  const std::string kernel_log = dir.Write("kern.log", KernelLine("usb 1-1: new high-speed USB device"));
+  RunningAgent agent({.args = {"--log", kernel_log}});
+  ASSERT_TRUE(agent.WaitUntilHealthy()) << agent.log();
+  ASSERT_TRUE(agent.LogShows("following " + kernel_log)) << agent.log();  // from here on no line is missed
+  EXPECT_FALSE(Has(agent.Findings(), "xid_recent")) << agent.Findings().dump(2);
+
+  // GPU 0 of the simulated HGX board sits on bus 1b.
+  std::ofstream(kernel_log, std::ios::app)
+      << KernelLine("NVRM: Xid (PCI:0000:1b:00): 79, pid=1173, GPU has fallen off the bus.");
+  std::optional<json> xid = agent.WaitForFinding("xid_recent", 0, 15s);
+  ASSERT_TRUE(xid) << agent.log();
+  EXPECT_EQ((*xid)["severity"], "critical");
+
+  auto metrics = agent.client().Get("/metrics");
+  ASSERT_TRUE(metrics);
+  auto gpu0_sample = [&](const std::string& family, const std::string& value) {
+    return std::regex_search(metrics->body, std::regex(family + R"(\{[^}]*gpu="0"[^}]*\} )" + value + "\n"));
+  };
+  EXPECT_TRUE(gpu0_sample("gpudoctor_gpu_xid_errors_total", "1")) << metrics->body;
+  EXPECT_TRUE(gpu0_sample("gpudoctor_gpu_last_xid_code", "79")) << metrics->body;
+  ExpectCleanStop(agent);
+}
+
+// ---- Trend detectors on an accelerated scenario clock --------------------------
+//
+// The detectors measure their windows on the agent's clock, which is real
+// time; the fake NVML plays the scenario faster (GPUDOCTOR_FAKE_TIME_SCALE)
+// and shorter windows in --config keep each test to seconds. Each test
+// checks that the finding opened, and that it did not open before its window
+// had passed since the agent started: it needs that much history.
+
+// The agent's start, from /api/v1/status.
+int64_t StartedAtMs(RunningAgent& agent) { return agent.GetJson("/api/v1/status").value("started_at_ms", int64_t{0}); }
+
+TEST(AgentE2E, UtilizationStuckOpensOnceItsWindowHasPassed) {
+  ScratchDir dir;
+  const std::string config = dir.Write("agent.toml", "[detectors.utilization_stuck]\nafter = \"4s\"\n");
+  RunningAgent agent({.scenario = "utilization-stuck.toml",
+                      .args = {"--config", config},
+                      .env = {{"GPUDOCTOR_FAKE_TIME_SCALE", "60"}}});
+  ASSERT_TRUE(agent.WaitUntilHealthy()) << agent.log();
+  const int64_t started = StartedAtMs(agent);
+  for (int gpu : {6, 7}) {  // 6 spins at 100% on low power, 7 idles at 0% with a process
+    std::optional<json> stuck = agent.WaitForFinding("utilization_stuck", gpu, 15s);
+    ASSERT_TRUE(stuck) << "GPU " << gpu << "\n" << agent.log();
+    EXPECT_GE((*stuck)["opened_at_ms"].get<int64_t>() - started, 4000) << stuck->dump(2);
+  }
+  for (const json& f : agent.Findings()) {
+    if (f["id"] != "utilization_stuck") continue;
+    EXPECT_TRUE(GpuOf(f) == 6 || GpuOf(f) == 7) << f.dump(2);  // the busy GPUs are fine
+  }
+  ExpectCleanStop(agent);
+}
+
+TEST(AgentE2E, GpuStragglerOpensOnceItsWindowHasPassed) {
+  ScratchDir dir;
+  const std::string config = dir.Write("agent.toml", "[detectors.gpu_straggler]\nafter = \"3s\"\n");
+  RunningAgent agent({.scenario = "straggler.toml",
+                      .args = {"--config", config},
+                      .env = {{"GPUDOCTOR_FAKE_TIME_SCALE", "60"}}});
+  ASSERT_TRUE(agent.WaitUntilHealthy()) << agent.log();
+  const int64_t started = StartedAtMs(agent);
+  std::optional<json> straggler = agent.WaitForFinding("gpu_straggler", 5, 15s);
+  ASSERT_TRUE(straggler) << agent.log();
+  EXPECT_GE((*straggler)["opened_at_ms"].get<int64_t>() - started, 3000) << straggler->dump(2);
+  ExpectCleanStop(agent);
+}
+
+TEST(AgentE2E, MemoryLeakOpensAfterSeveralPhasesOfGrowth) {
+  // memory-leak.toml: on GPU 2 a server grows 16 GiB in each 10-minute phase
+  // and gives back 4 GiB in the 2 minutes after, from scenario time 0 to 58m.
+  // At 120x a phase and its clean-up take 6 s. The detector looks at 12 s
+  // (two phases) and needs 10 s of samples (20 scenario minutes).
+  constexpr int kScale = 120;
+  ScratchDir dir;
+  const std::string config = dir.Write("agent.toml", "[detectors.memory_leak]\nwindow = \"12s\"\nmin_span = \"10s\"\n");
+  // The file starts the agent at 60m, after the leak; an epoch 30 s ahead
+  // (60 scenario minutes at 120x) makes scenario time 0 now.
+  const int64_t scenario_zero_ms = NowMs();
+  const int64_t epoch_ms = scenario_zero_ms + 60 * 60 * 1000 / kScale;
+  RunningAgent agent({.scenario = "memory-leak.toml",
+                      .args = {"--config", config},
+                      .env = {{"GPUDOCTOR_FAKE_TIME_SCALE", std::to_string(kScale)},
+                              {"GPUDOCTOR_FAKE_EPOCH_MS", std::to_string(epoch_ms)}}});
+  ASSERT_TRUE(agent.WaitUntilHealthy()) << agent.log();
+  const int64_t started = StartedAtMs(agent);
+  std::optional<json> leak = agent.WaitForFinding("memory_leak", 2, 20s);
+  ASSERT_TRUE(leak) << agent.log();
+  const int64_t opened = (*leak)["opened_at_ms"].get<int64_t>();
+  const double scenario_minute = static_cast<double>(opened - scenario_zero_ms) * kScale / 60'000;
+  EXPECT_GE(opened - started, 10'000) << "opened at scenario minute " << scenario_minute << "\n" << leak->dump(2);
+  EXPECT_LT(scenario_minute, 58) << "the leak should be found while it grows";
+  EXPECT_NE((*leak)["summary"].get<std::string>().find("tritonserver (pid 51877)"), std::string::npos)
+      << leak->dump(2);
+  for (const json& f : agent.Findings()) {
+    if (f["id"] != "memory_leak") continue;
+    EXPECT_EQ(GpuOf(f), 2) << f.dump(2);  // the others do not leak
+  }
+  ExpectCleanStop(agent);
+}
+
+TEST(AgentE2E, CoolingFailureOpensOnceItsWindowHasPassed) {
+  // cooling-failure.toml: from 1m every GPU warms 1.5 C a minute under a
+  // steady load, fans at 100% from 4m, until it levels off at 94 C at 17m.
+  // At 60x a scenario minute takes a second; the detector looks at 8 s and
+  // needs 90% of that covered by samples.
+  constexpr int kScale = 60;
+  ScratchDir dir;
+  const std::string config = dir.Write("agent.toml", "[detectors.cooling_failure]\nwindow = \"8s\"\n");
+  // The file starts the agent at 20m; an epoch 15 s ahead (15 scenario
+  // minutes at 60x) starts it at 5m instead, mid-climb.
+  const int64_t epoch_ms = NowMs() + 15 * 60 * 1000 / kScale;
+  RunningAgent agent({.scenario = "cooling-failure.toml",
+                      .args = {"--config", config},
+                      .env = {{"GPUDOCTOR_FAKE_TIME_SCALE", std::to_string(kScale)},
+                              {"GPUDOCTOR_FAKE_EPOCH_MS", std::to_string(epoch_ms)}}});
+  ASSERT_TRUE(agent.WaitUntilHealthy()) << agent.log();
+  const int64_t started = StartedAtMs(agent);
+  std::optional<json> cooling = agent.WaitForFinding("cooling_failure", 0, 15s);
+  ASSERT_TRUE(cooling) << agent.log();
+  EXPECT_GE((*cooling)["opened_at_ms"].get<int64_t>() - started, 7200) << cooling->dump(2);
+  ExpectCleanStop(agent);
 }
 
 }  // namespace

@@ -10,6 +10,8 @@
 #include <fstream>
 #include <set>
 #include <sstream>
+#include <string>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -124,22 +126,26 @@ TEST(CheckEndToEnd, JsonHasTheDocumentedShape) {
 TEST(CheckEndToEnd, EachCapturedSampleGivesTheFindingItsHeaderNames) {
   struct Case {
     const char* sample;
-    const char* finding;  // nullptr: healthy
+    std::vector<std::string> findings;  // empty: healthy
     int exit_code;
   } cases[] = {
-      {"001.txt", "gpu_unreachable", 2},     {"005.txt", "driver_mismatch", 2},
-      {"008.txt", "driver_unavailable", 2},  {"009.txt", "fan_failure", 2},
-      {"011.txt", "remapped_rows_pending", 1}, {"012.txt", "temperature_high", 1},
-      {"014.txt", "power_capped", 1},        {"015.txt", nullptr, 0},
-      {"018.txt", "ecc_uncorrectable", 2},
+      {"001.txt", {"gpu_unreachable"}, 2},
+      {"005.txt", {"driver_mismatch"}, 2},
+      {"008.txt", {"driver_unavailable"}, 2},
+      {"009.txt", {"fan_failure", "field_error"}, 2},
+      {"011.txt", {"remapped_rows_pending"}, 1},
+      {"012.txt", {"temperature_high"}, 1},
+      {"014.txt", {"power_capped", "field_error"}, 1},  // power.default_limit=[Unknown Error]
+      {"015.txt", {}, 0},
+      {"018.txt", {"ecc_uncorrectable"}, 2},
   };
   for (const auto& c : cases) {
     auto result = Gpudoctor("--json check --no-logs --from-smi " + Sample(c.sample));
     EXPECT_EQ(result.exit_code, c.exit_code) << c.sample;
     json check = Parse(result.output);
-    if (c.finding) {
-      EXPECT_TRUE(HasProblem(check, c.finding)) << c.sample << ": " << ::testing::PrintToString(Problems(check));
-    } else {
+    for (const std::string& finding : c.findings)
+      EXPECT_TRUE(HasProblem(check, finding)) << c.sample << ": " << ::testing::PrintToString(Problems(check));
+    if (c.findings.empty()) {
       EXPECT_TRUE(Problems(check).empty()) << c.sample << ": " << ::testing::PrintToString(Problems(check));
     }
   }
@@ -226,6 +232,85 @@ TEST(TriageEndToEnd, TextNamesEverySteps) {
   for (const char* step : {"1. Reachability", "2. Current state", "3. Logs", "4. GPU state", "5. Verdict", "6. What to do",
                            "Most likely cause: thermal", "Ruled out:"})
     EXPECT_NE(result.output.find(step), std::string::npos) << step << "\n" << result.output;
+}
+
+// The agent's history of the overheating server: one-shot agent runs at scenario minutes 1, 4, 7 and 10,
+// while GPU 4 climbs 66 -> 75 -> 84 -> 93 °C.
+std::string RecordOverheatingHistory(const TempDir& dir) {
+  const std::string db = dir.path() + "/history.db";
+  for (const char* minute : {"1m", "4m", "7m", "10m"}) {
+    Shell(std::string("GPUDOCTOR_FAKE_NOW=") + minute + " " + testing::Binary() + " --simulate " +
+          Example("overheating.toml") + " agent --once --log none --db " + db + " >/dev/null 2>&1");
+  }
+  return db;
+}
+
+TEST(TriageEndToEnd, LastHourOfHistoryIsShownAndSupportsTheVerdict) {
+  TempDir dir;
+  const std::string db = RecordOverheatingHistory(dir);
+  json triage = Triage("--simulate " + Example("overheating.toml") + " --db " + db);
+  const json& history = triage["history"];
+  ASSERT_EQ(history["status"], "read") << history;
+  EXPECT_EQ(history["database"], db);
+  const json* hot = nullptr;
+  for (const auto& gpu : history["gpus"])
+    if (gpu["index"] == 4) hot = &gpu;
+  ASSERT_NE(hot, nullptr) << history;
+  const json& temperature = (*hot)["temperature_c"];
+  EXPECT_EQ(temperature["min"], 66.0) << temperature;
+  EXPECT_EQ(temperature["mean"], 79.5) << temperature;
+  EXPECT_EQ(temperature["max"], 93.0) << temperature;
+  EXPECT_EQ(temperature["points"], 4) << temperature;
+  EXPECT_TRUE((*hot)["utilization_gpu_percent"].is_object()) << *hot;
+  EXPECT_TRUE((*hot)["memory_used_bytes"].is_object()) << *hot;
+  bool opened_in_the_hour = false;
+  for (const auto& incident : history["findings"]) opened_in_the_hour |= incident["id"] == "temperature_high";
+  EXPECT_TRUE(opened_in_the_hour) << history["findings"];
+
+  const json& verdict = triage["verdict"];
+  EXPECT_EQ(verdict["cause"], "thermal") << verdict;
+  bool climb = false;
+  for (const auto& e : verdict["evidence"])
+    climb |= e.get<std::string>().starts_with("history: GPU 4 temperature rose from 66 to 93 °C");
+  EXPECT_TRUE(climb) << verdict["evidence"];
+
+  auto text = Gpudoctor("--color never triage --no-host --no-logs --simulate " + Example("overheating.toml") +
+                        " --db " + db);
+  EXPECT_EQ(text.exit_code, 2);
+  const size_t step2 = text.output.find("2. Current state"), step3 = text.output.find("3. Logs");
+  const size_t hour = text.output.find("History of the last hour, min / mean / max (" + db + "):");
+  const size_t gpu4 = text.output.find("GPU 4: temperature 66 / 79.5 / 93 °C, rose 66 -> 93 °C; utilisation ");
+  ASSERT_NE(hour, std::string::npos) << text.output;
+  ASSERT_NE(gpu4, std::string::npos) << text.output;
+  EXPECT_TRUE(step2 < hour && hour < gpu4 && gpu4 < step3) << text.output;
+  EXPECT_NE(text.output.find("Findings open in the last hour:"), std::string::npos) << text.output;
+}
+
+TEST(TriageEndToEnd, MissingHistoryIsSaidPlainly) {
+  const std::string db = "/nonexistent/gpudoctor/history.db";
+  auto text = Gpudoctor("--color never triage --no-host --no-logs --simulate " + Example("healthy-8xh100.toml") +
+                        " --db " + db);
+  EXPECT_EQ(text.exit_code, 0) << text.output;
+  EXPECT_NE(text.output.find("History: none (" + db + " does not exist: no agent has recorded here"),
+            std::string::npos)
+      << text.output;
+  json history = Triage("--simulate " + Example("healthy-8xh100.toml") + " --db " + db)["history"];
+  EXPECT_EQ(history["status"], "missing") << history;
+  EXPECT_TRUE(history["gpus"].empty());
+  EXPECT_TRUE(history["findings"].empty());
+}
+
+TEST(TriageEndToEnd, DamagedHistoryIsANoteNotAFailure) {
+  TempDir dir;
+  const std::string db = dir.path() + "/history.db";
+  std::ofstream(db) << "not a history: plain text where an SQLite file was expected\n";
+  auto result = Gpudoctor("--json triage --no-host --no-logs --simulate " + Example("healthy-8xh100.toml") +
+                          " --db " + db);
+  EXPECT_EQ(result.exit_code, 0) << result.output;
+  json triage = Parse(result.output);
+  EXPECT_EQ(triage["history"]["status"], "unreadable") << triage["history"];
+  EXPECT_NE(triage["history"].value("note", "").find(db), std::string::npos) << triage["history"];
+  EXPECT_EQ(triage["verdict"]["cause"], "none");
 }
 
 // ---- report --------------------------------------------------------------------

@@ -243,6 +243,7 @@ std::vector<std::string> ExecHookEnvironment(const Alert& alert) {
     env.push_back(var("GPUDOCTOR_GPU_PCI_BUS_ID", f.gpu->pci_bus_id));
     env.push_back(var("GPUDOCTOR_GPU_SERIAL", f.gpu->serial));
   }
+  if (!f.subject.empty()) env.push_back(var("GPUDOCTOR_FINDING_SUBJECT", f.subject));
   return env;
 }
 

@@ -284,6 +284,7 @@ TEST_F(ExecSinkTest, PassesTheAlertAsEnvironmentAndStdin) {
     EXPECT_NE(env.find(expected), std::string::npos) << expected << "\n" << env;
   }
   EXPECT_EQ(env.find("HOME="), std::string::npos);  // nothing inherited
+  EXPECT_EQ(env.find("GPUDOCTOR_FINDING_SUBJECT="), std::string::npos);  // only for findings with a subject
   json body = json::parse(Read("out.json"));
   EXPECT_EQ(body["finding"]["id"], "row_remap_pending");
   EXPECT_EQ(Read("out.args"), "--team gpu ops\n");  // argv, no shell splitting

@@ -7,6 +7,7 @@
 #include <deque>
 #include <nlohmann/json.hpp>
 #include <thread>
+#include <utility>
 
 #include "agent/finding_json.h"
 
@@ -79,6 +80,10 @@ std::vector<Alert> AlertRateLimiter::Due(std::string_view hostname, WallTime now
     it = quiet ? entries_.erase(it) : std::next(it);
   }
   return due;
+}
+
+void AlertRateLimiter::TakeFindingsFrom(AlertRateLimiter& previous) {
+  entries_ = std::exchange(previous.entries_, {});
 }
 
 // ---- SinkWorker -----------------------------------------------------------
@@ -241,6 +246,11 @@ void AlertDispatcher::Stop(Duration drain) {
         Duration::zero(), std::chrono::duration_cast<Duration>(deadline - std::chrono::steady_clock::now()));
     worker->Stop(left);
   }
+}
+
+void AlertDispatcher::TakeRateLimitsFrom(AlertDispatcher& previous) {
+  std::scoped_lock lock(limiter_mutex_, previous.limiter_mutex_);
+  limiter_.TakeFindingsFrom(previous.limiter_);
 }
 
 AlertCounters AlertDispatcher::Counters() const {

@@ -73,6 +73,11 @@ class AlertRateLimiter {
 
   uint64_t suppressed_total() const { return suppressed_total_; }
 
+  // Continues the per-finding state of `previous` (a configuration reload):
+  // the intervals run on and held transitions are still delivered. The
+  // suppressed total stays with `previous`.
+  void TakeFindingsFrom(AlertRateLimiter& previous);
+
  private:
   struct Entry {
     WallTime last_sent;
@@ -115,6 +120,10 @@ class AlertDispatcher {
   // Gives queued alerts up to `drain` to go out, then interrupts the sinks
   // and joins their threads. Idempotent.
   void Stop(Duration drain = std::chrono::seconds(5));
+
+  // Takes over the rate limiter's state of the dispatcher this one replaces
+  // (AlertRateLimiter::TakeFindingsFrom). Call before this one's first Submit.
+  void TakeRateLimitsFrom(AlertDispatcher& previous);
 
   AlertCounters Counters() const;
 

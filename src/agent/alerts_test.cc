@@ -42,6 +42,7 @@ TEST(AlertText, JsonAndLine) {
   EXPECT_EQ(json["hostname"], "node-1");
   EXPECT_EQ(json["suppressed"], 2);
   EXPECT_EQ(json["finding"]["key"], "temperature_high@GPU-3");
+  EXPECT_TRUE(json["finding"]["subject"].is_null());
   EXPECT_EQ(json["finding"]["incident_id"], 7);
   EXPECT_EQ(json["finding"]["id"], "temperature_high");
   EXPECT_EQ(json["finding"]["gpu"]["pci_bus_id"], "0000:3b:00.0");

@@ -20,6 +20,7 @@ void PutTime(json& out, const char* key, std::optional<WallTime> time) {
 
 json StoredFindingToJson(const StoredFinding& incident) {
   json out = FindingToJson(incident.finding);
+  out["subject"] = incident.finding.subject.empty() ? json(nullptr) : json(incident.finding.subject);
   out["key"] = incident.key;
   out["incident_id"] = incident.incident_id;
   PutTime(out, "opened_at", incident.opened_at);

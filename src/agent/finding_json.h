@@ -5,7 +5,7 @@
 //
 //   {"id": "temperature_high", "severity": "warning", "gpu": {"index": 3, ...},
 //    "summary": "...", "evidence": [...], "cause": "...", "actions": [...],
-//    "key": "temperature_high@GPU-...", "incident_id": 17,
+//    "subject": null, "key": "temperature_high@GPU-...", "incident_id": 17,
 //    "opened_at": "2024-05-01T12:00:00.000Z", "opened_at_ms": 1714564800000,
 //    "last_seen": "...", "last_seen_ms": ..., "resolved_at": null, "resolved_at_ms": null}
 #pragma once

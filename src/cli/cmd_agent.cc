@@ -25,14 +25,17 @@
 #include <fstream>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <sstream>
+#include <string>
 #include <thread>
+#include <utility>
 
 #include <fmt/format.h>
 
 #include "agent/agent_state.h"
 #include "agent/alert_config.h"
-#include "agent/alerts.h"
+#include "agent/alert_hub.h"
 #include "agent/http_server.h"
 #include "agent/store_history_source.h"
 #include "cli/commands.h"
@@ -40,6 +43,7 @@
 #include "common/text.h"
 #include "health/catalog_event_grader.h"
 #include "health/detectors/trend_detectors.h"
+#include "health/health_config.h"
 #include "health/rules.h"
 #include "host/command_runner.h"
 #include "host/host_signals.h"
@@ -55,9 +59,10 @@ constexpr auto kMaintainEvery = std::chrono::minutes(1);
 
 struct AgentOptions {
   std::string interval = "5s";
-  std::string db_path = "/var/lib/gpudoctor/history.db";
+  std::string db_path = kDefaultHistoryDatabase;
   std::string listen{kDefaultListenAddress};
   std::string token;
+  std::string token_file;
   bool dcgm_names = false;
   bool alerts_dry_run = false;
   std::string log_path;  // empty: the live kernel log; "none": no log
@@ -122,17 +127,30 @@ struct AgentConfig {
   AlertConfig alerts;
 };
 
-Result<AgentConfig> LoadAgentConfig(const CommandContext& context) {
-  AgentConfig config;
-  auto health = LoadCommandConfig(context);
+// Why a file an option names cannot be read (exit 66), or nothing.
+std::optional<std::string> Unreadable(const std::string& path) {
+  std::error_code error;
+  if (std::filesystem::is_directory(path, error)) return "is a directory";
+  if (access(path.c_str(), R_OK) != 0) return std::strerror(errno);
+  return std::nullopt;
+}
+
+// Reads `path` once for all three parts, so a reload never mixes two
+// versions of the file. Empty `path`: every default.
+Result<AgentConfig> LoadAgentConfig(const std::string& path) {
+  AgentConfig config{.health = DefaultHealthConfig()};
+  if (path.empty()) return config;
+  if (auto why = Unreadable(path)) return Error{fmt::format("cannot read config file {}: {}", path, *why)};
+  std::ifstream in(path, std::ios::binary);
+  std::ostringstream text;
+  text << in.rdbuf();  // an empty file reads as "": every default
+  auto health = ApplyHealthConfig(DefaultHealthConfig(), text.str(), path);
   if (!health) return health.error();
-  config.health = std::move(*health);
-  std::stringstream text;  // empty without --config: every default
-  if (!context.options.config_path.empty()) text << std::ifstream(context.options.config_path).rdbuf();
   auto trends = ParseTrendConfig(text.str());
-  if (!trends) return Error{context.options.config_path + ": " + trends.error().message};
+  if (!trends) return Error{path + ": " + trends.error().message};
   auto alerts = ParseAlertConfig(text.str());
-  if (!alerts) return Error{context.options.config_path + ": " + alerts.error().message};
+  if (!alerts) return Error{path + ": " + alerts.error().message};
+  config.health = std::move(*health);
   config.trends = std::move(*trends);
   config.alerts = std::move(*alerts);
   return config;
@@ -147,14 +165,19 @@ class KernelLogFollower {
   explicit KernelLogFollower(std::string path) : path_(std::move(path)) {}
   ~KernelLogFollower() { Stop(); }
 
-  // Returns a description of what is followed, or an error saying why nothing is.
-  Result<std::string> Start() {
+  // Starts following, or returns an error saying why nothing is followed.
+  // A file is announced once it is open: lines appended after "following
+  // FILE" are never missed.
+  Status Start() {
     std::optional<LiveLog> live;
     if (path_.empty()) {
       std::vector<std::string> notes;
       auto found = FindLiveLog(&notes);
       if (!found) return found.error();
       live = *found;
+      Say("following " + live->description);
+    } else if (std::error_code error; !std::filesystem::exists(path_, error)) {
+      Say("waiting for " + path_ + " to appear");
     }
     thread_ = std::thread([this, live] {
       const EventSink sink = [this](LogEvent&& event) {
@@ -164,11 +187,18 @@ class KernelLogFollower {
       const StopRequested stop = [this] { return stop_.load(); };
       FollowOptions follow;
       follow.start_at_end = true;
-      Status status = live ? ReadLiveLog(*live, ReadOptions{}, true, follow, sink, stop)
-                           : FollowFile(path_, ReadOptions{}, follow, sink, stop);
+      Status status;
+      if (live) {
+        status = ReadLiveLog(*live, ReadOptions{}, true, follow, sink, stop);
+      } else {
+        follow.on_open = [this, announced = false]() mutable {
+          if (!std::exchange(announced, true)) Say("following " + path_);
+        };
+        status = FollowFile(path_, ReadOptions{}, follow, sink, stop);
+      }
       if (!status) Say("kernel log: " + status.error().message);
     });
-    return live ? live->description : path_;
+    return {};
   }
 
   std::vector<LogEvent> TakeEvents() {
@@ -190,45 +220,6 @@ class KernelLogFollower {
 };
 
 // ---------------------------------------------------------------------------
-// Alerts: the dispatcher is replaced on SIGHUP while the HTTP server reads
-// its counters, hence the lock.
-
-class AlertHub {
- public:
-  Status Configure(const AlertConfig& config, bool force_dry_run, const std::string& hostname) {
-    auto sinks = MakeAlertSinks(config);
-    if (!sinks) return sinks.error();
-    AlertDispatcherOptions options{.min_interval = config.min_interval,
-                                   .dry_run = config.dry_run || force_dry_run,
-                                   .hostname = hostname};
-    auto fresh = std::make_unique<AlertDispatcher>(std::move(*sinks), options, SystemClock::Instance());
-    std::unique_ptr<AlertDispatcher> old;
-    {
-      std::lock_guard lock(mutex_);
-      old = std::exchange(dispatcher_, std::move(fresh));
-    }
-    if (old) old->Stop();
-    return {};
-  }
-  void Submit(const std::vector<FindingTransition>& transitions) {
-    std::lock_guard lock(mutex_);
-    if (dispatcher_) dispatcher_->Submit(transitions);
-  }
-  AlertCounters Counters() const {
-    std::lock_guard lock(mutex_);
-    return dispatcher_ ? dispatcher_->Counters() : AlertCounters{};
-  }
-  void Stop() {
-    std::lock_guard lock(mutex_);
-    if (dispatcher_) dispatcher_->Stop();
-  }
-
- private:
-  mutable std::mutex mutex_;
-  std::unique_ptr<AlertDispatcher> dispatcher_;
-};
-
-// ---------------------------------------------------------------------------
 // One sampling cycle after another.
 
 class AgentLoop {
@@ -240,15 +231,18 @@ class AgentLoop {
         state_(state),
         alerts_(alerts),
         config_(std::move(config)),
-        detectors_(std::make_unique<TrendDetectors>(config_.trends)),
+        detectors_(config_.trends),
         log_(log),
         host_env_("/", runner_),
         grader_(LogCatalog::Builtin()) {}
 
+  // The rules read config_ afresh every cycle. The trend detectors keep
+  // what they have observed and judge it by the new thresholds from the next
+  // cycle on (TrendDetectors::Reconfigure), so a reload neither resolves nor
+  // re-opens a finding that still holds.
   void Reconfigure(AgentConfig config) {
     config_ = std::move(config);
-    // Trend detectors start over: their windows may have changed.
-    detectors_ = std::make_unique<TrendDetectors>(config_.trends);
+    detectors_.Reconfigure(config_.trends);
   }
 
   void RunCycle() {
@@ -264,8 +258,8 @@ class AgentLoop {
                       .event_grader = &grader_,
                       .now = now};
     std::vector<Finding> findings = EvaluateRules(input, config_.health);
-    detectors_->Observe(*snapshot, now);
-    for (Finding& finding : detectors_->Evaluate(now)) findings.push_back(std::move(finding));
+    detectors_.Observe(*snapshot, now);
+    for (Finding& finding : detectors_.Evaluate(now)) findings.push_back(std::move(finding));
     std::erase_if(findings, [](const Finding& f) { return f.severity == Severity::kOk; });
 
     if (Status stored = AppendSnapshot(store_, *snapshot); !stored) Say("storing samples: " + stored.error().message);
@@ -316,7 +310,7 @@ class AgentLoop {
   AgentState& state_;
   AlertHub& alerts_;
   AgentConfig config_;
-  std::unique_ptr<TrendDetectors> detectors_;
+  TrendDetectors detectors_;
   KernelLogFollower* log_;
   SubprocessRunner runner_;
   LinuxHostEnv host_env_;
@@ -349,7 +343,27 @@ int RunAgent(CommandContext& context, const AgentOptions& options) {
     Say("--listen: " + listen.error().message);
     return exit_code::kUsage;
   }
-  auto config = LoadAgentConfig(context);
+  // Read once, at start. Unlike --token, a token in a file does not show in `ps`.
+  std::optional<std::string> token;
+  if (!options.token.empty()) token = options.token;
+  if (!options.token_file.empty()) {
+    if (auto why = Unreadable(options.token_file)) {
+      Say(fmt::format("--token-file: cannot read {}: {}", options.token_file, *why));
+      return exit_code::kNoInput;
+    }
+    auto read = ReadBearerTokenFile(options.token_file);
+    if (!read) {
+      Say("--token-file: " + read.error().message);
+      return exit_code::kDataError;
+    }
+    token = std::move(*read);
+  }
+  const std::string& config_path = context.options.config_path;
+  if (auto why = config_path.empty() ? std::nullopt : Unreadable(config_path)) {
+    Say(fmt::format("--config: cannot read {}: {}", config_path, *why));
+    return exit_code::kNoInput;
+  }
+  auto config = LoadAgentConfig(config_path);
   if (!config) {
     Say(config.error().message);
     return exit_code::kDataError;
@@ -384,10 +398,7 @@ int RunAgent(CommandContext& context, const AgentOptions& options) {
   std::unique_ptr<KernelLogFollower> log;
   if (options.log_path != "none") {
     log = std::make_unique<KernelLogFollower>(options.log_path);
-    auto followed = log->Start();
-    if (followed) {
-      Say("following " + *followed);
-    } else {
+    if (Status followed = log->Start(); !followed) {
       Say("not following the kernel log: " + followed.error().message);
       log.reset();
     }
@@ -395,7 +406,7 @@ int RunAgent(CommandContext& context, const AgentOptions& options) {
 
   char hostname[256] = {};
   gethostname(hostname, sizeof hostname - 1);
-  AlertHub alerts;
+  AlertHub alerts(SystemClock::Instance());
   if (Status configured = alerts.Configure(config->alerts, options.alerts_dry_run, hostname); !configured) {
     Say("alerts: " + configured.error().message);
     return exit_code::kDataError;
@@ -405,7 +416,7 @@ int RunAgent(CommandContext& context, const AgentOptions& options) {
   StoreHistorySource history(**store);
   HttpServerOptions server_options;
   server_options.listen = *listen;
-  if (!options.token.empty()) server_options.bearer_token = options.token;
+  server_options.bearer_token = token;
   server_options.dcgm_compatible_metrics = options.dcgm_names;
   server_options.stale_after = std::max<Duration>(std::chrono::seconds(15), 3 * *interval);
   server_options.version = GPUDOCTOR_VERSION;
@@ -443,14 +454,16 @@ int RunAgent(CommandContext& context, const AgentOptions& options) {
       signal_number = signals.Wait(next - std::chrono::steady_clock::now());
     }
     if (signal_number == SIGHUP) {
-      auto reloaded = LoadAgentConfig(context);
-      Status alerts_status = reloaded ? alerts.Configure(reloaded->alerts, options.alerts_dry_run, hostname)
-                                      : Status(reloaded.error());
-      if (!alerts_status) {
-        Say("config not reloaded, keeping the old one: " + alerts_status.error().message);
+      // All or nothing: the alert sinks are the last part that can fail.
+      auto reloaded = LoadAgentConfig(config_path);
+      Status applied = reloaded ? alerts.Configure(reloaded->alerts, options.alerts_dry_run, hostname)
+                                : Status(reloaded.error());
+      if (!applied) {
+        Say("config not reloaded, keeping the old one: " + applied.error().message);
       } else {
         loop.Reconfigure(std::move(*reloaded));
-        Say("config reloaded");
+        Say(config_path.empty() ? "config reloaded (no --config: the defaults)"
+                                : "config reloaded from " + config_path);
       }
     } else if (signal_number != 0) {
       Say(fmt::format("stopping ({})", strsignal(signal_number)));
@@ -473,8 +486,13 @@ void RegisterAgentCommand(CLI::App& app, CommandContext& context) {
       ->capture_default_str();
   command->add_option("--listen", options->listen, "HTTP address: HOST:PORT, [IPv6]:PORT or :PORT (port 0: any)")
       ->capture_default_str();
-  command->add_option("--token", options->token, "Require 'Authorization: Bearer TOKEN' (not for /healthz)")
-      ->envname("GPUDOCTOR_TOKEN");
+  auto* token = command->add_option("--token", options->token,
+                                     "Require 'Authorization: Bearer TOKEN' (not for /healthz); prefer --token-file, "
+                                     "as a token on the command line shows in `ps`")
+                     ->envname("GPUDOCTOR_TOKEN");
+  command->add_option("--token-file", options->token_file,
+                      "Read the bearer token from the first line of this file (read once, at start)")
+      ->excludes(token);
   command->add_flag("--dcgm-names", options->dcgm_names, "Also serve dcgm-exporter metric names on /metrics");
   command->add_flag("--alerts-dry-run", options->alerts_dry_run, "Log alerts instead of sending them");
   command->add_option("--log", options->log_path,
@@ -484,7 +502,8 @@ void RegisterAgentCommand(CLI::App& app, CommandContext& context) {
   command->footer(
       "Serves /metrics (Prometheus), /api/v1/ (JSON), /healthz and a dashboard at /.\n"
       "SIGTERM or SIGINT stop it; SIGHUP reloads --config (rules, [detectors], [alerts]).\n"
-      "Exit status: 0 after a clean stop, 64 bad options, 65 bad config, 69 cannot listen or no NVML,\n"
+      "Exit status: 0 after a clean stop, 64 bad options, 65 bad config or empty token file,\n"
+      "66 config or token file missing or unreadable, 69 cannot listen or no NVML,\n"
       "73 the history database cannot be created.");
   command->callback([&context, options] { context.exit_code = RunAgent(context, *options); });
 }

@@ -27,10 +27,8 @@
 namespace gpudoctor {
 namespace {
 
-constexpr const char* kDefaultDatabase = "/var/lib/gpudoctor/history.db";
-
 struct HistoryOptions {
-  std::string database = kDefaultDatabase;
+  std::string database = kDefaultHistoryDatabase;
   std::string gpu;
   std::string metric;
   std::string since = "1h";

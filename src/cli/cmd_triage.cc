@@ -1,12 +1,13 @@
 // `gpudoctor triage`: the emergency flow for a sick GPU server, in six steps:
-// is the host reachable, what the GPUs show now, what the logs say, whether
-// NVML answers, and then a verdict - the most likely cause, the causes ruled
-// out with the evidence against them, restart or hardware service, and the
-// exact next steps.
+// is the host reachable, what the GPUs show now (and did in the last hour,
+// when the agent keeps a history), what the logs say, whether NVML answers,
+// and then a verdict - the most likely cause, the causes ruled out with the
+// evidence against them, restart or hardware service, and the exact next steps.
 //
 // The cause is the finding category (data/rules.toml) with the most weight
 // among the warning and critical findings (critical 3, warning 1); Xids and
-// other log events add weight to the categories their catalog tags name.
+// other log events add weight to the categories their catalog tags name. The
+// history adds evidence to a cause, never weight (triage_history.h).
 
 #include <fcntl.h>
 #include <netdb.h>
@@ -28,6 +29,7 @@
 #include "cli/check_inputs.h"
 #include "cli/commands.h"
 #include "cli/terminal.h"
+#include "cli/triage_history.h"
 #include "common/text.h"
 #include "health/catalog_event_grader.h"
 #include "health/finding_json.h"
@@ -134,7 +136,8 @@ bool HasProblem(const std::vector<Finding>& findings, std::string_view id, Sever
   });
 }
 
-Verdict Judge(const CheckRun& run, const std::vector<Reachability>& hosts) {
+Verdict Judge(const CheckRun& run, const std::vector<Reachability>& hosts,
+              const std::vector<HistoryEvidence>& history) {
   Verdict verdict;
   std::map<std::string, std::vector<std::string>, std::less<>> evidence;
   std::map<std::string, std::vector<const Finding*>, std::less<>> problems;
@@ -186,6 +189,8 @@ Verdict Judge(const CheckRun& run, const std::vector<Reachability>& hosts) {
       }
     }
   }
+
+  for (const HistoryEvidence& e : history) evidence[e.cause].push_back(e.line);
 
   int best = 0;
   for (std::string_view cause : kCauses) {
@@ -251,6 +256,7 @@ Verdict Judge(const CheckRun& run, const std::vector<Reachability>& hosts) {
 
 struct TriageOptions {
   CheckOptions check;
+  std::string history_database = kDefaultHistoryDatabase;
   std::vector<std::string> hosts;
   int port = 22;
   double connect_timeout_s = 3.0;
@@ -272,7 +278,7 @@ nlohmann::json VerdictToJson(const Verdict& v) {
 }
 
 void PrintTriage(std::FILE* out, const Style& style, const CheckRun& run, const std::vector<Reachability>& hosts,
-                 const Verdict& v) {
+                 const RecentHistory& history, const Verdict& v) {
   std::fprintf(out, "%s  %s  (%s)\n\n", style.Bold("gpudoctor triage").c_str(), run.snapshot.hostname.c_str(),
                run.snapshot_description.c_str());
   std::fprintf(out, "%s\n", style.Bold("1. Reachability").c_str());
@@ -282,7 +288,8 @@ void PrintTriage(std::FILE* out, const Style& style, const CheckRun& run, const 
   std::fprintf(out, "%s\n", style.Bold("2. Current state").c_str());
   size_t readable = std::count_if(run.snapshot.gpus.begin(), run.snapshot.gpus.end(),
                                   [](const GpuSnapshot& g) { return g.access_error == AccessError::kNone; });
-  std::fprintf(out, "   %zu GPU(s), %zu readable; history: not used\n", run.snapshot.gpus.size(), readable);
+  std::fprintf(out, "   %zu GPU(s), %zu readable\n", run.snapshot.gpus.size(), readable);
+  PrintRecentHistory(out, style, history);
   std::fprintf(out, "%s\n", style.Bold("3. Logs").c_str());
   for (const SourceNote& s : run.sources)
     if (s.source == "kernel log") std::fprintf(out, "   %s (%s)\n", s.status.c_str(), s.detail.c_str());
@@ -328,6 +335,9 @@ void RegisterTriageCommand(CLI::App& app, CommandContext& context) {
   auto* command = app.add_subcommand("triage", "Emergency flow for a sick GPU server: find the cause and what to do");
   auto options = std::make_shared<TriageOptions>();
   AddCheckInputOptions(command, options->check);
+  command->add_option("--db", options->history_database,
+                      "History file of `gpudoctor agent`; step 2 adds its last hour (a missing file: no history)")
+      ->capture_default_str();
   command->add_option("--host", options->hosts, "A host to test for reachability (TCP connect); repeatable");
   command->add_option("--port", options->port, "TCP port for the reachability test")
       ->check(CLI::Range(1, 65535))
@@ -336,8 +346,9 @@ void RegisterTriageCommand(CLI::App& app, CommandContext& context) {
       ->check(CLI::Range(0.05, 60.0))
       ->capture_default_str();
   command->footer(
-      "Steps: 1 reachability of --host, 2 the current snapshot, 3 the kernel log of the last --since,\n"
-      "4 GPU state through NVML (hang-protected), 5-6 the verdict and next steps.\n"
+      "Steps: 1 reachability of --host, 2 the current snapshot, plus the last hour of the agent's history\n"
+      "(--db) when it exists, 3 the kernel log of the last --since, 4 GPU state through NVML (hang-protected),\n"
+      "5-6 the verdict and next steps.\n"
       "Exit status like `check`: 0 ok, 1 warning, 2 critical, 3 unknown; 64/65/66 for bad input.");
   command->callback([&context, options] {
     std::vector<Reachability> hosts;
@@ -350,7 +361,8 @@ void RegisterTriageCommand(CLI::App& app, CommandContext& context) {
       context.exit_code = run.error->exit_code;
       return;
     }
-    const Verdict verdict = Judge(run, hosts);
+    const RecentHistory history = ReadRecentHistory(options->history_database, SystemClock::Instance().Now());
+    const Verdict verdict = Judge(run, hosts, EvidenceFromHistory(history, run.config, run.findings));
     Severity worst = WorstSeverity(run.findings);
     if (std::any_of(hosts.begin(), hosts.end(), [](const Reachability& h) { return !h.reachable; }))
       worst = Severity::kCritical;
@@ -362,11 +374,12 @@ void RegisterTriageCommand(CLI::App& app, CommandContext& context) {
       json["status"] = SeverityName(worst);
       json["hostname"] = run.snapshot.hostname;
       json["reachability"] = reach;
+      json["history"] = RecentHistoryToJson(history);
       json["verdict"] = VerdictToJson(verdict);
       json["findings"] = FindingsToJson(run.findings);
       std::printf("%s\n", json.dump(2).c_str());
     } else {
-      PrintTriage(stdout, Style(context.options.color, stdout), run, hosts, verdict);
+      PrintTriage(stdout, Style(context.options.color, stdout), run, hosts, history, verdict);
     }
     context.exit_code = ExitStatusFor(worst);
   });

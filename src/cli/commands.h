@@ -24,6 +24,10 @@ inline constexpr int kInternal = 70;       // a bug: please report it
 inline constexpr int kCannotCreate = 73;   // output file could not be written
 }  // namespace exit_code
 
+// Where `gpudoctor agent` keeps its history unless told otherwise (--db);
+// `history` and `triage` read it from there by default.
+inline constexpr const char* kDefaultHistoryDatabase = "/var/lib/gpudoctor/history.db";
+
 // Options every command accepts; filled by main.cc before the command runs.
 struct GlobalOptions {
   std::string nvml_library;        // --nvml-lib or $GPUDOCTOR_NVML_LIB; empty: libnvidia-ml.so.1

@@ -58,9 +58,9 @@ INSTANTIATE_TEST_SUITE_P(
                       Sample{"009.txt", {{"fan_failure", Severity::kCritical}, {"field_error", Severity::kWarning}}},
                       Sample{"011.txt", {{"remapped_rows_pending", Severity::kWarning}}},
                       Sample{"012.txt", {{"temperature_high", Severity::kWarning}}},
-                      // The snapshot model has no default power limit, so the [Unknown Error]
-                      // in that column is not judged; the draw above the limit is.
-                      Sample{"014.txt", {{"power_capped", Severity::kWarning}}}, Sample{"015.txt", {}},
+                      // The default power limit reads [Unknown Error]; the draw is above the limit.
+                      Sample{"014.txt", {{"power_capped", Severity::kWarning}, {"field_error", Severity::kWarning}}},
+                      Sample{"015.txt", {}},
                       Sample{"018.txt", {{"ecc_uncorrectable", Severity::kCritical}}}),
     [](const ::testing::TestParamInfo<Sample>& info) { return "sample_" + info.param.file.substr(0, 3); });
 

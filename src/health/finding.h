@@ -40,6 +40,9 @@ struct Finding {
   std::vector<std::string> evidence;  // values and log lines that fired it
   std::string cause;                  // probable cause
   std::vector<std::string> actions;   // next steps for a person at the machine
+  // What the finding is about besides the GPU, when one rule can fire for
+  // several things at once (a training job's name); part of its identity.
+  std::string subject;
   bool operator==(const Finding&) const = default;
 };
 

@@ -237,8 +237,12 @@ Status ApplyChecklist(HealthConfig& config, const toml::node& node, std::string_
       if (!status) return status;
     }
     if (entry.title.empty()) return Error{Where(origin, item, "checklist") + ": every item needs a title"};
-    for (const std::string& id : entry.rule_ids)
-      if (!IsRuleId(id)) return Error{Where(origin, item, "checklist.rules") + ": unknown rule id '" + id + "'"};
+    for (const std::string& id : entry.rule_ids) {
+      if (IsRuleId(id)) continue;
+      return Error{Where(origin, item, "checklist.rules") + ": " +
+                   (IsTrendDetectorId(id) ? "'" + id + "' is a trend detector of the agent, which `check` does not run"
+                                          : "unknown rule id '" + id + "'")};
+    }
     checklist.push_back(std::move(entry));
   }
   config.checklist = std::move(checklist);
@@ -313,6 +317,10 @@ Result<HealthConfig> ApplyHealthConfig(HealthConfig base, std::string_view text,
       if (rules == nullptr) return TypeError(origin, node, "rules", "a table");
       for (const auto& [rule_id, rule_node] : *rules) {
         const std::string path = "rules." + std::string(rule_id.str());
+        if (IsTrendDetectorId(rule_id.str())) {
+          return Error{Where(origin, rule_node, path) +
+                       ": a trend detector, not a rule: its thresholds go in [detectors] (docs/detectors.md)"};
+        }
         if (!IsRuleId(rule_id.str())) return Error{Where(origin, rule_node, path) + ": unknown rule id"};
         const toml::table* table = rule_node.as_table();
         if (table == nullptr) return TypeError(origin, rule_node, path, "a table");

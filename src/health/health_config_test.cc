@@ -78,6 +78,9 @@ TEST(DefaultHealthConfig, EveryThresholdIsSetInTheDataFile) {
 TEST(DefaultHealthConfig, FindingsDocumentEveryRuleAndKey) {
   const std::string docs = ReadRepoFile("docs/findings.md");
   for (std::string_view id : kRuleIds) EXPECT_NE(docs.find("`" + std::string(id) + "`"), std::string::npos) << id;
+  // Trend detectors each have an entry of their own, with a pointer to docs/detectors.md.
+  for (std::string_view id : kTrendDetectorIds)
+    EXPECT_NE(docs.find("#### `" + std::string(id) + "`"), std::string::npos) << id;
   for (const std::string& key : HealthConfigKeys()) {
     const std::string name = key.substr(key.find("] ") + 2);
     EXPECT_NE(docs.find("`" + name + "`"), std::string::npos) << key;
@@ -155,6 +158,11 @@ INSTANTIATE_TEST_SUITE_P(
                       BadConfig{"[rules.temperature_high]\nwarning_c = 90\n", "warning_c is above critical_c"},
                       BadConfig{"[rules.cuda_incompatible]\nrequired = \"twelve\"\n", "is not a CUDA version"},
                       BadConfig{"[[checklist]]\ntitle = \"x\"\nrules = [\"nope\"]\n", "unknown rule id 'nope'"},
+                      BadConfig{"[rules.memory_leak]\nenabled = false\n",
+                                "rules.memory_leak: a trend detector, not a rule: its thresholds go in "
+                                "[detectors]"},
+                      BadConfig{"[[checklist]]\ntitle = \"x\"\nrules = [\"job_stall\"]\n",
+                                "'job_stall' is a trend detector of the agent, which `check` does not run"},
                       BadConfig{"[rules\nbroken", "site.toml:1:"}));
 
 TEST(LoadHealthConfigFile, MissingFileIsAnError) {

@@ -1,5 +1,6 @@
-// The rule ids: a stable interface that people script against
-// (docs/findings.md). Listed in the order `check` reports them.
+// The finding ids: a stable interface that people script against
+// (docs/findings.md). kRuleIds are the rules `check` runs, in the order it
+// reports them; kTrendDetectorIds are the agent's detectors over history.
 #pragma once
 
 #include <algorithm>
@@ -55,6 +56,36 @@ inline constexpr std::string_view kRuleIds[] = {
 inline bool IsRuleId(std::string_view id) {
   return std::find(std::begin(kRuleIds), std::end(kRuleIds), id) != std::end(kRuleIds);
 }
+
+// The ids of the agent's trend detectors (src/health/detectors), just as
+// stable. They judge a window of history, so only the agent reports them:
+// they are not rules of `check`, have no [rules.<id>] table (their thresholds
+// live in [detectors], docs/detectors.md) and never share an id with a rule.
+inline constexpr std::string_view kTrendDetectorIds[] = {
+    "utilization_stuck",
+    "utilization_flapping",
+    "gpu_straggler",
+    "memory_leak",
+    "ecc_rate",
+    "pcie_replay_rate",
+    "nvlink_error_rate",
+    "cooling_failure",
+    "job_stall",
+    "job_loss_nan",
+    "job_loss_flat",
+};
+
+inline bool IsTrendDetectorId(std::string_view id) {
+  return std::find(std::begin(kTrendDetectorIds), std::end(kTrendDetectorIds), id) != std::end(kTrendDetectorIds);
+}
+
+constexpr bool RuleAndDetectorIdsAreDistinct() {
+  for (std::string_view detector : kTrendDetectorIds)
+    for (std::string_view rule : kRuleIds)
+      if (detector == rule) return false;
+  return true;
+}
+static_assert(RuleAndDetectorIdsAreDistinct(), "a trend detector may not reuse a rule's id");
 
 // The cases a rule words differently ([rules.<id>.<case>] in data/rules.toml).
 struct RuleCase {

@@ -31,6 +31,7 @@ void VisitScalarGpuFields(Io& io, Gpu& g) {
   io("fan_speeds_percent", g.fan_speeds_percent);
   io("power_draw_w", g.power_draw_w);
   io("power_limit_w", g.power_limit_w);
+  io("power_default_limit_w", g.power_default_limit_w);
   io("sm_clock_mhz", g.sm_clock_mhz);
   io("memory_clock_mhz", g.memory_clock_mhz);
   io("clock_event_reasons", g.clock_event_reasons);

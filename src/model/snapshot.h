@@ -97,7 +97,8 @@ struct GpuSnapshot {
   Field<uint32_t> temperature_max_operating_c;
   Field<std::vector<uint32_t>> fan_speeds_percent;  // one entry per fan
   Field<double> power_draw_w;
-  Field<double> power_limit_w;
+  Field<double> power_limit_w;          // enforced
+  Field<double> power_default_limit_w;  // the board's default (before any operator change)
   Field<uint32_t> sm_clock_mhz;
   Field<uint32_t> memory_clock_mhz;
   Field<uint64_t> clock_event_reasons;  // clock_event bits

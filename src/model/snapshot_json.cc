@@ -215,7 +215,9 @@ Result<Snapshot> SnapshotFromJson(const json& j) {
     r.Get("cuda_driver_version", s.cuda_driver_version, [](const json& v) {
       // Accept both the "12.4" display form and the raw 12040 integer.
       if (v.is_number()) return v.get<int32_t>();
-      auto parts = Split(v.get<std::string>(), '.');
+      const std::string text = v.get<std::string>();  // Split returns views into it
+      auto parts = Split(text, '.');
+      if (parts.empty()) return int32_t{0};
       int32_t major = ParseInt<int32_t>(parts[0]).value_or(0);
       int32_t minor = parts.size() > 1 ? ParseInt<int32_t>(parts[1]).value_or(0) : 0;
       return major * 1000 + minor * 10;

@@ -57,6 +57,36 @@ TEST(SnapshotJson, MissingFieldsAreNullAndExplained) {
   EXPECT_EQ(gpu["clock_event_reason_names"], nlohmann::json({"sw_power_cap", "hw_thermal_slowdown"}));
 }
 
+TEST(SnapshotJson, DefaultPowerLimitKeepsItsState) {
+  Snapshot snapshot = SampleSnapshot();
+  GpuSnapshot& gpu = snapshot.gpus[0];
+  for (const Field<double>& limit :
+       {Field<double>::Value(700), Field<double>::NotSupported(), Field<double>::Failed("Unknown Error")}) {
+    gpu.power_default_limit_w = limit;
+    auto json = SnapshotToJson(snapshot);
+    const auto& written = json["gpus"][0];
+    ASSERT_TRUE(written.contains("power_default_limit_w"));
+    if (limit.has_value()) {
+      EXPECT_EQ(written["power_default_limit_w"], 700.0);
+    } else {
+      EXPECT_TRUE(written["power_default_limit_w"].is_null());
+    }
+    if (limit.failed()) {
+      EXPECT_EQ(written["errors"]["power_default_limit_w"], "Unknown Error");
+    }
+    auto parsed = SnapshotFromJson(nlohmann::json::parse(json.dump()));
+    ASSERT_TRUE(parsed.ok()) << parsed.error().message;
+    EXPECT_EQ(parsed->gpus[0].power_default_limit_w, limit);
+  }
+}
+
+TEST(SnapshotJson, SnapshotWithoutDefaultPowerLimitReadsItAsNotSupported) {
+  auto parsed = SnapshotFromJson(nlohmann::json::parse(R"({"gpus":[{"index":0,"power_limit_w":300}]})"));
+  ASSERT_TRUE(parsed.ok()) << parsed.error().message;
+  EXPECT_EQ(parsed->gpus[0].power_limit_w, Field<double>::Value(300));
+  EXPECT_TRUE(parsed->gpus[0].power_default_limit_w.not_supported());
+}
+
 TEST(SnapshotJson, MalformedInputIsAnErrorNotACrash) {
   auto parsed = SnapshotFromJson(nlohmann::json::parse(R"({"gpus":[{"name":"x"}]})"));
   EXPECT_FALSE(parsed.ok());

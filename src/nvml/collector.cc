@@ -16,10 +16,8 @@
 #include <optional>
 #include <set>
 
-#include <nlohmann/json.hpp>
 
 #include "common/text.h"
-#include "model/snapshot_json.h"
 #include "nvml/probe.h"
 
 extern char** environ;
@@ -86,7 +84,7 @@ struct Pipe {
 struct ProbeProcess {
   pid_t pid = -1;
   int input = -1;   // its stdin: requests
-  int output = -1;  // its stdout: JSON lines
+  int output = -1;  // its stdout: frames (nvml/probe_wire.h)
   int errors = -1;  // its stderr: diagnostics from the NVML library
   std::unique_ptr<SharedTracker> tracker;
   std::string stderr_text;
@@ -237,7 +235,7 @@ Snapshot NvmlCollector::Collect() {
 
   // Send the request, starting a probe when there is no healthy one. A probe
   // that died since the last request gets one replacement.
-  const std::string request_line = EncodeProbeRequest(request);
+  const std::string request_frame = EncodeProbeMessage(request);
   for (int attempt = 0; attempt < 2; ++attempt) {
     if (!state.worker) {
       auto spawned = state.Spawn();
@@ -248,8 +246,8 @@ Snapshot NvmlCollector::Collect() {
       }
       state.worker = std::move(*spawned);
     }
-    if (write(state.worker->input, request_line.data(), request_line.size()) ==
-        static_cast<ssize_t>(request_line.size()))
+    if (write(state.worker->input, request_frame.data(), request_frame.size()) ==
+        static_cast<ssize_t>(request_frame.size()))
       break;
     Discard(*state.worker);
     state.worker.reset();
@@ -261,39 +259,31 @@ Snapshot NvmlCollector::Collect() {
   }
   ProbeProcess& probe = *state.worker;
 
-  // Read JSON lines until "done", end of output, or the deadline.
+  // Read frames until ProbeDone, the end of output, or the deadline.
   const auto deadline = steady_clock::now() + options.deadline;
-  std::string buffer;
+  ProbeFrameBuffer frames;
   bool host_seen = false, done = false, init_failed = false;
   std::set<uint32_t> received;
   std::map<uint32_t, std::string> known_pci;
-  auto handle_line = [&](std::string_view line) {
-    auto message = nlohmann::json::parse(line, nullptr, false);
-    if (message.is_discarded() || !message.is_object()) return;
-    const std::string type = message.value("type", "");
-    if (type == "host") {
+  auto handle = [&](ProbeMessage&& message) {
+    if (auto* host = std::get_if<ProbeHost>(&message)) {
       host_seen = true;
-      if (auto host = SnapshotFromJson(message)) {
-        snapshot.driver_version = host->driver_version;
-        snapshot.nvml_version = host->nvml_version;
-        snapshot.cuda_driver_version = host->cuda_driver_version;
-        snapshot.device_count = host->device_count;
-      }
-    } else if (type == "init_failed") {
+      snapshot.driver_version = std::move(host->driver_version);
+      snapshot.nvml_version = std::move(host->nvml_version);
+      snapshot.cuda_driver_version = host->cuda_driver_version;
+      snapshot.device_count = host->device_count;
+    } else if (auto* failed = std::get_if<ProbeInitFailed>(&message)) {
       host_seen = done = init_failed = true;
-      snapshot.driver_error = AccessErrorFromName(message.value("access_error", "other")).value_or(AccessError::kOther);
-      snapshot.driver_message = message.value("message", "NVML failed to initialise");
-    } else if (type == "gpu_id") {
-      known_pci[message.value("index", 0u)] = message.value("pci_bus_id", "");
-    } else if (type == "gpu") {
-      if (auto gpu = GpuFromJson(message["gpu"])) {
-        received.insert(gpu->index);
-        snapshot.gpus.push_back(std::move(*gpu));
-      }
-    } else if (type == "xid") {
-      snapshot.xid_events.push_back({message.value("gpu_index", 0u), message.value("xid", uint64_t{0}),
-                                     FromUnixMillis(message.value("time_ms", int64_t{0}))});
-    } else if (type == "done") {
+      snapshot.driver_error = failed->error == AccessError::kNone ? AccessError::kOther : failed->error;
+      snapshot.driver_message = std::move(failed->message);
+    } else if (auto* identity = std::get_if<ProbeGpuIdentity>(&message)) {
+      known_pci[identity->index] = std::move(identity->pci_bus_id);
+    } else if (auto* gpu = std::get_if<GpuSnapshot>(&message)) {
+      received.insert(gpu->index);
+      snapshot.gpus.push_back(std::move(*gpu));
+    } else if (auto* xid = std::get_if<XidEvent>(&message)) {
+      snapshot.xid_events.push_back(*xid);
+    } else if (std::holds_alternative<ProbeDone>(message)) {
       done = true;
     }
   };
@@ -309,13 +299,13 @@ Snapshot NvmlCollector::Collect() {
     if (fds[0].revents & (POLLIN | POLLHUP | POLLERR)) {
       ssize_t n = read(probe.output, chunk, sizeof chunk);
       if (n > 0) {
-        buffer.append(chunk, static_cast<size_t>(n));
-        size_t begin = 0, newline;
-        while ((newline = buffer.find('\n', begin)) != std::string::npos) {
-          handle_line(std::string_view(buffer).substr(begin, newline - begin));
-          begin = newline + 1;
+        frames.Append(std::string_view(chunk, static_cast<size_t>(n)));
+        ProbeMessage message;
+        while (auto payload = frames.Next()) {
+          // A frame that does not decode is skipped; the GPU it held shows up as missing.
+          if (DecodeProbeMessage(*payload, message).ok()) handle(std::move(message));
         }
-        buffer.erase(0, begin);
+        if (frames.corrupt()) output_open = false;
       } else if (n == 0 || errno != EINTR) {
         output_open = false;
       }

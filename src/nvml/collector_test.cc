@@ -86,6 +86,31 @@ not_supported = ["fan_speeds_percent", "memory_temperature_c", "power_draw_w"]
   EXPECT_TRUE(s.gpus[0].temperature_c.has_value());
 }
 
+TEST_F(CollectorTest, DefaultPowerLimitIsReadInWattsNotSupportedOrFailed) {
+  auto path = WriteScenario("default-power-limit.toml", R"(
+gpu_count = 3
+[defaults]
+power_limit_w = 300
+power_default_limit_w = 350
+[gpu.1]
+not_supported = ["power_default_limit_w"]
+[[call_error]]
+call = "nvmlDeviceGetPowerManagementDefaultLimit"
+gpu = 2
+error = "unknown"
+)");
+  NvmlCollector collector(Options(path));
+  Snapshot s = collector.Collect();
+  ASSERT_EQ(s.gpus.size(), 3u) << s.driver_message;
+  EXPECT_EQ(s.gpus[0].power_default_limit_w, Field<double>::Value(350.0));
+  EXPECT_EQ(s.gpus[0].power_limit_w, Field<double>::Value(300.0));
+  EXPECT_TRUE(s.gpus[1].power_default_limit_w.not_supported());
+  ASSERT_TRUE(s.gpus[2].power_default_limit_w.failed());
+  EXPECT_NE(s.gpus[2].power_default_limit_w.error().find("NVML_ERROR_UNKNOWN"), std::string::npos)
+      << s.gpus[2].power_default_limit_w.error();
+  EXPECT_TRUE(s.gpus[2].power_limit_w.has_value());  // one failed call spoils nothing else
+}
+
 TEST_F(CollectorTest, HungGpuIsReportedWithItsCallAndTheOthersStillAnswer) {
   NvmlCollector collector(Options("nvml-hang.toml", milliseconds(1500)));
   auto start = steady_clock::now();

@@ -190,6 +190,7 @@ typedef struct {
   X(nvmlDeviceGetFanSpeed, nvmlReturn_t, (nvmlDevice_t device, unsigned int* speed))                     \
   X(nvmlDeviceGetPowerUsage, nvmlReturn_t, (nvmlDevice_t device, unsigned int* milliwatts))              \
   X(nvmlDeviceGetEnforcedPowerLimit, nvmlReturn_t, (nvmlDevice_t device, unsigned int* milliwatts))      \
+  X(nvmlDeviceGetPowerManagementDefaultLimit, nvmlReturn_t, (nvmlDevice_t device, unsigned int* milliwatts)) \
   X(nvmlDeviceGetClockInfo, nvmlReturn_t, (nvmlDevice_t device, int type, unsigned int* mhz))            \
   X(nvmlDeviceGetCurrentClocksEventReasons, nvmlReturn_t,                                                \
     (nvmlDevice_t device, unsigned long long* reasons))                                                  \

@@ -7,13 +7,13 @@
 #include <cstring>
 #include <functional>
 #include <map>
+#include <memory>
 #include <mutex>
+#include <semaphore>
 #include <thread>
+#include <unordered_map>
 #include <vector>
 
-#include <nlohmann/json.hpp>
-
-#include "model/snapshot_json.h"
 #include "nvml/nvml_library.h"
 
 namespace gpudoctor {
@@ -23,16 +23,38 @@ namespace {
 constexpr std::array kCallNames = {"", GPUDOCTOR_NVML_FUNCTIONS(GPUDOCTOR_CALL_NAME)};
 #undef GPUDOCTOR_CALL_NAME
 
-// Serialises whole lines onto the output pipe; threads share it.
-class LineWriter {
+// Writes whole frames onto the output pipe; threads share it. While a batch
+// is open, frames are gathered and written together when it ends, so a
+// request normally costs the parent one wake-up instead of one per frame.
+class FrameWriter {
  public:
-  explicit LineWriter(int fd) : fd_(fd) {}
-  void Write(const nlohmann::json& message) {
-    std::string line = message.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
-    line.push_back('\n');
+  explicit FrameWriter(int fd) : fd_(fd) {}
+
+  void Write(const ProbeMessage& message) {
+    const std::string frame = EncodeProbeMessage(message);
     std::lock_guard lock(mutex_);
-    const char* data = line.data();
-    size_t left = line.size();
+    if (batching_) {
+      batch_ += frame;
+    } else {
+      WriteAll(frame);
+    }
+  }
+  void BeginBatch() {
+    std::lock_guard lock(mutex_);
+    batching_ = true;
+  }
+  // Writes what was gathered; later frames go out as they come.
+  void EndBatch() {
+    std::lock_guard lock(mutex_);
+    batching_ = false;
+    WriteAll(batch_);
+    batch_.clear();
+  }
+
+ private:
+  void WriteAll(const std::string& bytes) {
+    const char* data = bytes.data();
+    size_t left = bytes.size();
     while (left > 0) {
       ssize_t n = ::write(fd_, data, left);
       if (n < 0 && errno == EINTR) continue;
@@ -42,9 +64,10 @@ class LineWriter {
     }
   }
 
- private:
   int fd_;
   std::mutex mutex_;
+  bool batching_ = false;
+  std::string batch_;
 };
 
 // Marks which NVML call a thread is inside for as long as it lives.
@@ -85,6 +108,7 @@ class GpuReader {
       rc = nvml_.HandleByIndex(gpu_.index, &device_);
     }
     if (rc != NVML_SUCCESS) {
+      device_ = nullptr;
       gpu_.access_error = AccessErrorForNvml(rc);
       if (gpu_.access_error == AccessError::kNone || gpu_.access_error == AccessError::kOther)
         gpu_.access_error = AccessError::kUnknown;
@@ -101,6 +125,9 @@ class GpuReader {
     ReadNvLinks();
     return gpu_;
   }
+
+  // The handle Read() obtained; null when it could not get one.
+  nvmlDevice_t device() const { return device_; }
 
  private:
   bool lost() const { return gpu_.access_error == AccessError::kGpuLost; }
@@ -246,6 +273,8 @@ class GpuReader {
     };
     gpu_.power_draw_w = to_watts(Call<uint32_t, unsigned>("nvmlDeviceGetPowerUsage", nvml_.nvmlDeviceGetPowerUsage));
     gpu_.power_limit_w = to_watts(Call<uint32_t, unsigned>("nvmlDeviceGetEnforcedPowerLimit", nvml_.nvmlDeviceGetEnforcedPowerLimit));
+    gpu_.power_default_limit_w = to_watts(Call<uint32_t, unsigned>("nvmlDeviceGetPowerManagementDefaultLimit",
+                                                                   nvml_.nvmlDeviceGetPowerManagementDefaultLimit));
     gpu_.sm_clock_mhz = Call<uint32_t, unsigned>("nvmlDeviceGetClockInfo", nvml_.nvmlDeviceGetClockInfo, int{NVML_CLOCK_SM});
     gpu_.memory_clock_mhz = Call<uint32_t, unsigned>("nvmlDeviceGetClockInfo", nvml_.nvmlDeviceGetClockInfo, int{NVML_CLOCK_MEM});
     if (nvml_.nvmlDeviceGetCurrentClocksEventReasons)
@@ -467,7 +496,7 @@ class XidListener {
   }
 
   // Reports every pending Xid, waiting up to `window` for the first one.
-  void Drain(Duration window, LineWriter& out) {
+  void Drain(Duration window, FrameWriter& out) {
     if (!set_ || registered_.empty()) return;
     auto timeout = std::chrono::duration_cast<std::chrono::milliseconds>(window).count();
     for (int events = 0; events < 10000; ++events) {
@@ -481,10 +510,7 @@ class XidListener {
       timeout = 0;
       auto it = registered_.find(data.device);
       if (!(data.eventType & nvmlEventTypeXidCriticalError) || it == registered_.end()) continue;
-      out.Write({{"type", "xid"},
-                 {"gpu_index", it->second},
-                 {"xid", data.eventData},
-                 {"time_ms", ToUnixMillis(std::chrono::system_clock::now())}});
+      out.Write(XidEvent{it->second, data.eventData, std::chrono::system_clock::now()});
     }
   }
 
@@ -502,56 +528,114 @@ class XidListener {
 }  // namespace
 
 uint16_t NvmlCallId(const char* name) {
-  for (size_t i = 1; i < kCallNames.size(); ++i)
-    if (std::strcmp(kCallNames[i], name) == 0) return static_cast<uint16_t>(i);
-  return 0;
+  static const auto* const ids = [] {
+    auto* map = new std::unordered_map<std::string_view, uint16_t>;
+    for (size_t i = 1; i < kCallNames.size(); ++i) map->emplace(kCallNames[i], static_cast<uint16_t>(i));
+    return map;
+  }();
+  // Looked up before every NVML call, always with a string literal: each
+  // thread remembers the literals it has seen by address.
+  thread_local std::unordered_map<const char*, uint16_t> seen;
+  if (auto hit = seen.find(name); hit != seen.end()) return hit->second;
+  auto it = ids->find(name);
+  const uint16_t id = it == ids->end() ? 0 : it->second;
+  if (seen.size() < 4 * kCallNames.size()) seen.emplace(name, id);
+  return id;
 }
 
 const char* NvmlCallName(uint16_t id) { return id < kCallNames.size() ? kCallNames[id] : ""; }
 
-std::string EncodeProbeRequest(const ProbeRequest& request) {
-  nlohmann::json json;
-  json["skip"] = request.skip_gpus;
-  json["event_window_ms"] = std::chrono::duration_cast<std::chrono::milliseconds>(request.event_window).count();
-  return json.dump() + "\n";
-}
-
 namespace {
 
-// Reads request lines; false at end of input.
+// Reads request frames; false at the end of input or on a garbled stream.
 class RequestReader {
  public:
   explicit RequestReader(int fd) : fd_(fd) {}
   bool Next(ProbeRequest* request) {
     while (true) {
-      if (auto newline = buffer_.find('\n'); newline != std::string::npos) {
-        auto json = nlohmann::json::parse(buffer_.substr(0, newline), nullptr, false);
-        buffer_.erase(0, newline + 1);
-        *request = ProbeRequest{};
-        if (json.is_object()) {
-          for (const auto& gpu : json.value("skip", nlohmann::json::array()))
-            if (gpu.is_number_unsigned()) request->skip_gpus.insert(gpu.get<uint32_t>());
-          request->event_window = std::chrono::milliseconds(json.value("event_window_ms", int64_t{0}));
-        }
+      if (auto payload = frames_.Next()) {
+        ProbeMessage message;
+        if (!DecodeProbeMessage(*payload, message).ok() || !std::holds_alternative<ProbeRequest>(message)) return false;
+        *request = std::get<ProbeRequest>(std::move(message));
         return true;
       }
+      if (frames_.corrupt()) return false;
       char chunk[4096];
       ssize_t n = ::read(fd_, chunk, sizeof chunk);
       if (n < 0 && errno == EINTR) continue;
       if (n <= 0) return false;
-      buffer_.append(chunk, static_cast<size_t>(n));
+      frames_.Append(std::string_view(chunk, static_cast<size_t>(n)));
     }
   }
 
  private:
   int fd_;
-  std::string buffer_;
+  ProbeFrameBuffer frames_;
 };
 
-void ServeRequest(const NvmlLibrary& nvml, const ProbeRequest& request, LineWriter& out, CallTracker* tracker,
-                  XidListener& xids) {
+// One long-lived thread per GPU, so one GPU stuck in the driver does not hold
+// the rest, without starting threads for every request. Run() posts the read
+// to each GPU's worker and returns when all of them have answered; each
+// worker is woken alone, so a request costs one wake-up per GPU.
+class GpuWorkers {
+ public:
+  using Job = std::function<void(uint32_t index)>;
+
+  GpuWorkers() = default;
+  GpuWorkers(const GpuWorkers&) = delete;
+  GpuWorkers& operator=(const GpuWorkers&) = delete;
+  ~GpuWorkers() {
+    for (auto& [index, worker] : workers_) {
+      worker->stopping = true;
+      worker->wake.release();
+    }
+    for (auto& [index, worker] : workers_) worker->thread.join();
+  }
+
+  // `slow` is called once if the GPUs have not all answered within `patience`.
+  void Run(const std::vector<uint32_t>& indices, const Job& job, Duration patience, const std::function<void()>& slow) {
+    if (indices.empty()) return;
+    pending_.store(indices.size(), std::memory_order_relaxed);
+    for (uint32_t index : indices) {
+      auto& worker = workers_[index];
+      if (!worker) {
+        worker = std::make_unique<Worker>();
+        worker->thread = std::thread([this, index, w = worker.get()] { Loop(index, *w); });
+      }
+      worker->job = &job;
+      worker->wake.release();
+    }
+    if (all_done_.try_acquire_for(patience)) return;
+    slow();
+    all_done_.acquire();
+  }
+
+ private:
+  struct Worker {
+    std::thread thread;
+    std::binary_semaphore wake{0};
+    const Job* job = nullptr;  // written before `wake` is released
+    bool stopping = false;
+  };
+
+  void Loop(uint32_t index, Worker& worker) {
+    while (true) {
+      worker.wake.acquire();
+      if (worker.stopping) return;
+      (*worker.job)(index);
+      if (pending_.fetch_sub(1, std::memory_order_acq_rel) == 1) all_done_.release();
+    }
+  }
+
+  std::map<uint32_t, std::unique_ptr<Worker>> workers_;  // only the serving thread touches the map
+  std::atomic<size_t> pending_{0};
+  std::binary_semaphore all_done_{0};
+};
+
+void ServeRequest(const NvmlLibrary& nvml, const ProbeRequest& request, FrameWriter& out, CallTracker* tracker,
+                  GpuWorkers& workers, XidListener& xids) {
   std::atomic<uint16_t>* host_slot = tracker ? &tracker->host_call : nullptr;
-  Snapshot host;
+  ProbeHost host;
   auto version_string = [&](const char* name, nvmlReturn_t (*fn)(char*, unsigned)) {
     if (!fn) return Field<std::string>::NotSupported();
     char buffer[96] = {};
@@ -585,42 +669,42 @@ void ServeRequest(const NvmlLibrary& nvml, const ProbeRequest& request, LineWrit
   } else {
     host.device_count = Field<uint32_t>::Value(count);
   }
-  nlohmann::json host_message = SnapshotToJson(host);
-  host_message["type"] = "host";
-  out.Write(host_message);
+  // Everything goes out in one write, unless a GPU is slow to answer: then
+  // what is known so far (the host, the other GPUs, the slow GPU's PCI id) is
+  // sent at once, so the parent can name a GPU that turns out to be stuck.
+  out.BeginBatch();
+  out.Write(host);
 
-  // One thread per GPU, so one GPU stuck in the driver does not hold the rest.
-  std::vector<std::thread> threads;
+  std::vector<uint32_t> indices;
+  for (uint32_t index = 0; index < count; ++index)
+    if (!request.skip_gpus.count(index)) indices.push_back(index);
   std::mutex devices_mutex;
   std::vector<std::pair<uint32_t, nvmlDevice_t>> devices;
-  for (uint32_t index = 0; index < count; ++index) {
-    if (request.skip_gpus.count(index)) continue;
+  constexpr auto kPatience = std::chrono::milliseconds(50);
+  workers.Run(indices, [&](uint32_t index) {
     std::atomic<uint16_t>* slot = tracker && index < CallTracker::kMaxGpus ? &tracker->gpu_call[index] : nullptr;
-    threads.emplace_back([&, index, slot] {
-      GpuReader reader(nvml, index, slot, [&out](const GpuSnapshot& gpu) {
-        if (gpu.pci_bus_id.has_value())
-          out.Write({{"type", "gpu_id"}, {"index", gpu.index}, {"pci_bus_id", gpu.pci_bus_id.value()}});
-      });
-      GpuSnapshot gpu = reader.Read();
-      out.Write({{"type", "gpu"}, {"gpu", GpuToJson(gpu)}});
-      nvmlDevice_t device = nullptr;
-      if (nvml.HandleByIndex(index, &device) == NVML_SUCCESS) {
-        std::lock_guard lock(devices_mutex);
-        devices.emplace_back(index, device);
-      }
+    GpuReader reader(nvml, index, slot, [&out](const GpuSnapshot& gpu) {
+      if (gpu.pci_bus_id.has_value()) out.Write(ProbeGpuIdentity{gpu.index, gpu.pci_bus_id.value()});
     });
-  }
-  for (auto& thread : threads) thread.join();
+    GpuSnapshot gpu = reader.Read();
+    nvmlDevice_t device = reader.device();
+    out.Write(std::move(gpu));
+    if (device != nullptr) {
+      std::lock_guard lock(devices_mutex);
+      devices.emplace_back(index, device);
+    }
+  }, kPatience, [&out] { out.EndBatch(); });
 
   xids.Register(devices);
   xids.Drain(request.event_window, out);
-  out.Write({{"type", "done"}});
+  out.Write(ProbeDone{});
+  out.EndBatch();
 }
 
 }  // namespace
 
 int RunProbe(const std::string& library_path, int input_fd, int output_fd, CallTracker* tracker) {
-  LineWriter out(output_fd);
+  FrameWriter out(output_fd);
   RequestReader requests(input_fd);
   std::atomic<uint16_t>* host_slot = tracker ? &tracker->host_call : nullptr;
   ProbeRequest request;
@@ -628,8 +712,7 @@ int RunProbe(const std::string& library_path, int input_fd, int output_fd, CallT
 
   auto loaded = NvmlLibrary::Load(library_path);
   if (!loaded) {
-    out.Write({{"type", "init_failed"}, {"access_error", AccessErrorName(AccessError::kLibraryNotFound)},
-               {"message", loaded.error().message}});
+    out.Write(ProbeInitFailed{AccessError::kLibraryNotFound, loaded.error().message});
     return 0;
   }
   const NvmlLibrary& nvml = **loaded;
@@ -640,15 +723,15 @@ int RunProbe(const std::string& library_path, int input_fd, int output_fd, CallT
   }
   if (rc != NVML_SUCCESS) {
     AccessError error = AccessErrorForNvml(rc);
-    out.Write({{"type", "init_failed"},
-               {"access_error", AccessErrorName(error == AccessError::kNone ? AccessError::kOther : error)},
-               {"message", "NVML failed to initialise: " + NvmlErrorMessage(rc)}});
+    out.Write(ProbeInitFailed{error == AccessError::kNone ? AccessError::kOther : error,
+                              "NVML failed to initialise: " + NvmlErrorMessage(rc)});
     return 0;
   }
   {
     XidListener xids(nvml, host_slot);
+    GpuWorkers workers;
     do {
-      ServeRequest(nvml, request, out, tracker, xids);
+      ServeRequest(nvml, request, out, tracker, workers, xids);
     } while (requests.Next(&request));
   }
   if (nvml.nvmlShutdown) {

@@ -1,12 +1,13 @@
 // The probe: the side of hang-proof collection that actually calls NVML.
 //
 // It runs in its own process (`gpudoctor __probe`) and serves requests: it
-// initialises NVML once, then for each request line on `input_fd` reads the
-// host and every GPU (one thread per GPU) and streams its readings to the
-// parent as JSON lines on `output_fd`, ending with {"type":"done"}. Before each NVML call a thread records which call it
-// is entering in a CallTracker that lives in memory shared with the parent,
-// so when a call never returns the parent can name it without any help from
-// the stuck process.
+// initialises NVML once, then for each ProbeRequest on `input_fd` reads the
+// host and every GPU (one long-lived thread per GPU) and streams its readings
+// to the parent on `output_fd` as frames (nvml/probe_wire.h), ending with
+// ProbeDone. Before each NVML call a thread records which call it is entering
+// in a CallTracker that lives in memory shared with the parent, so when a
+// call never returns the parent can name it without any help from the stuck
+// process.
 #pragma once
 
 #include <atomic>
@@ -15,6 +16,7 @@
 #include <string>
 
 #include "common/clock.h"
+#include "nvml/probe_wire.h"
 
 namespace gpudoctor {
 
@@ -30,16 +32,8 @@ struct CallTracker {
   std::atomic<uint16_t> gpu_call[kMaxGpus];  // call of each GPU's thread
 };
 
-// One request, sent by the parent as a JSON line:
-//   {"skip": [5], "event_window_ms": 0}
-struct ProbeRequest {
-  std::set<uint32_t> skip_gpus;  // GPUs an older, still-stuck probe is holding
-  Duration event_window{};       // how long to listen for Xid events
-};
-std::string EncodeProbeRequest(const ProbeRequest& request);  // one line, with '\n'
-
 // Serves requests until `input_fd` closes; returns the process exit status.
-// When NVML cannot start it answers the first request with "init_failed" and
+// When NVML cannot start it answers the first request with ProbeInitFailed and
 // returns, so the parent retries with a fresh probe (a driver reload is
 // picked up that way).
 int RunProbe(const std::string& library_path, int input_fd, int output_fd, CallTracker* tracker);

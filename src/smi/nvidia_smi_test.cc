@@ -159,7 +159,7 @@ TEST(NvidiaSmiCorpusTest, Query012TemperatureThresholds) {
   EXPECT_THAT(gpu.memory_temperature_c, IsNotSupported());
 }
 
-TEST(NvidiaSmiCorpusTest, Csv014UnknownErrorInAnUnmappedColumnDoesNotBreak) {
+TEST(NvidiaSmiCorpusTest, Csv014DefaultPowerLimitUnknownErrorIsAFailedReading) {
   Snapshot snapshot = Fixture("014.txt");
   ASSERT_THAT(snapshot.gpus, SizeIs(1));
   const GpuSnapshot& gpu = snapshot.gpus[0];
@@ -170,6 +170,7 @@ TEST(NvidiaSmiCorpusTest, Csv014UnknownErrorInAnUnmappedColumnDoesNotBreak) {
   EXPECT_THAT(gpu.temperature_c, HasValue(56u));
   EXPECT_THAT(gpu.power_draw_w, HasValue(228.82));
   EXPECT_THAT(gpu.power_limit_w, HasValue(210.0));
+  EXPECT_THAT(gpu.power_default_limit_w, FailedWith("[Unknown Error]"));
   EXPECT_THAT(gpu.fan_speeds_percent, HasValue(std::vector<uint32_t>{56}));
   EXPECT_THAT(gpu.memory_clock_mhz, HasValue(6800u));
   EXPECT_THAT(gpu.sm_clock_mhz, IsNotSupported());  // the graphics clock is a different clock
@@ -264,6 +265,7 @@ TEST(NvidiaSmiXmlTest, H100PairEveryMappedField) {
   EXPECT_THAT(gpu.fan_speeds_percent, IsNotSupported());
   EXPECT_THAT(gpu.power_draw_w, HasValue(612.45));  // the average, as NVML reports it
   EXPECT_THAT(gpu.power_limit_w, HasValue(700.0));
+  EXPECT_THAT(gpu.power_default_limit_w, HasValue(700.0));  // not the module's N/A
   EXPECT_THAT(gpu.sm_clock_mhz, HasValue(1980u));
   EXPECT_THAT(gpu.memory_clock_mhz, HasValue(2619u));
   EXPECT_THAT(gpu.clock_event_reasons, HasValue(uint64_t{0}));
@@ -340,6 +342,7 @@ TEST(NvidiaSmiXmlTest, P100OnDriver418UsesTheOlderElementNames) {
   EXPECT_THAT(gpu.temperature_max_operating_c, IsNotSupported());
   EXPECT_THAT(gpu.power_draw_w, HasValue(249.37));
   EXPECT_THAT(gpu.power_limit_w, HasValue(250.0));
+  EXPECT_THAT(gpu.power_default_limit_w, HasValue(250.0));
   EXPECT_THAT(gpu.sm_clock_mhz, HasValue(1189u));
   EXPECT_THAT(gpu.memory_clock_mhz, HasValue(715u));
   EXPECT_THAT(gpu.memory_free_bytes, HasValue(1173 * kMiB));
@@ -378,6 +381,53 @@ TEST(NvidiaSmiXmlTest, InstantPowerStandsInWhenTheAverageIsMissing) {
   EXPECT_THAT(snapshot.gpus[0].power_draw_w, HasValue(2.81));
   EXPECT_THAT(snapshot.gpus[0].processes, HasValue(IsEmpty()));
   EXPECT_THAT(snapshot.device_count, IsNotSupported());
+}
+
+TEST(NvidiaSmiPowerLimitTest, DefaultLimitInEveryNamingFormat) {
+  // -q text: the pre-535 "Power Readings" and the newer "GPU Power Readings" sections.
+  Snapshot old_text = Parse(
+      "GPU 00000000:07:00.0\n"
+      "    Power Readings\n"
+      "        Power Limit                       : 300.00 W\n"
+      "        Default Power Limit               : 350.00 W\n");
+  ASSERT_THAT(old_text.gpus, SizeIs(1));
+  EXPECT_THAT(old_text.gpus[0].power_limit_w, HasValue(300.0));
+  EXPECT_THAT(old_text.gpus[0].power_default_limit_w, HasValue(350.0));
+
+  Snapshot new_text = Parse(
+      "GPU 00000000:07:00.0\n"
+      "    GPU Power Readings\n"
+      "        Current Power Limit               : 700.00 W\n"
+      "        Default Power Limit               : N/A\n"
+      "GPU 00000000:0F:00.0\n"
+      "    GPU Power Readings\n"
+      "        Default Power Limit               : [Unknown Error]\n");
+  ASSERT_THAT(new_text.gpus, SizeIs(2));
+  EXPECT_THAT(new_text.gpus[0].power_default_limit_w, IsNotSupported());
+  EXPECT_THAT(new_text.gpus[1].power_default_limit_w, FailedWith("[Unknown Error]"));
+
+  Snapshot xml = Parse(R"(<nvidia_smi_log><gpu id="00000000:01:00.0"><power_readings>
+      <default_power_limit>ERR!</default_power_limit></power_readings></gpu>
+      <gpu id="00000000:02:00.0"><gpu_power_readings><default_power_limit>N/A</default_power_limit>
+      </gpu_power_readings></gpu></nvidia_smi_log>)");
+  ASSERT_THAT(xml.gpus, SizeIs(2));
+  EXPECT_THAT(xml.gpus[0].power_default_limit_w, FailedWith("ERR!"));
+  EXPECT_THAT(xml.gpus[1].power_default_limit_w, IsNotSupported());
+
+  Snapshot csv = Parse("index, power.default_limit [W]\n0, 450.00 W\n1, [N/A]\n2, [Unknown Error]\n");
+  ASSERT_THAT(csv.gpus, SizeIs(3));
+  EXPECT_THAT(csv.gpus[0].power_default_limit_w, HasValue(450.0));
+  EXPECT_THAT(csv.gpus[1].power_default_limit_w, IsNotSupported());
+  EXPECT_THAT(csv.gpus[2].power_default_limit_w, FailedWith("[Unknown Error]"));
+}
+
+TEST(NvidiaSmiPowerLimitTest, TheTableHasNoDefaultLimit) {
+  Snapshot table = Fixture("table_h100_x4_processes.txt");
+  ASSERT_FALSE(table.gpus.empty());
+  for (const GpuSnapshot& gpu : table.gpus) {
+    EXPECT_TRUE(gpu.power_limit_w.has_value()) << gpu.index;
+    EXPECT_THAT(gpu.power_default_limit_w, IsNotSupported()) << gpu.index;
+  }
 }
 
 TEST(NvidiaSmiQueryTextTest, A100OnDriver525EveryMappedField) {
@@ -427,6 +477,7 @@ TEST(NvidiaSmiQueryTextTest, A100OnDriver525EveryMappedField) {
   EXPECT_THAT(gpu.memory_temperature_c, HasValue(79u));
   EXPECT_THAT(gpu.power_draw_w, HasValue(398.12));
   EXPECT_THAT(gpu.power_limit_w, HasValue(400.0));
+  EXPECT_THAT(gpu.power_default_limit_w, HasValue(400.0));
   EXPECT_THAT(gpu.sm_clock_mhz, HasValue(1275u));      // not "Max Clocks/SM"
   EXPECT_THAT(gpu.memory_clock_mhz, HasValue(1593u));  // nor "Applications Clocks/Memory"
   ASSERT_TRUE(gpu.processes.has_value());
@@ -640,6 +691,7 @@ TEST(NvidiaSmiCsvTest, A100WithUnitsEveryMappedColumn) {
   EXPECT_THAT(gpu.memory_free_bytes, HasValue(6950 * kMiB));
   EXPECT_THAT(gpu.power_draw_w, HasValue(398.12));
   EXPECT_THAT(gpu.power_limit_w, HasValue(400.0));
+  EXPECT_THAT(gpu.power_default_limit_w, HasValue(400.0));
   EXPECT_THAT(gpu.sm_clock_mhz, HasValue(1275u));
   EXPECT_THAT(gpu.memory_clock_mhz, HasValue(1593u));
   EXPECT_THAT(gpu.clock_event_reasons, HasValue(clock_event::kSwPowerCap));

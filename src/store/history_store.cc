@@ -32,13 +32,16 @@ const char* TransitionName(FindingTransition::Kind kind) {
 }
 
 std::string FindingKey(const Finding& finding) {
-  if (!finding.gpu) return finding.id;
-  const GpuRef& gpu = *finding.gpu;
-  if (!gpu.uuid.empty()) return finding.id + "@" + gpu.uuid;
-  if (!gpu.pci_bus_id.empty()) return finding.id + "@" + gpu.pci_bus_id;
-  if (gpu.index) return finding.id + "@gpu" + std::to_string(*gpu.index);
-  if (!gpu.serial.empty()) return finding.id + "@" + gpu.serial;
-  return finding.id;
+  std::string key = finding.id;
+  if (finding.gpu) {
+    const GpuRef& gpu = *finding.gpu;
+    if (!gpu.uuid.empty()) key += "@" + gpu.uuid;
+    else if (!gpu.pci_bus_id.empty()) key += "@" + gpu.pci_bus_id;
+    else if (gpu.index) key += "@gpu" + std::to_string(*gpu.index);
+    else if (!gpu.serial.empty()) key += "@" + gpu.serial;
+  }
+  if (!finding.subject.empty()) key += "/" + finding.subject;
+  return key;
 }
 
 Resolution ChooseResolution(WallTime from, WallTime until, WallTime newest, const RetentionPolicy& retention) {

@@ -119,8 +119,9 @@ struct FindingTransition {
 };
 const char* TransitionName(FindingTransition::Kind kind);  // "opened", "resolved", "severity_changed"
 
-// What makes two findings "the same incident": the rule id and the GPU
-// (UUID, else bus id, else index), e.g. "memory_leak@GPU-1234...".
+// What makes two findings "the same incident": the rule id, the GPU (UUID,
+// else bus id, else index) and the subject, e.g. "memory_leak@GPU-1234...",
+// "job_stall/llama-70b".
 std::string FindingKey(const Finding& finding);
 
 struct FindingQuery {

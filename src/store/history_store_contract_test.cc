@@ -180,6 +180,31 @@ TYPED_TEST(HistoryStoreContract, DuplicateKeysCollapseToTheWorst) {
   EXPECT_EQ(transitions->front().incident.finding.severity, Severity::kCritical);
 }
 
+TYPED_TEST(HistoryStoreContract, OneRuleWithTwoSubjectsIsTwoIncidents) {
+  auto store = this->Make();
+  Finding llama = MakeFinding("job_stall", std::nullopt, Severity::kCritical);
+  llama.subject = "llama";
+  Finding mixtral = llama;
+  mixtral.subject = "mixtral";
+  auto opened = store->UpsertFindings(std::vector{llama, mixtral}, T0());
+  ASSERT_TRUE(opened.ok()) << opened.error().message;
+  ASSERT_EQ(opened->size(), 2u);
+  EXPECT_EQ((*opened)[0].incident.key, "job_stall/llama");
+  EXPECT_EQ((*opened)[1].incident.key, "job_stall/mixtral");
+
+  // One job recovers: only its incident resolves.
+  auto next = store->UpsertFindings(std::vector{mixtral}, T0() + 5s);
+  ASSERT_TRUE(next.ok());
+  ASSERT_EQ(next->size(), 1u);
+  EXPECT_EQ(next->front().kind, FindingTransition::Kind::kResolved);
+  EXPECT_EQ(next->front().incident.finding.subject, "llama");
+
+  auto open = store->QueryFindings({.from = T0(), .until = T0() + 1h, .open_only = true});
+  ASSERT_TRUE(open.ok());
+  ASSERT_EQ(open->size(), 1u);
+  EXPECT_EQ(open->front().finding, mixtral);  // the subject round-trips
+}
+
 TYPED_TEST(HistoryStoreContract, DownsamplesToMinuteAndHourBuckets) {
   auto store = this->Make();
   // Two hours of 5 s samples on GPU 0; temperature ramps within each minute.

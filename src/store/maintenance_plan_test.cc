@@ -76,6 +76,11 @@ TEST(FindingKey, NamesRuleAndGpu) {
   EXPECT_EQ(FindingKey(by_bus), "x@0000:3b:00.0");
   by_bus.gpu = GpuRef{.index = 2};
   EXPECT_EQ(FindingKey(by_bus), "x@gpu2");
+  Finding job = MakeFinding("job_stall", std::nullopt);
+  job.subject = "llama";
+  EXPECT_EQ(FindingKey(job), "job_stall/llama");
+  by_bus.subject = "a";
+  EXPECT_EQ(FindingKey(by_bus), "x@gpu2/a");
 }
 
 TEST(ChooseResolution, ByRangeAndByWhatIsKept) {

@@ -74,6 +74,10 @@ std::string AggregateTable(const char* name) {
   return sql;
 }
 
+// Version 2. A finding's subject besides its GPU (a training job's name),
+// part of its incident key since several jobs may stall at once.
+constexpr const char* kMigration2 = "ALTER TABLE findings ADD COLUMN subject TEXT NOT NULL DEFAULT '';\n";
+
 struct Migration {
   int version;
   std::string sql;
@@ -82,6 +86,7 @@ struct Migration {
 const std::vector<Migration>& Migrations() {
   static const std::vector<Migration> migrations = {
       {1, kMigration1 + AggregateTable("samples_1m") + AggregateTable("samples_1h")},
+      {2, kMigration2},
   };
   return migrations;
 }

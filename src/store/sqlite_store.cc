@@ -44,7 +44,7 @@ std::string AggregateInsertSql(Resolution resolution) {
 
 constexpr const char* kIncidentColumns =
     "id, incident_key, rule_id, has_gpu, gpu_index, gpu_uuid, gpu_pci_bus_id, gpu_serial, severity, summary, "
-    "evidence, cause, actions, opened_at, last_seen, resolved_at";
+    "evidence, cause, actions, opened_at, last_seen, resolved_at, subject";
 
 std::vector<std::string> StringsFromJson(const std::string& text) {
   nlohmann::json parsed = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
@@ -80,10 +80,11 @@ StoredFinding ReadIncident(const SqliteStatement& row) {
   incident.opened_at = FromUnixMillis(row.Int(13));
   incident.last_seen = FromUnixMillis(row.Int(14));
   if (auto resolved = row.OptionalInt(15)) incident.resolved_at = FromUnixMillis(*resolved);
+  finding.subject = row.Text(16);
   return incident;
 }
 
-// Binds the finding's content to parameters first..first+9.
+// Binds the finding's content to parameters first..first+10.
 void BindFinding(SqliteStatement& statement, int first, const Finding& finding) {
   statement.Bind(first, int64_t{finding.gpu.has_value()});
   const GpuRef gpu = finding.gpu.value_or(GpuRef{});
@@ -97,6 +98,7 @@ void BindFinding(SqliteStatement& statement, int first, const Finding& finding) 
   statement.Bind(first + 7, JsonFromStrings(finding.evidence));
   statement.Bind(first + 8, finding.cause);
   statement.Bind(first + 9, JsonFromStrings(finding.actions));
+  statement.Bind(first + 10, finding.subject);
 }
 
 // Restores synchronous=NORMAL however the durable section ends.
@@ -236,11 +238,12 @@ Result<std::vector<FindingTransition>> SqliteHistoryStore::UpsertFindings(std::s
   for (const auto& [incident, finding] : plan.to_refresh) {
     auto update = db_->Prepared(
         "UPDATE findings SET has_gpu = ?1, gpu_index = ?2, gpu_uuid = ?3, gpu_pci_bus_id = ?4, gpu_serial = ?5, "
-        "severity = ?6, summary = ?7, evidence = ?8, cause = ?9, actions = ?10, last_seen = ?11 WHERE id = ?12");
+        "severity = ?6, summary = ?7, evidence = ?8, cause = ?9, actions = ?10, subject = ?11, last_seen = ?12 "
+        "WHERE id = ?13");
     if (!update) return update.error();
     BindFinding(**update, 1, *finding);
-    (*update)->Bind(11, now_ms);
-    (*update)->Bind(12, incident->incident_id);
+    (*update)->Bind(12, now_ms);
+    (*update)->Bind(13, incident->incident_id);
     if (Status status = (*update)->Run(); !status) return status.error();
     if (incident->finding.severity != finding->severity) {
       StoredFinding changed = *incident;
@@ -262,15 +265,15 @@ Result<std::vector<FindingTransition>> SqliteHistoryStore::UpsertFindings(std::s
   for (const Finding* finding : plan.to_open) {
     auto insert = db_->Prepared(
         "INSERT INTO findings (has_gpu, gpu_index, gpu_uuid, gpu_pci_bus_id, gpu_serial, severity, summary, "
-        "evidence, cause, actions, incident_key, rule_id, opened_at, last_seen, state) "
-        "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?13, 'open') RETURNING id");
+        "evidence, cause, actions, subject, incident_key, rule_id, opened_at, last_seen, state) "
+        "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?14, 'open') RETURNING id");
     if (!insert) return insert.error();
     BindFinding(**insert, 1, *finding);
     StoredFinding opened;
     opened.key = FindingKey(*finding);
-    (*insert)->Bind(11, opened.key);
-    (*insert)->Bind(12, finding->id);
-    (*insert)->Bind(13, now_ms);
+    (*insert)->Bind(12, opened.key);
+    (*insert)->Bind(13, finding->id);
+    (*insert)->Bind(14, now_ms);
     auto row = (*insert)->Step();
     if (!row) return row.error();
     opened.incident_id = (*insert)->Int(0);

@@ -47,11 +47,34 @@ TEST(SqliteStore, CreatesAVersionedWalHistory) {
   EXPECT_EQ(RawSql(path, "PRAGMA journal_mode"), std::vector<std::string>{"wal"});
   EXPECT_EQ(RawSql(path, "PRAGMA auto_vacuum"), std::vector<std::string>{"2"});  // incremental
   EXPECT_EQ(RawSql(path, "PRAGMA application_id"), std::vector<std::string>{std::to_string(0x47504448)});
-  EXPECT_EQ(RawSql(path, "SELECT version, applied_at FROM schema_migrations"),
-            std::vector<std::string>{"1|" + std::to_string(ToUnixMillis(T0()))});
+  const std::string applied = std::to_string(ToUnixMillis(T0()));
+  EXPECT_EQ(RawSql(path, "SELECT version, applied_at FROM schema_migrations ORDER BY version"),
+            (std::vector<std::string>{"1|" + applied, "2|" + applied}));
   // Reopening applies nothing twice.
   ASSERT_TRUE(SqliteHistoryStore::Open(path, {}, T0() + 1h).ok());
-  EXPECT_EQ(RawSql(path, "SELECT count(*) FROM schema_migrations"), std::vector<std::string>{"1"});
+  EXPECT_EQ(RawSql(path, "SELECT count(*) FROM schema_migrations"), std::vector<std::string>{"2"});
+}
+
+TEST(SqliteStore, UpgradesAVersion1History) {
+  ScratchDir dir;
+  const std::string path = dir.File("h.db");
+  {
+    auto store = SqliteHistoryStore::Open(path, {}, T0());
+    ASSERT_TRUE(store.ok());
+    ASSERT_TRUE((*store)->UpsertFindings(std::vector{MakeFinding("temperature_high", 0)}, T0()).ok());
+  }
+  // The file as version 1 left it: no subject column.
+  RawSql(path, "ALTER TABLE findings DROP COLUMN subject");
+  RawSql(path, "DELETE FROM schema_migrations WHERE version = 2");
+
+  auto store = SqliteHistoryStore::Open(path, {}, T0() + 1h);
+  ASSERT_TRUE(store.ok()) << store.error().message;
+  EXPECT_EQ(RawSql(path, "SELECT max(version) FROM schema_migrations"), std::vector<std::string>{"2"});
+  auto findings = (*store)->QueryFindings({.from = T0(), .until = T0() + 1s, .open_only = true});
+  ASSERT_TRUE(findings.ok()) << findings.error().message;
+  ASSERT_EQ(findings->size(), 1u);
+  EXPECT_EQ(findings->front().finding, MakeFinding("temperature_high", 0));
+  EXPECT_EQ(findings->front().finding.subject, "");
 }
 
 TEST(SqliteStore, EveryMetricHasAColumnAtEveryResolution) {

@@ -436,6 +436,10 @@ nvmlReturn_t nvmlDeviceGetPowerUsage(nvmlDevice_t device, unsigned int* milliwat
 nvmlReturn_t nvmlDeviceGetEnforcedPowerLimit(nvmlDevice_t device, unsigned int* milliwatts) {
   return ReadMilliwatts(NvmlCall::nvmlDeviceGetEnforcedPowerLimit, device, GpuField::kPowerLimitW, milliwatts);
 }
+nvmlReturn_t nvmlDeviceGetPowerManagementDefaultLimit(nvmlDevice_t device, unsigned int* milliwatts) {
+  return ReadMilliwatts(NvmlCall::nvmlDeviceGetPowerManagementDefaultLimit, device, GpuField::kPowerDefaultLimitW,
+                        milliwatts);
+}
 
 nvmlReturn_t nvmlDeviceGetClockInfo(nvmlDevice_t device, int type, unsigned int* mhz) {
   switch (type) {

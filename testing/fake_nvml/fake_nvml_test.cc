@@ -266,6 +266,8 @@ TEST_F(FakeNvmlTest, DefaultsDescribeAHealthyIdleH100Server) {
   EXPECT_EQ(value, 72000u);
   ASSERT_EQ(nvml.nvmlDeviceGetEnforcedPowerLimit(gpu, &value), NVML_SUCCESS);
   EXPECT_EQ(value, 700000u);
+  ASSERT_EQ(nvml.nvmlDeviceGetPowerManagementDefaultLimit(gpu, &value), NVML_SUCCESS);
+  EXPECT_EQ(value, 700000u);
   ASSERT_EQ(nvml.nvmlDeviceGetClockInfo(gpu, NVML_CLOCK_SM, &value), NVML_SUCCESS);
   EXPECT_EQ(value, 345u);
   ASSERT_EQ(nvml.nvmlDeviceGetClockInfo(gpu, NVML_CLOCK_MEM, &value), NVML_SUCCESS);
@@ -304,6 +306,30 @@ TEST_F(FakeNvmlTest, DefaultsDescribeAHealthyIdleH100Server) {
   EXPECT_EQ(nvml.nvmlDeviceGetNvLinkState(gpu, 18, &state), NVML_ERROR_INVALID_ARGUMENT);
   ASSERT_EQ(nvml.nvmlDeviceGetNvLinkErrorCounter(gpu, 4, NVML_NVLINK_ERROR_DL_CRC_FLIT, &errors), NVML_SUCCESS);
   EXPECT_EQ(errors, 0u);
+}
+
+TEST_F(FakeNvmlTest, DefaultPowerLimitIsSetNotSupportedOrFails) {
+  ASSERT_EQ(Init(R"(
+gpu_count = 3
+[defaults]
+power_limit_w = 300
+power_default_limit_w = 350
+[gpu.1]
+not_supported = ["power_default_limit_w"]
+[[call_error]]
+call = "nvmlDeviceGetPowerManagementDefaultLimit"
+gpu = 2
+error = "unknown"
+)"),
+            NVML_SUCCESS);
+  unsigned milliwatts = 0;
+  ASSERT_EQ(nvml.nvmlDeviceGetPowerManagementDefaultLimit(Gpu(0), &milliwatts), NVML_SUCCESS);
+  EXPECT_EQ(milliwatts, 350000u);
+  ASSERT_EQ(nvml.nvmlDeviceGetEnforcedPowerLimit(Gpu(0), &milliwatts), NVML_SUCCESS);
+  EXPECT_EQ(milliwatts, 300000u);  // the two limits are separate readings
+  EXPECT_EQ(nvml.nvmlDeviceGetPowerManagementDefaultLimit(Gpu(1), &milliwatts), NVML_ERROR_NOT_SUPPORTED);
+  EXPECT_EQ(nvml.nvmlDeviceGetPowerManagementDefaultLimit(Gpu(2), &milliwatts), NVML_ERROR_UNKNOWN);
+  EXPECT_EQ(nvml.nvmlDeviceGetPowerManagementDefaultLimit(Gpu(0), nullptr), NVML_ERROR_INVALID_ARGUMENT);
 }
 
 TEST_F(FakeNvmlTest, OverridesAndNotSupported) {

@@ -50,6 +50,7 @@ constexpr GpuFieldInfo kGpuFields[] = {
     {GpuField::kMemoryTemperatureMaxC, "memory_temperature_max_c", FieldKind::kNumber},
     {GpuField::kPowerDrawW, "power_draw_w", FieldKind::kNumber},
     {GpuField::kPowerLimitW, "power_limit_w", FieldKind::kNumber},
+    {GpuField::kPowerDefaultLimitW, "power_default_limit_w", FieldKind::kNumber},
     {GpuField::kSmClockMhz, "sm_clock_mhz", FieldKind::kNumber},
     {GpuField::kMemoryClockMhz, "memory_clock_mhz", FieldKind::kNumber},
     {GpuField::kUtilizationGpuPercent, "utilization_gpu_percent", FieldKind::kNumber, 100},
@@ -251,6 +252,7 @@ GpuSpec DefaultGpu(uint32_t index) {
   set(GpuField::kMemoryTemperatureMaxC, 95);
   set(GpuField::kPowerDrawW, 72);
   set(GpuField::kPowerLimitW, 700);
+  set(GpuField::kPowerDefaultLimitW, 700);
   set(GpuField::kSmClockMhz, 345);
   set(GpuField::kMemoryClockMhz, 2619);
   set(GpuField::kMemoryTotalMib, 81559);

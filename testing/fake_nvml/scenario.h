@@ -56,6 +56,7 @@ enum class GpuField : unsigned char {
   kMemoryTemperatureMaxC,
   kPowerDrawW,
   kPowerLimitW,
+  kPowerDefaultLimitW,
   kSmClockMhz,
   kMemoryClockMhz,
   kUtilizationGpuPercent,

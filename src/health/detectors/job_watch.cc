@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cmath>
 #include <filesystem>
+#include <tuple>
 
 #include "common/text.h"
 
@@ -34,6 +35,15 @@ JobWatch::JobWatch(JobWatchConfig config) : config_(std::move(config)), tail_(co
 }
 
 JobWatch::~JobWatch() = default;
+
+bool JobWatch::Retune(const JobWatchConfig& config) {
+  auto source = [](const JobWatchConfig& job) {
+    return std::tie(job.name, job.path, job.heartbeat, job.progress_regex, job.loss_regex);
+  };
+  if (source(config) != source(config_)) return false;
+  config_ = config;
+  return true;
+}
 
 void JobWatch::TakeLine(const std::string& line, WallTime now) {
   bool progress = !progress_ || RE2::PartialMatch(line, *progress_);
@@ -75,6 +85,7 @@ std::vector<Finding> JobWatch::Evaluate(WallTime now, const GpuStateAtMoment& gp
     Finding& finding = findings.emplace_back();
     finding.id = id;
     finding.severity = severity;
+    finding.subject = config_.name;  // one incident per job, not one for all jobs
     finding.evidence.push_back(fmt::format("job {}: {} {}", config_.name, config_.heartbeat ? "heartbeat" : "log",
                                            config_.path));
     return finding;

@@ -37,6 +37,12 @@ class JobWatch {
   void Poll(WallTime now);
   std::vector<Finding> Evaluate(WallTime now, const GpuStateAtMoment& gpus) const;
 
+  // Takes new thresholds (stall_after, the flat-loss settings,
+  // require_gpu_processes) and keeps what was read so far, which holds only
+  // for the same job read from the same file the same way: when the name,
+  // the file or a regex differs, returns false and changes nothing.
+  bool Retune(const JobWatchConfig& config);
+
  private:
   void TakeLine(const std::string& line, WallTime now);
 

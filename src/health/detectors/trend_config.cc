@@ -1,5 +1,6 @@
 #include "health/detectors/trend_config.h"
 
+#include <fmt/format.h>
 #include <re2/re2.h>
 
 #include <algorithm>
@@ -205,6 +206,12 @@ Result<TrendConfig> TrendConfigFromToml(const toml::table& root) {
       if (!table) return Error{"detectors.job[" + std::to_string(i) + "]: expected a table"};
       JobWatchConfig job;
       if (auto job_error = ReadJob(*table, i, job)) return *job_error;
+      // The name tells the job's findings apart (their subject).
+      for (size_t earlier = 0; earlier < config.jobs.size(); ++earlier) {
+        if (config.jobs[earlier].name == job.name)
+          return Error{fmt::format("detectors.job[{}].name: '{}' is already the name of detectors.job[{}]", i,
+                                   job.name, earlier)};
+      }
       config.jobs.push_back(std::move(job));
     }
   }

@@ -71,6 +71,8 @@ TEST(TrendConfig, MistakesAreNamed) {
             "detectors.job[0].loss_regex: needs a capture group around the loss value");
   EXPECT_NE(error_of("[detectors\n").find("config line 1"), std::string::npos);
   EXPECT_EQ(error_of("detectors = 3\n"), "detectors: expected a table");
+  EXPECT_EQ(error_of("[[detectors.job]]\nname = \"a\"\nlog = \"/x\"\n[[detectors.job]]\nname = \"a\"\nlog = \"/y\"\n"),
+            "detectors.job[1].name: 'a' is already the name of detectors.job[0]");
 }
 
 }  // namespace

@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+
 #include "common/text.h"
 #include "health/detectors/cooling.h"
 #include "health/detectors/counter_rates.h"
@@ -41,6 +43,22 @@ TrendDetectors::TrendDetectors(TrendConfig config) : config_(std::move(config)) 
 }
 
 TrendDetectors::~TrendDetectors() = default;
+
+void TrendDetectors::Reconfigure(TrendConfig config) {
+  std::vector<std::unique_ptr<JobWatch>> jobs;
+  for (const JobWatchConfig& job : config.jobs) {
+    auto kept = std::find_if(jobs_.begin(), jobs_.end(),
+                             [&](const std::unique_ptr<JobWatch>& watch) { return watch && watch->Retune(job); });
+    jobs.push_back(kept != jobs_.end() ? std::move(*kept) : std::make_unique<JobWatch>(job));
+  }
+  jobs_ = std::move(jobs);
+  config_ = std::move(config);
+
+  std::map<WallTime, std::vector<GpuPoint*>> instants;  // the points of one Observe share its time
+  for (auto& [key, track] : tracks_)
+    for (GpuPoint& point : track.points) instants[point.time].push_back(&point);
+  for (auto& [time, instant] : instants) MarkStragglers(instant, config_.gpu_straggler);
+}
 
 void TrendDetectors::Observe(const Snapshot& snapshot, WallTime now) {
   const Duration keep = config_.LongestWindow();

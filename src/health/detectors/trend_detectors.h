@@ -30,6 +30,15 @@ class TrendDetectors {
   explicit TrendDetectors(TrendConfig config);
   ~TrendDetectors();
 
+  // Applies new thresholds (a configuration reload) without forgetting what
+  // was observed: the GPU readings hold under any thresholds, so a condition
+  // that has already lasted the new `after` fires at the next Evaluate; the
+  // straggler marks, judged across GPUs per sample, are judged again; a job
+  // keeps its progress and losses when JobWatch::Retune accepts its new
+  // config and starts over otherwise. History beyond the new longest window
+  // is dropped at the next Observe.
+  void Reconfigure(TrendConfig config);
+
   // Records one snapshot taken at `now` and reads the jobs' files.
   void Observe(const Snapshot& snapshot, WallTime now);
   // Findings that hold at `now`. GPUs without a sample for longer than

@@ -133,5 +133,83 @@ TEST(TrendDetectors, JobStallCarriesTheGpuStateOfThatMoment) {
   EXPECT_TRUE(has("Xid 79 on GPU 2"));
 }
 
+TEST(TrendDetectors, EachStalledJobIsItsOwnFinding) {
+  TempDir dir;
+  TrendConfig config;
+  for (const char* name : {"llama", "mixtral"}) {
+    JobWatchConfig job;
+    job.name = name;
+    job.path = dir.File(std::string(name) + ".log");
+    std::ofstream(job.path) << "";
+    config.jobs.push_back(job);
+  }
+  TrendDetectors detectors(config);
+  RunScenario(detectors, 5min, [](GpuSnapshot&, double) {});
+
+  std::vector<std::string> stalled;
+  for (const Finding& f : detectors.Evaluate(Start() + 5min))
+    if (f.id == "job_stall") stalled.push_back(f.subject);
+  EXPECT_EQ(stalled, (std::vector<std::string>{"llama", "mixtral"}));
+}
+
+TEST(TrendDetectors, ReconfigureJudgesTheKeptHistoryByTheNewThresholds) {
+  TrendDetectors detectors({});
+  // GPU 0 spins at 100% with no process for 10 minutes: under the 15-minute default.
+  auto seen = RunScenario(detectors, 10min, [](GpuSnapshot& gpu, double) {
+    if (gpu.index != 0) return;
+    gpu.processes = Field<std::vector<ProcessInfo>>::Value({});
+    gpu.utilization_gpu_percent = Field<uint32_t>::Value(100);
+    gpu.power_draw_w = Field<double>::Value(60);
+  });
+  EXPECT_TRUE(seen.empty()) << seen.begin()->first;
+
+  TrendConfig shorter;
+  shorter.utilization_stuck.after = 5min;
+  detectors.Reconfigure(shorter);
+  EXPECT_EQ(Ids(detectors.Evaluate(Start() + 10min)), std::vector<std::string>{"utilization_stuck@0"});
+
+  detectors.Reconfigure({});
+  EXPECT_TRUE(detectors.Evaluate(Start() + 10min).empty());
+}
+
+TEST(TrendDetectors, ReconfigureJudgesStragglersAgain) {
+  TrendConfig strict;
+  strict.gpu_straggler.min_busy_peers = 8;  // more peers than an 8-GPU job has
+  TrendDetectors detectors(strict);
+  auto seen = RunScenario(detectors, 10min, [](GpuSnapshot& gpu, double) {
+    if (gpu.index == 3) gpu.utilization_gpu_percent = Field<uint32_t>::Value(0);
+  });
+  EXPECT_TRUE(seen.empty()) << seen.begin()->first;
+
+  detectors.Reconfigure({});  // min_busy_peers = 2: rank 3 has been a straggler all along
+  EXPECT_EQ(Ids(detectors.Evaluate(Start() + 10min)), std::vector<std::string>{"gpu_straggler@3"});
+}
+
+TEST(TrendDetectors, ReconfigureKeepsAJobReadTheSameWayAndRestartsOneReadDifferently) {
+  TempDir dir;
+  TrendConfig config;
+  JobWatchConfig job;
+  job.name = "llama";
+  job.path = dir.File("train.log");
+  job.progress_regex = R"(step \d+)";
+  job.stall_after = 10min;
+  config.jobs.push_back(job);
+  std::ofstream(job.path) << "step 1\n";
+  TrendDetectors detectors(config);
+  RunScenario(detectors, 5min, [](GpuSnapshot&, double) {});  // no progress since the start
+  EXPECT_TRUE(detectors.Evaluate(Start() + 5min).empty());
+
+  config.jobs[0].stall_after = 3min;  // a threshold: what was read still holds
+  detectors.Reconfigure(config);
+  auto findings = detectors.Evaluate(Start() + 5min);
+  ASSERT_EQ(Ids(findings), std::vector<std::string>{"job_stall@host"});
+  EXPECT_EQ(findings[0].subject, "llama");
+
+  config.jobs[0].progress_regex = R"(iteration \d+)";  // read differently: watching starts over
+  detectors.Reconfigure(config);
+  detectors.Observe(TrainingSnapshot(Start() + 5min + 5s, 0, [](GpuSnapshot&, double) {}), Start() + 5min + 5s);
+  EXPECT_TRUE(detectors.Evaluate(Start() + 5min + 5s).empty());
+}
+
 }  // namespace
 }  // namespace gpudoctor

@@ -1,0 +1,333 @@
+#include "nvml/probe_wire.h"
+
+#include <cstring>
+#include <type_traits>
+
+#include "model/gpu_fields.h"
+
+namespace gpudoctor {
+namespace {
+
+enum class Kind : uint8_t { kRequest = 1, kHost, kInitFailed, kGpuIdentity, kGpu, kXid, kDone };
+
+// Appends values to a frame; the length prefix is filled in by Finish().
+class Writer {
+ public:
+  explicit Writer(Kind kind) {
+    out_.resize(sizeof(uint32_t));
+    Put(static_cast<uint8_t>(kind));
+  }
+
+  template <typename T>
+    requires std::is_arithmetic_v<T>
+  void Put(T value) {
+    if constexpr (std::is_same_v<T, bool>) {
+      Put(static_cast<uint8_t>(value));
+    } else {
+      char bytes[sizeof(T)];
+      std::memcpy(bytes, &value, sizeof(T));
+      out_.append(bytes, sizeof(T));
+    }
+  }
+  void Put(AccessError error) { Put(static_cast<uint8_t>(error)); }
+  void Put(const std::string& text) {
+    Put(static_cast<uint32_t>(text.size()));
+    out_.append(text);
+  }
+  void Put(const ProcessInfo& process) {
+    Put(process.pid);
+    Put(process.name);
+    Put(process.used_memory_bytes);
+  }
+  void Put(const NvLinkInfo& link) {
+    Put(link.link);
+    auto field = [this](const char*, const auto& value) { Put(value); };
+    VisitNvLinkFields(field, link);
+  }
+  template <typename T>
+  void Put(const std::vector<T>& items) {
+    Put(static_cast<uint32_t>(items.size()));
+    for (const T& item : items) Put(item);
+  }
+  template <typename T>
+  void Put(const Field<T>& field) {
+    Put(static_cast<uint8_t>(field.state()));
+    if (field.has_value()) Put(field.value());
+    if (field.failed()) Put(field.error());
+  }
+
+  std::string Finish() && {
+    const auto length = static_cast<uint32_t>(out_.size() - sizeof(uint32_t));
+    std::memcpy(out_.data(), &length, sizeof length);
+    return std::move(out_);
+  }
+
+ private:
+  std::string out_;
+};
+
+// Reads values back; every read checks what is left, and the first short or
+// impossible value makes the whole frame invalid.
+class Reader {
+ public:
+  explicit Reader(std::string_view data) : data_(data) {}
+
+  bool ok() const { return ok_; }
+  bool at_end() const { return data_.empty(); }
+
+  template <typename T>
+    requires std::is_arithmetic_v<T>
+  void Get(T& value) {
+    if constexpr (std::is_same_v<T, bool>) {
+      uint8_t byte = 0;
+      Get(byte);
+      if (byte > 1) ok_ = false;
+      value = byte == 1;
+    } else {
+      if (!Take(sizeof(T))) return;
+      std::memcpy(&value, taken_, sizeof(T));
+    }
+  }
+  void Get(AccessError& error) {
+    uint8_t byte = 0;
+    Get(byte);
+    if (byte > static_cast<uint8_t>(AccessError::kOther)) ok_ = false;
+    error = static_cast<AccessError>(byte);
+  }
+  void Get(std::string& text) {
+    uint32_t size = 0;
+    Get(size);
+    if (!Take(size)) return;
+    text.assign(taken_, size);
+  }
+  void Get(ProcessInfo& process) {
+    Get(process.pid);
+    Get(process.name);
+    Get(process.used_memory_bytes);
+  }
+  void Get(NvLinkInfo& link) {
+    Get(link.link);
+    auto field = [this](const char*, auto& value) { Get(value); };
+    VisitNvLinkFields(field, link);
+  }
+  template <typename T>
+  void Get(std::vector<T>& items) {
+    uint32_t count = 0;
+    Get(count);
+    // Each item takes at least one byte: a count beyond what is left is garbage.
+    if (!ok_ || count > data_.size()) {
+      ok_ = false;
+      return;
+    }
+    items.resize(count);
+    for (T& item : items) Get(item);
+  }
+  template <typename T>
+  void Get(Field<T>& field) {
+    uint8_t state = 0;
+    Get(state);
+    if (!ok_) return;
+    switch (static_cast<FieldState>(state)) {
+      case FieldState::kNotSupported:
+        field = Field<T>::NotSupported();
+        return;
+      case FieldState::kValue: {
+        T value{};
+        Get(value);
+        field = Field<T>::Value(std::move(value));
+        return;
+      }
+      case FieldState::kError: {
+        std::string message;
+        Get(message);
+        field = Field<T>::Failed(std::move(message));
+        return;
+      }
+    }
+    ok_ = false;
+  }
+
+ private:
+  bool Take(size_t size) {
+    if (!ok_ || size > data_.size()) {
+      ok_ = false;
+      return false;
+    }
+    taken_ = data_.data();
+    data_.remove_prefix(size);
+    return true;
+  }
+
+  std::string_view data_;
+  const char* taken_ = nullptr;
+  bool ok_ = true;
+};
+
+int64_t ToNanos(WallTime time) {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(time.time_since_epoch()).count();
+}
+WallTime FromNanos(int64_t nanos) {
+  return WallTime(std::chrono::duration_cast<WallTime::duration>(std::chrono::nanoseconds(nanos)));
+}
+
+// One overload per message: the body of its frame, both ways.
+void Write(Writer& w, const ProbeRequest& request) {
+  w.Put(static_cast<int64_t>(request.event_window.count()));
+  w.Put(std::vector<uint32_t>(request.skip_gpus.begin(), request.skip_gpus.end()));
+}
+void Read(Reader& r, ProbeRequest& request) {
+  int64_t window = 0;
+  std::vector<uint32_t> skip;
+  r.Get(window);
+  r.Get(skip);
+  request.event_window = Duration(window);
+  request.skip_gpus = std::set<uint32_t>(skip.begin(), skip.end());
+}
+
+template <typename Io, typename Host>
+void VisitHost(Io& io, Host& host) {
+  io(host.driver_version);
+  io(host.nvml_version);
+  io(host.cuda_driver_version);
+  io(host.device_count);
+}
+void Write(Writer& w, const ProbeHost& host) {
+  auto put = [&w](const auto& value) { w.Put(value); };
+  VisitHost(put, host);
+}
+void Read(Reader& r, ProbeHost& host) {
+  auto get = [&r](auto& value) { r.Get(value); };
+  VisitHost(get, host);
+}
+
+void Write(Writer& w, const ProbeInitFailed& failed) {
+  w.Put(failed.error);
+  w.Put(failed.message);
+}
+void Read(Reader& r, ProbeInitFailed& failed) {
+  r.Get(failed.error);
+  r.Get(failed.message);
+}
+
+void Write(Writer& w, const ProbeGpuIdentity& identity) {
+  w.Put(identity.index);
+  w.Put(identity.pci_bus_id);
+}
+void Read(Reader& r, ProbeGpuIdentity& identity) {
+  r.Get(identity.index);
+  r.Get(identity.pci_bus_id);
+}
+
+void Write(Writer& w, const GpuSnapshot& gpu) {
+  w.Put(gpu.index);
+  w.Put(gpu.access_error);
+  w.Put(gpu.access_message);
+  auto field = [&w](const char*, const auto& value) { w.Put(value); };
+  VisitScalarGpuFields(field, gpu);
+  w.Put(gpu.processes);
+  w.Put(gpu.nvlinks);
+}
+void Read(Reader& r, GpuSnapshot& gpu) {
+  r.Get(gpu.index);
+  r.Get(gpu.access_error);
+  r.Get(gpu.access_message);
+  auto field = [&r](const char*, auto& value) { r.Get(value); };
+  VisitScalarGpuFields(field, gpu);
+  r.Get(gpu.processes);
+  r.Get(gpu.nvlinks);
+}
+
+void Write(Writer& w, const XidEvent& xid) {
+  w.Put(xid.gpu_index);
+  w.Put(xid.xid);
+  w.Put(ToNanos(xid.time));
+}
+void Read(Reader& r, XidEvent& xid) {
+  int64_t nanos = 0;
+  r.Get(xid.gpu_index);
+  r.Get(xid.xid);
+  r.Get(nanos);
+  xid.time = FromNanos(nanos);
+}
+
+void Write(Writer&, const ProbeDone&) {}
+void Read(Reader&, ProbeDone&) {}
+
+constexpr Kind KindOf(const ProbeRequest&) { return Kind::kRequest; }
+constexpr Kind KindOf(const ProbeHost&) { return Kind::kHost; }
+constexpr Kind KindOf(const ProbeInitFailed&) { return Kind::kInitFailed; }
+constexpr Kind KindOf(const ProbeGpuIdentity&) { return Kind::kGpuIdentity; }
+constexpr Kind KindOf(const GpuSnapshot&) { return Kind::kGpu; }
+constexpr Kind KindOf(const XidEvent&) { return Kind::kXid; }
+constexpr Kind KindOf(const ProbeDone&) { return Kind::kDone; }
+
+// Reads the body in place: no copy of a GPU's strings, and no variant moves.
+template <typename Message>
+Status ReadBody(Reader& reader, ProbeMessage& message) {
+  Read(reader, message.emplace<Message>());
+  if (!reader.ok()) return Error{"probe message is truncated or malformed"};
+  if (!reader.at_end()) return Error{"probe message has trailing bytes"};
+  return Status::Ok();
+}
+
+}  // namespace
+
+std::string EncodeProbeMessage(const ProbeMessage& message) {
+  return std::visit(
+      [](const auto& body) {
+        Writer writer(KindOf(body));
+        Write(writer, body);
+        return std::move(writer).Finish();
+      },
+      message);
+}
+
+Status DecodeProbeMessage(std::string_view payload, ProbeMessage& message) {
+  Reader reader(payload);
+  uint8_t kind = 0;
+  reader.Get(kind);
+  if (!reader.ok()) return Error{"empty probe message"};
+  switch (static_cast<Kind>(kind)) {
+    case Kind::kRequest:
+      return ReadBody<ProbeRequest>(reader, message);
+    case Kind::kHost:
+      return ReadBody<ProbeHost>(reader, message);
+    case Kind::kInitFailed:
+      return ReadBody<ProbeInitFailed>(reader, message);
+    case Kind::kGpuIdentity:
+      return ReadBody<ProbeGpuIdentity>(reader, message);
+    case Kind::kGpu:
+      return ReadBody<GpuSnapshot>(reader, message);
+    case Kind::kXid:
+      return ReadBody<XidEvent>(reader, message);
+    case Kind::kDone:
+      return ReadBody<ProbeDone>(reader, message);
+  }
+  return Error{"unknown probe message kind " + std::to_string(kind)};
+}
+
+void ProbeFrameBuffer::Append(std::string_view bytes) {
+  if (consumed_ > 0 && consumed_ >= buffer_.size() / 2) {
+    buffer_.erase(0, consumed_);
+    consumed_ = 0;
+  }
+  buffer_.append(bytes);
+}
+
+std::optional<std::string_view> ProbeFrameBuffer::Next() {
+  if (corrupt_) return std::nullopt;
+  const size_t available = buffer_.size() - consumed_;
+  uint32_t length = 0;
+  if (available < sizeof length) return std::nullopt;
+  std::memcpy(&length, buffer_.data() + consumed_, sizeof length);
+  if (length > kMaxFrameBytes) {
+    corrupt_ = true;
+    return std::nullopt;
+  }
+  if (available - sizeof length < length) return std::nullopt;
+  std::string_view payload(buffer_.data() + consumed_ + sizeof length, length);
+  consumed_ += sizeof length + length;
+  return payload;
+}
+
+}  // namespace gpudoctor

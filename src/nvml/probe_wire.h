@@ -1,0 +1,88 @@
+// The wire format between the collector and its probe process.
+//
+// Both ends are the same gpudoctor binary, talking over a pipe, so the format
+// is plain and fast rather than self-describing: length-prefixed binary
+// frames in native byte order.
+//
+//   frame   := u32 payload_length, payload
+//   payload := u8 kind, body
+//
+// A snapshot of 8 GPUs is a few KB and costs microseconds to write and read.
+// Reading checks every length against what is there: a truncated or garbled
+// frame is rejected, never trusted.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <set>
+#include <string>
+#include <string_view>
+#include <variant>
+
+#include "common/clock.h"
+#include "common/result.h"
+#include "model/snapshot.h"
+
+namespace gpudoctor {
+
+// Parent to probe: read everything once.
+struct ProbeRequest {
+  std::set<uint32_t> skip_gpus;  // GPUs an older, still-stuck probe is holding
+  Duration event_window{};       // how long to listen for Xid events
+  bool operator==(const ProbeRequest&) const = default;
+};
+
+// Probe to parent, in this order for each request: one ProbeHost (or
+// ProbeInitFailed, after which the probe exits), then per GPU a
+// ProbeGpuIdentity as soon as its PCI id is known and a GpuSnapshot when it
+// is read, then the XidEvents seen, then ProbeDone.
+struct ProbeHost {
+  Field<std::string> driver_version;
+  Field<std::string> nvml_version;
+  Field<int32_t> cuda_driver_version;
+  Field<uint32_t> device_count;
+  bool operator==(const ProbeHost&) const = default;
+};
+struct ProbeInitFailed {
+  AccessError error = AccessError::kOther;
+  std::string message;
+  bool operator==(const ProbeInitFailed&) const = default;
+};
+struct ProbeGpuIdentity {
+  uint32_t index = 0;
+  std::string pci_bus_id;
+  bool operator==(const ProbeGpuIdentity&) const = default;
+};
+struct ProbeDone {
+  bool operator==(const ProbeDone&) const = default;
+};
+
+using ProbeMessage =
+    std::variant<ProbeRequest, ProbeHost, ProbeInitFailed, ProbeGpuIdentity, GpuSnapshot, XidEvent, ProbeDone>;
+
+// One whole frame, length prefix included.
+std::string EncodeProbeMessage(const ProbeMessage& message);
+
+// Decodes one frame's payload (without its length prefix) into `message`,
+// which is left unspecified on error.
+Status DecodeProbeMessage(std::string_view payload, ProbeMessage& message);
+
+// Collects bytes from the pipe and hands out whole frames.
+class ProbeFrameBuffer {
+ public:
+  static constexpr uint32_t kMaxFrameBytes = 16u << 20;
+
+  void Append(std::string_view bytes);
+  // The next whole frame's payload, valid until the next Append or Next; nullopt
+  // when more bytes are needed, or for good once corrupt().
+  std::optional<std::string_view> Next();
+  // A frame announced more than kMaxFrameBytes: the stream cannot be trusted.
+  bool corrupt() const { return corrupt_; }
+
+ private:
+  std::string buffer_;
+  size_t consumed_ = 0;
+  bool corrupt_ = false;
+};
+
+}  // namespace gpudoctor
