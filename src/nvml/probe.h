@@ -12,10 +12,8 @@
 
 #include <atomic>
 #include <cstdint>
-#include <set>
 #include <string>
 
-#include "common/clock.h"
 #include "nvml/probe_wire.h"
 
 namespace gpudoctor {
