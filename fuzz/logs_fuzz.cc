@@ -1,8 +1,10 @@
 // Fuzz targets for the log engine (libFuzzer).
 //
 // Two targets in one file:
-//   the line parser: the input is one log line, parsed alone and as part of a
-//                    text, its events turned into JSON and grouped;
+//   the line parser: the input is one log line, its prefix read both by the
+//                    hand-written matchers and by the regexes (which must
+//                    agree), parsed alone and as part of a text, its events
+//                    turned into JSON and grouped;
 //   the file reader: the input is a log file, read in pieces of several sizes
 //                    through the fast scanner and the full parser (which must
 //                    agree), and once more through the gzip decoder.
@@ -20,6 +22,7 @@
 #include "logs/byte_source.h"
 #include "logs/event_json.h"
 #include "logs/incidents.h"
+#include "logs/line_prefix.h"
 #include "logs/log_parser.h"
 #include "logs/log_reader.h"
 
@@ -41,6 +44,10 @@ void Check(bool condition) {
 void FuzzLine(std::string_view input) {
   ParseOptions options;
   options.prefix.reference_time = WallTime{std::chrono::seconds{1'750'000'000}};
+  // The hand-written prefix matchers must agree with their regexes.
+  PrefixOptions regex_only = options.prefix;
+  regex_only.regex_only = true;
+  Check(ParseLinePrefix(input, options.prefix) == ParseLinePrefix(input, regex_only));
   for (const LogEvent& event : ParseLine(input, options)) {
     Check(!event.kind.empty());
     Check(!JsonLine(LogEventToJson(event)).empty());

@@ -29,10 +29,12 @@ std::string SelfPath() {
   return std::string(buffer, static_cast<size_t>(n));
 }
 
-// `gpudoctor __probe [--nvml-lib PATH] [--tracker-fd FD]`: serves collector requests on stdin.
+// `gpudoctor __probe [--nvml-lib PATH] [--tracker-fd FD] [--rescue-fd FD]`: serves
+// collector requests on stdin (nvml/probe.h).
 int RunProbeCommand(int argc, char** argv) {
   std::string library;
   CallTracker* tracker = nullptr;
+  int rescue_fd = -1;
   for (int i = 2; i + 1 < argc; i += 2) {
     std::string_view flag = argv[i];
     std::string_view value = argv[i + 1];
@@ -42,9 +44,11 @@ int RunProbeCommand(int argc, char** argv) {
       int fd = ParseInt<int>(value).value_or(-1);
       void* memory = fd >= 0 ? mmap(nullptr, sizeof(CallTracker), PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0) : MAP_FAILED;
       if (memory != MAP_FAILED) tracker = static_cast<CallTracker*>(memory);
+    } else if (flag == "--rescue-fd") {
+      rescue_fd = ParseInt<int>(value).value_or(-1);
     }
   }
-  return RunProbe(library, STDIN_FILENO, STDOUT_FILENO, tracker);
+  return RunProbe(library, STDIN_FILENO, STDOUT_FILENO, rescue_fd, tracker);
 }
 
 }  // namespace

@@ -37,6 +37,9 @@ struct PrefixOptions {
   std::optional<int> year;     // for year-less dates; nullopt: inferred from reference_time
   WallTime reference_time{};   // "now" for year inference
   int utc_offset_minutes = 0;  // zone assumed for local times
+  // Skip the hand-written matchers of the common prefixes and use only the
+  // regular expressions they stand in for: tests compare the two ways.
+  bool regex_only = false;
 };
 
 struct LinePrefix {
@@ -56,6 +59,8 @@ struct LinePrefix {
   // A bare line that starts with white space: possibly the wrapped tail of the
   // previous message (journalctl indents continuation lines).
   bool indented = false;
+
+  bool operator==(const LinePrefix&) const = default;
 };
 
 LinePrefix ParseLinePrefix(std::string_view line, const PrefixOptions& options);

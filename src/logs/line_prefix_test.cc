@@ -2,6 +2,12 @@
 
 #include <gtest/gtest.h>
 
+#include <filesystem>
+#include <fstream>
+#include <random>
+#include <sstream>
+#include <vector>
+
 #include "common/text.h"
 #include "logs/log_time.h"
 
@@ -156,6 +162,119 @@ TEST(LinePrefix, BareAndIndented) {
   EXPECT_TRUE(p.indented);
   p = ParseLinePrefix("", Options());
   EXPECT_EQ(p.format, LineFormat::kBare);
+}
+
+// The hand-written matchers of the common prefixes must agree with the
+// regular expressions they stand in for, on every corpus line, on tricky
+// hand-made lines, and on many mutations of both.
+std::vector<std::string> CorpusLines() {
+  std::vector<std::string> lines;
+  for (const auto& entry : std::filesystem::directory_iterator(std::string(GPUDOCTOR_SOURCE_DIR) + "/testdata/kernel_logs")) {
+    if (entry.path().extension() != ".log") continue;
+    std::ifstream in(entry.path());
+    for (std::string line; std::getline(in, line);) lines.push_back(line);
+  }
+  return lines;
+}
+
+void ExpectFastEqualsRegex(const std::string& line) {
+  PrefixOptions fast = Options();
+  PrefixOptions regex = Options();
+  regex.regex_only = true;
+  LinePrefix a = ParseLinePrefix(line, fast);
+  LinePrefix b = ParseLinePrefix(line, regex);
+  EXPECT_TRUE(a == b) << "line: \"" << line << "\"\n fast: " << LineFormatName(a.format) << " host \"" << a.host
+                      << "\" program \"" << a.program << "\" message \"" << a.message << "\" time " << Iso(a.time)
+                      << "\n regex: " << LineFormatName(b.format) << " host \"" << b.host << "\" program \"" << b.program
+                      << "\" message \"" << b.message << "\" time " << Iso(b.time);
+}
+
+TEST(LinePrefixFastPath, AgreesWithTheRegexesOnTheCorpus) {
+  auto lines = CorpusLines();
+  ASSERT_GT(lines.size(), 100u);
+  for (const std::string& line : lines) ExpectFastEqualsRegex(line);
+}
+
+TEST(LinePrefixFastPath, AgreesWithTheRegexesOnEdgeCases) {
+  const char* const cases[] = {
+      "Mar  3 00:16:40 gpu-node-17 kernel: [ 1000.003445] cgroup: fork rejected",
+      "Mar. 3 00:16:40 host kernel: [1.5] x",
+      "Mar.. 3 00:16:40 host kernel: x",
+      ". 3 00:16:40 host kernel: x",
+      "Mar 3 0:16:40 host kernel: x",
+      "Mar 123 00:16:40 host kernel: x",
+      "Mar 3 000:16:40 host kernel: x",
+      "Mar 3 00:1:40 host kernel: x",
+      "Mar 3 00:16:4 host kernel: x",
+      "Mar 3 00:16:400 host kernel: x",
+      "Mar 3 00:16:40.123456 host kernel: x",
+      "Mar 3 00:16:40,1 host kernel: x",
+      "Mar 3 00:16:40.1234567890 host kernel: x",
+      "Mar 3 00:16:40. host kernel: x",
+      "Mar 3 00:16:40 2024 host kernel: x",
+      "Mar 3 00:16:40 20245 host kernel: x",
+      "Mar 3 00:16:40  2024  host  kernel:  [  12.5]  x",
+      "Mar 3 00:16:40 2024",
+      "Mar 3 00:16:40 2024 ",
+      "Mar 3 00:16:40",
+      "Mar 3 00:16:40 ",
+      "Mar\t3\t00:16:40\thost\tkernel:\tx",
+      "Mar 3 00:16:40 host systemd[1]: Started x",
+      "Mar 3 00:16:40 host systemd[]: x",
+      "Mar 3 00:16:40 host systemd[12a]: x",
+      "Mar 3 00:16:40 host systemd[12]x: x",
+      "Mar 3 00:16:40 host systemd[12]:x",
+      "Mar 3 00:16:40 host kernel:",
+      "Mar 3 00:16:40 host kernel:x",
+      "Mar 3 00:16:40 kernel: [ 5.0] x",
+      "Mar 3 00:16:40 host ]kernel: x",
+      "Mar 3 00:16:40 host: kernel: x",
+      "Mar 3 00:16:40 a b c: x",
+      "Mar 3 00:16:40 h\xc3\xa9te kernel: x",
+      "Mar 3 00:16:40 host k\xff" "ernel: x",
+      "M\xc3\xa4r 3 00:16:40 host kernel: x",
+      "\xff 3 00:16:40 host kernel: x",
+      "Mar 3 00:16:40 host kernel: [12.] x",
+      "Mar 3 00:16:40 host kernel: [.5] x",
+      "Mar 3 00:16:40 host kernel: [ 12.5 ] x",
+      "Mar 3 00:16:40 host kernel: [ 12.5]x",
+      "Mar 3 00:16:40 host kernel: [ 12.5]  x",
+      "[ 12.5] host kernel: x",
+      "[12.5]",
+      "[ 12.5",
+      "[ +0.000316] x",
+      "[Feb23 16:24] x",
+      "2024-05-01T12:00:00+0000 host kernel: [ 1.0] x",
+      "2024-05-01T12:00:00,123456+00:00 x",
+      "<4>Mar 3 00:16:40 host kernel: x",
+      "node17: [ 12.3] msg",
+      "Xid errors on instance: ip-1, Error: May 19 10:00:00 host kernel: x",
+      "",
+      " ",
+      "   indented",
+  };
+  for (const char* line : cases) ExpectFastEqualsRegex(line);
+}
+
+TEST(LinePrefixFastPath, AgreesWithTheRegexesOnMutatedLines) {
+  auto lines = CorpusLines();
+  ASSERT_FALSE(lines.empty());
+  std::mt19937 random(12345);
+  const std::string alphabet = " \t:.,[]0123456789aZ-\xc3\xff+";
+  for (int i = 0; i < 20000; ++i) {
+    std::string line = lines[random() % lines.size()].substr(0, 80);
+    int edits = 1 + static_cast<int>(random() % 3);
+    for (int e = 0; e < edits && !line.empty(); ++e) {
+      size_t at = random() % line.size();
+      switch (random() % 3) {
+        case 0: line[at] = alphabet[random() % alphabet.size()]; break;
+        case 1: line.erase(at, 1); break;
+        default: line.insert(at, 1, alphabet[random() % alphabet.size()]); break;
+      }
+    }
+    ExpectFastEqualsRegex(line);
+    if (HasFailure()) return;  // one counterexample is enough to read
+  }
 }
 
 }  // namespace

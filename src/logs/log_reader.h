@@ -64,6 +64,7 @@ class LogScanner {
 
  private:
   void ProcessBlock(std::string_view block, const EventSink& sink);
+  void ProcessLines(std::string_view block, const EventSink& sink);  // one cache-sized piece of a block
   void FeedLine(std::string_view line, const EventSink& sink);
   void Emit(const EventSink& sink);
 

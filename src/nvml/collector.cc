@@ -86,11 +86,13 @@ struct ProbeProcess {
   int input = -1;   // its stdin: requests
   int output = -1;  // its stdout: frames (nvml/probe_wire.h)
   int errors = -1;  // its stderr: diagnostics from the NVML library
+  int rescue = -1;  // its fd 4: "rescue request N" (nvml/probe.h)
+  uint32_t requests_sent = 0;
   std::unique_ptr<SharedTracker> tracker;
   std::string stderr_text;
 
   void ClosePipes() {
-    for (int* fd : {&input, &output, &errors}) {
+    for (int* fd : {&input, &output, &errors, &rescue}) {
       if (*fd >= 0) close(*fd);
       *fd = -1;
     }
@@ -114,6 +116,22 @@ bool Reap(pid_t pid) {
   return r == pid || (r < 0 && errno == ECHILD);
 }
 
+// What an exiting probe wrote to stderr, waiting at most briefly for the end of it.
+std::string DrainStderr(ProbeProcess& probe) {
+  std::string text;
+  const auto until = steady_clock::now() + std::chrono::milliseconds(200);
+  while (probe.errors >= 0 && text.size() < 16384) {
+    auto left = std::chrono::duration_cast<std::chrono::milliseconds>(until - steady_clock::now()).count();
+    pollfd fd{probe.errors, POLLIN, 0};
+    if (left <= 0 || poll(&fd, 1, static_cast<int>(left)) <= 0) break;
+    char chunk[4096];
+    ssize_t n = read(probe.errors, chunk, sizeof chunk);
+    if (n <= 0) break;
+    text.append(chunk, static_cast<size_t>(n));
+  }
+  return std::string(Trim(text));
+}
+
 void Discard(ProbeProcess& probe) {
   probe.ClosePipes();
   kill(probe.pid, SIGKILL);
@@ -135,14 +153,14 @@ struct NvmlCollector::State {
 Result<ProbeProcess> NvmlCollector::State::Spawn() const {
   ProbeProcess probe;
   probe.tracker = SharedTracker::Create();
-  Pipe in, out, err;
-  if (!probe.tracker || !in.Open() || !out.Open() || !err.Open()) {
+  Pipe in, out, err, rescue;
+  if (!probe.tracker || !in.Open() || !out.Open() || !err.Open() || !rescue.Open()) {
     std::string why = std::strerror(errno);
-    in.CloseRead(), in.CloseWrite(), out.CloseRead(), out.CloseWrite(), err.CloseRead(), err.CloseWrite();
+    for (Pipe* pipe : {&in, &out, &err, &rescue}) pipe->CloseRead(), pipe->CloseWrite();
     return Error{"cannot start the NVML probe: " + why};
   }
   // Everything is prepared before spawning: the parent may be multi-threaded.
-  std::vector<std::string> args = {options.probe_executable, "__probe", "--tracker-fd", "3"};
+  std::vector<std::string> args = {options.probe_executable, "__probe", "--tracker-fd", "3", "--rescue-fd", "4"};
   if (!options.library_path.empty()) args.insert(args.end(), {"--nvml-lib", options.library_path});
   std::vector<char*> argv;
   for (auto& a : args) argv.push_back(a.data());
@@ -161,15 +179,18 @@ Result<ProbeProcess> NvmlCollector::State::Spawn() const {
   posix_spawn_file_actions_adddup2(&actions, out.write, STDOUT_FILENO);
   posix_spawn_file_actions_adddup2(&actions, err.write, STDERR_FILENO);
   posix_spawn_file_actions_adddup2(&actions, probe.tracker->fd(), 3);
-  posix_spawn_file_actions_addclosefrom_np(&actions, 4);
+  posix_spawn_file_actions_adddup2(&actions, rescue.read, 4);
+  posix_spawn_file_actions_addclosefrom_np(&actions, 5);
   int spawn_error = posix_spawn(&probe.pid, argv[0], &actions, nullptr, argv.data(), envp.data());
   posix_spawn_file_actions_destroy(&actions);
   in.CloseRead();
   out.CloseWrite();
   err.CloseWrite();
+  rescue.CloseRead();
   probe.input = in.write;
   probe.output = out.read;
   probe.errors = err.read;
+  probe.rescue = rescue.write;
   if (spawn_error != 0) {
     probe.ClosePipes();
     return Error{"cannot start the NVML probe " + args[0] + ": " + std::strerror(spawn_error)};
@@ -205,7 +226,7 @@ Snapshot NvmlCollector::Collect() {
   if (gethostname(hostname, sizeof hostname - 1) == 0) snapshot.hostname = hostname;
   auto finish = [&] {
     snapshot.collection_time = options.clock->Steady() - started;
-    return snapshot;
+    return std::move(snapshot);
   };
 
   // Forget probes that have exited; kill the ones stuck for too long.
@@ -236,6 +257,7 @@ Snapshot NvmlCollector::Collect() {
   // Send the request, starting a probe when there is no healthy one. A probe
   // that died since the last request gets one replacement.
   const std::string request_frame = EncodeProbeMessage(request);
+  std::string refused_stderr;  // what the last probe that refused the request said
   for (int attempt = 0; attempt < 2; ++attempt) {
     if (!state.worker) {
       auto spawned = state.Spawn();
@@ -247,14 +269,19 @@ Snapshot NvmlCollector::Collect() {
       state.worker = std::move(*spawned);
     }
     if (write(state.worker->input, request_frame.data(), request_frame.size()) ==
-        static_cast<ssize_t>(request_frame.size()))
+        static_cast<ssize_t>(request_frame.size())) {
+      ++state.worker->requests_sent;
       break;
+    }
+    // The probe closed its input, so it has exited or is exiting: keep what it said.
+    refused_stderr = DrainStderr(*state.worker);
     Discard(*state.worker);
     state.worker.reset();
   }
   if (!state.worker) {
     snapshot.driver_error = AccessError::kOther;
-    snapshot.driver_message = "the NVML probe does not accept requests";
+    snapshot.driver_message = "the NVML probe exited before it accepted a request";
+    if (!refused_stderr.empty()) snapshot.driver_message += " (" + refused_stderr + ")";
     return finish();
   }
   ProbeProcess& probe = *state.worker;
@@ -272,6 +299,7 @@ Snapshot NvmlCollector::Collect() {
       snapshot.nvml_version = std::move(host->nvml_version);
       snapshot.cuda_driver_version = host->cuda_driver_version;
       snapshot.device_count = host->device_count;
+      snapshot.gpus.reserve(std::min<uint32_t>(host->device_count.value_or(0), CallTracker::kMaxGpus));
     } else if (auto* failed = std::get_if<ProbeInitFailed>(&message)) {
       host_seen = done = init_failed = true;
       snapshot.driver_error = failed->error == AccessError::kNone ? AccessError::kOther : failed->error;
@@ -287,12 +315,31 @@ Snapshot NvmlCollector::Collect() {
       done = true;
     }
   };
+  // The probe reads the GPUs one after another. When it starts no new GPU for
+  // `patience`, it is asked to rescue the request: to read the GPUs left each
+  // on a thread of its own and to send what it has at once.
+  const Duration patience = std::min<Duration>(std::chrono::milliseconds(100), options.deadline / 4);
+  uint32_t progress = probe.tracker->calls().gpus_started.load(std::memory_order_acquire);
+  auto progress_seen = steady_clock::now();
+  bool rescued = false;
   bool output_open = true;
   while (!done && output_open) {
-    auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - steady_clock::now()).count();
-    if (left <= 0) break;
+    const auto now = steady_clock::now();
+    if (!rescued) {
+      if (uint32_t started = probe.tracker->calls().gpus_started.load(std::memory_order_acquire); started != progress) {
+        progress = started;
+        progress_seen = now;
+      } else if (now - progress_seen >= patience) {
+        const uint32_t sequence = probe.requests_sent;
+        rescued = write(probe.rescue, &sequence, sizeof sequence) == static_cast<ssize_t>(sizeof sequence);
+        if (!rescued) progress_seen = now;  // the probe is going away; the output's end says so
+      }
+    }
+    auto until = rescued ? deadline : std::min(deadline, progress_seen + patience);
+    auto left = std::chrono::duration_cast<std::chrono::milliseconds>(until - now).count();
+    if (now >= deadline) break;
     pollfd fds[2] = {{probe.output, POLLIN, 0}, {probe.errors, POLLIN, 0}};
-    int ready = poll(fds, 2, static_cast<int>(std::min<long long>(left, 1000)));
+    int ready = poll(fds, 2, static_cast<int>(std::clamp<long long>(left + 1, 1, 1000)));
     if (ready < 0 && errno != EINTR) break;
     if (ready <= 0) continue;
     char chunk[65536];
@@ -372,8 +419,10 @@ Snapshot NvmlCollector::Collect() {
     if (!hang.pci_bus_id.empty()) gpu.pci_bus_id = Field<std::string>::Value(hang.pci_bus_id);
     snapshot.gpus.push_back(std::move(gpu));
   }
-  std::sort(snapshot.gpus.begin(), snapshot.gpus.end(),
-            [](const GpuSnapshot& a, const GpuSnapshot& b) { return a.index < b.index; });
+  // GPUs usually arrive in order; sorting sorted GPUs would still move each one.
+  auto by_index = [](const GpuSnapshot& a, const GpuSnapshot& b) { return a.index < b.index; };
+  if (!std::is_sorted(snapshot.gpus.begin(), snapshot.gpus.end(), by_index))
+    std::sort(snapshot.gpus.begin(), snapshot.gpus.end(), by_index);
   return finish();
 }
 

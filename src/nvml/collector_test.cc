@@ -139,6 +139,59 @@ TEST_F(CollectorTest, HungGpuIsReportedWithItsCallAndTheOthersStillAnswer) {
   EXPECT_TRUE(again.gpus[1].temperature_c.has_value());
 }
 
+TEST_F(CollectorTest, TwoStuckGpusAreBothNamedAndTheGpusAfterThemStillAnswer) {
+  // GPUs are read in turn; GPU 1 sticks, so the GPUs after it are rescued onto
+  // threads of their own, and GPU 5 sticking there holds nothing else.
+  auto path = WriteScenario("two-hangs.toml", R"(
+gpu_count = 8
+[[hang]]
+call = "nvmlDeviceGetPowerUsage"
+gpu = 1
+duration = "forever"
+[[hang]]
+call = "nvmlDeviceGetMemoryInfo"
+gpu = 5
+duration = "forever"
+)");
+  NvmlCollector collector(Options(path, milliseconds(1500)));
+  Snapshot s = collector.Collect();
+  ASSERT_EQ(s.hangs.size(), 2u) << s.driver_message;
+  EXPECT_EQ(s.hangs[0].gpu_index, 1u);
+  EXPECT_EQ(s.hangs[0].call, "nvmlDeviceGetPowerUsage");
+  EXPECT_FALSE(s.hangs[0].pci_bus_id.empty());
+  EXPECT_EQ(s.hangs[1].gpu_index, 5u);
+  EXPECT_EQ(s.hangs[1].call, "nvmlDeviceGetMemoryInfo");
+  EXPECT_FALSE(s.hangs[1].pci_bus_id.empty());
+  ASSERT_EQ(s.gpus.size(), 8u);
+  for (uint32_t i : {0u, 2u, 3u, 4u, 6u, 7u}) EXPECT_TRUE(s.gpus[i].power_draw_w.has_value()) << i;
+  EXPECT_EQ(s.gpus[1].access_error, AccessError::kHang);
+  EXPECT_EQ(s.gpus[5].access_error, AccessError::kHang);
+}
+
+TEST_F(CollectorTest, ASlowGpuIsWaitedForAndTheProbeServesOn) {
+  // Slower than the collector's patience (a rescue) but within the deadline:
+  // no hang, every GPU complete, and the same probe answers the next request.
+  auto path = WriteScenario("slow.toml", R"(
+gpu_count = 4
+[[hang]]
+call = "nvmlDeviceGetUUID"
+gpu = 0
+duration = "400ms"
+)");
+  NvmlCollector collector(Options(path, seconds(3)));
+  Snapshot s = collector.Collect();
+  EXPECT_TRUE(s.hangs.empty()) << s.hangs[0].call;
+  EXPECT_EQ(s.driver_error, AccessError::kNone) << s.driver_message;
+  ASSERT_EQ(s.gpus.size(), 4u);
+  for (const auto& gpu : s.gpus) {
+    EXPECT_EQ(gpu.access_error, AccessError::kNone) << gpu.index;
+    EXPECT_TRUE(gpu.uuid.has_value()) << gpu.index;
+  }
+  Snapshot again = collector.Collect();
+  EXPECT_TRUE(again.hangs.empty());
+  EXPECT_EQ(again.gpus.size(), 4u);
+}
+
 TEST_F(CollectorTest, NvmlHangingAtStartIsAHostHangAndIsNotRetriedWhileStuck) {
   auto path = WriteScenario("init-hang.toml", R"(
 gpu_count = 2

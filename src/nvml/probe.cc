@@ -4,14 +4,15 @@
 
 #include <array>
 #include <cerrno>
+#include <condition_variable>
 #include <cstring>
+#include <deque>
 #include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
-#include <semaphore>
+#include <string_view>
 #include <thread>
-#include <unordered_map>
 #include <vector>
 
 #include "nvml/nvml_library.h"
@@ -23,6 +24,21 @@ namespace {
 constexpr std::array kCallNames = {"", GPUDOCTOR_NVML_FUNCTIONS(GPUDOCTOR_CALL_NAME)};
 #undef GPUDOCTOR_CALL_NAME
 
+// The CallTracker id of an NVML entry point, looked up at compile time: a
+// name that is not in GPUDOCTOR_NVML_FUNCTIONS does not compile.
+struct NvmlCall {
+  consteval NvmlCall(const char* name) {  // NOLINT(google-explicit-constructor): literals convert
+    for (size_t i = 1; i < kCallNames.size(); ++i) {
+      if (std::string_view(name) == kCallNames[i]) {
+        id = static_cast<uint16_t>(i);
+        return;
+      }
+    }
+    throw "not an NVML entry point in GPUDOCTOR_NVML_FUNCTIONS";
+  }
+  uint16_t id = 0;
+};
+
 // Writes whole frames onto the output pipe; threads share it. While a batch
 // is open, frames are gathered and written together when it ends, so a
 // request normally costs the parent one wake-up instead of one per frame.
@@ -30,14 +46,11 @@ class FrameWriter {
  public:
   explicit FrameWriter(int fd) : fd_(fd) {}
 
-  void Write(const ProbeMessage& message) {
-    const std::string frame = EncodeProbeMessage(message);
+  template <typename Message>
+  void Write(const Message& message) {
     std::lock_guard lock(mutex_);
-    if (batching_) {
-      batch_ += frame;
-    } else {
-      WriteAll(frame);
-    }
+    AppendProbeFrame(batch_, message);
+    if (!batching_) Flush();
   }
   void BeginBatch() {
     std::lock_guard lock(mutex_);
@@ -47,21 +60,21 @@ class FrameWriter {
   void EndBatch() {
     std::lock_guard lock(mutex_);
     batching_ = false;
-    WriteAll(batch_);
-    batch_.clear();
+    Flush();
   }
 
  private:
-  void WriteAll(const std::string& bytes) {
-    const char* data = bytes.data();
-    size_t left = bytes.size();
+  void Flush() {
+    const char* data = batch_.data();
+    size_t left = batch_.size();
     while (left > 0) {
       ssize_t n = ::write(fd_, data, left);
       if (n < 0 && errno == EINTR) continue;
-      if (n <= 0) return;  // parent went away; nothing useful left to do
+      if (n <= 0) break;  // parent went away; nothing useful left to do
       data += n;
       left -= static_cast<size_t>(n);
     }
+    batch_.clear();  // keeps its capacity: the next request reuses it
   }
 
   int fd_;
@@ -73,8 +86,8 @@ class FrameWriter {
 // Marks which NVML call a thread is inside for as long as it lives.
 class CallScope {
  public:
-  CallScope(std::atomic<uint16_t>* slot, uint16_t id) : slot_(slot) {
-    if (slot_) slot_->store(id, std::memory_order_release);
+  CallScope(std::atomic<uint16_t>* slot, NvmlCall call) : slot_(slot) {
+    if (slot_) slot_->store(call.id, std::memory_order_release);
   }
   ~CallScope() {
     if (slot_) slot_->store(0, std::memory_order_release);
@@ -86,7 +99,7 @@ class CallScope {
   std::atomic<uint16_t>* slot_;
 };
 
-#define TRACK(slot, name) CallScope scope_##__LINE__(slot, NvmlCallId(#name))
+#define TRACK(slot, name) CallScope scope_##name(slot, NvmlCall(#name))
 
 // Reads one GPU. Stops early when the GPU turns out to be lost: every further
 // call would fail the same way, and a lost GPU is where drivers hang.
@@ -103,8 +116,8 @@ class GpuReader {
   GpuSnapshot Read() {
     nvmlReturn_t rc;
     {
-      CallScope scope(slot_, NvmlCallId(nvml_.nvmlDeviceGetHandleByIndex_v2 ? "nvmlDeviceGetHandleByIndex_v2"
-                                                                             : "nvmlDeviceGetHandleByIndex"));
+      CallScope scope(slot_, nvml_.nvmlDeviceGetHandleByIndex_v2 ? NvmlCall("nvmlDeviceGetHandleByIndex_v2")
+                                                                             : NvmlCall("nvmlDeviceGetHandleByIndex"));
       rc = nvml_.HandleByIndex(gpu_.index, &device_);
     }
     if (rc != NVML_SUCCESS) {
@@ -146,25 +159,25 @@ class GpuReader {
 
   // Calls fn(device, out) through an optional pointer, tracking the call.
   template <typename T, typename Out, typename Fn, typename... Args>
-  Field<T> Call(const char* name, Fn fn, Args... args) {
+  Field<T> Call(NvmlCall name, Fn fn, Args... args) {
     if (lost()) return Field<T>::Failed(gpu_.access_message);
     if (fn == nullptr) return Field<T>::NotSupported();
     Out out{};
     nvmlReturn_t rc;
     {
-      CallScope scope(slot_, NvmlCallId(name));
+      CallScope scope(slot_, name);
       rc = fn(device_, args..., &out);
     }
     return Make<T>(rc, static_cast<T>(out));
   }
 
-  Field<std::string> String(const char* name, nvmlReturn_t (*fn)(nvmlDevice_t, char*, unsigned int)) {
+  Field<std::string> String(NvmlCall name, nvmlReturn_t (*fn)(nvmlDevice_t, char*, unsigned int)) {
     if (lost()) return Field<std::string>::Failed(gpu_.access_message);
     if (fn == nullptr) return Field<std::string>::NotSupported();
     char buffer[256] = {};
     nvmlReturn_t rc;
     {
-      CallScope scope(slot_, NvmlCallId(name));
+      CallScope scope(slot_, name);
       rc = fn(device_, buffer, sizeof buffer);
     }
     return Make<std::string>(rc, std::string(buffer, strnlen(buffer, sizeof buffer)));
@@ -184,9 +197,9 @@ class GpuReader {
       std::string bus_id;
       nvmlReturn_t rc;
       {
-        CallScope scope(slot_, NvmlCallId(nvml_.nvmlDeviceGetPciInfo_v3   ? "nvmlDeviceGetPciInfo_v3"
-                                          : nvml_.nvmlDeviceGetPciInfo_v2 ? "nvmlDeviceGetPciInfo_v2"
-                                                                          : "nvmlDeviceGetPciInfo"));
+        CallScope scope(slot_, nvml_.nvmlDeviceGetPciInfo_v3   ? NvmlCall("nvmlDeviceGetPciInfo_v3")
+                                          : nvml_.nvmlDeviceGetPciInfo_v2 ? NvmlCall("nvmlDeviceGetPciInfo_v2")
+                                                                          : NvmlCall("nvmlDeviceGetPciInfo"));
         rc = nvml_.PciBusId(device_, &bus_id);
       }
       gpu_.pci_bus_id = Make<std::string>(rc, bus_id);
@@ -221,7 +234,7 @@ class GpuReader {
     value.fieldId = NVML_FI_DEV_MEMORY_TEMP;
     nvmlReturn_t rc;
     {
-      CallScope scope(slot_, NvmlCallId("nvmlDeviceGetFieldValues"));
+      CallScope scope(slot_, "nvmlDeviceGetFieldValues");
       rc = nvml_.nvmlDeviceGetFieldValues(device_, 1, &value);
     }
     if (rc == NVML_SUCCESS) rc = value.nvmlReturn;
@@ -316,7 +329,7 @@ class GpuReader {
 
   // Asks for the process list twice at most: once for the count, once with room.
   template <typename Info>
-  nvmlReturn_t QueryProcesses(const char* name, nvmlReturn_t (*fn)(nvmlDevice_t, unsigned*, Info*),
+  nvmlReturn_t QueryProcesses(NvmlCall name, nvmlReturn_t (*fn)(nvmlDevice_t, unsigned*, Info*),
                               std::vector<Info>* infos) {
     unsigned count = 0;
     nvmlReturn_t rc;
@@ -324,7 +337,7 @@ class GpuReader {
       infos->resize(count);
       unsigned capacity = count;
       {
-        CallScope scope(slot_, NvmlCallId(name));
+        CallScope scope(slot_, name);
         rc = fn(device_, &capacity, infos->empty() ? nullptr : infos->data());
       }
       if (rc == NVML_SUCCESS) {
@@ -365,7 +378,7 @@ class GpuReader {
     if (rc == NVML_SUCCESS && nvml_.nvmlSystemGetProcessName) {
       for (auto& p : processes) {
         char name[256] = {};
-        CallScope scope(slot_, NvmlCallId("nvmlSystemGetProcessName"));
+        CallScope scope(slot_, "nvmlSystemGetProcessName");
         if (nvml_.nvmlSystemGetProcessName(p.pid, name, sizeof name) == NVML_SUCCESS)
           p.name = std::string(name, strnlen(name, sizeof name));
       }
@@ -386,7 +399,7 @@ class GpuReader {
       gpu_.ecc_enabled = Field<bool>::Failed(gpu_.access_message);
     }
     const auto ecc = nvml_.nvmlDeviceGetTotalEccErrors;
-    const char* ecc_name = "nvmlDeviceGetTotalEccErrors";
+    constexpr NvmlCall ecc_name("nvmlDeviceGetTotalEccErrors");
     gpu_.ecc_volatile_corrected = Call<uint64_t, unsigned long long>(ecc_name, ecc, int{NVML_MEMORY_ERROR_TYPE_CORRECTED}, int{NVML_VOLATILE_ECC});
     gpu_.ecc_volatile_uncorrected = Call<uint64_t, unsigned long long>(ecc_name, ecc, int{NVML_MEMORY_ERROR_TYPE_UNCORRECTED}, int{NVML_VOLATILE_ECC});
     gpu_.ecc_aggregate_corrected = Call<uint64_t, unsigned long long>(ecc_name, ecc, int{NVML_MEMORY_ERROR_TYPE_CORRECTED}, int{NVML_AGGREGATE_ECC});
@@ -446,7 +459,7 @@ class GpuReader {
       info.active = Make<bool>(rc, active == NVML_FEATURE_ENABLED);
       if (lost()) break;
       const auto counter = nvml_.nvmlDeviceGetNvLinkErrorCounter;
-      const char* name = "nvmlDeviceGetNvLinkErrorCounter";
+      constexpr NvmlCall name("nvmlDeviceGetNvLinkErrorCounter");
       info.replay_errors = Call<uint64_t, unsigned long long>(name, counter, link, int{NVML_NVLINK_ERROR_DL_REPLAY});
       info.recovery_errors = Call<uint64_t, unsigned long long>(name, counter, link, int{NVML_NVLINK_ERROR_DL_RECOVERY});
       info.crc_flit_errors = Call<uint64_t, unsigned long long>(name, counter, link, int{NVML_NVLINK_ERROR_DL_CRC_FLIT});
@@ -470,7 +483,7 @@ class XidListener {
   XidListener(const NvmlLibrary& nvml, std::atomic<uint16_t>* slot) : nvml_(nvml), slot_(slot) {}
   ~XidListener() {
     if (set_ && nvml_.nvmlEventSetFree) {
-      CallScope scope(slot_, NvmlCallId("nvmlEventSetFree"));
+      CallScope scope(slot_, "nvmlEventSetFree");
       nvml_.nvmlEventSetFree(set_);
     }
   }
@@ -481,7 +494,7 @@ class XidListener {
   void Register(const std::vector<std::pair<uint32_t, nvmlDevice_t>>& devices) {
     if (!nvml_.nvmlEventSetCreate || !nvml_.nvmlDeviceRegisterEvents || !Wait()) return;
     if (!set_) {
-      CallScope scope(slot_, NvmlCallId("nvmlEventSetCreate"));
+      CallScope scope(slot_, "nvmlEventSetCreate");
       if (nvml_.nvmlEventSetCreate(&set_) != NVML_SUCCESS) {
         set_ = nullptr;
         return;
@@ -489,7 +502,7 @@ class XidListener {
     }
     for (const auto& [index, device] : devices) {
       if (registered_.count(device)) continue;
-      CallScope scope(slot_, NvmlCallId("nvmlDeviceRegisterEvents"));
+      CallScope scope(slot_, "nvmlDeviceRegisterEvents");
       if (nvml_.nvmlDeviceRegisterEvents(device, nvmlEventTypeXidCriticalError, set_) == NVML_SUCCESS)
         registered_[device] = index;
     }
@@ -503,7 +516,7 @@ class XidListener {
       nvmlEventData_t data{};
       nvmlReturn_t rc;
       {
-        CallScope scope(slot_, NvmlCallId(nvml_.nvmlEventSetWait_v2 ? "nvmlEventSetWait_v2" : "nvmlEventSetWait"));
+        CallScope scope(slot_, nvml_.nvmlEventSetWait_v2 ? NvmlCall("nvmlEventSetWait_v2") : NvmlCall("nvmlEventSetWait"));
         rc = Wait()(set_, &data, static_cast<unsigned>(timeout));
       }
       if (rc != NVML_SUCCESS) return;  // NVML_ERROR_TIMEOUT: nothing more pending
@@ -526,22 +539,6 @@ class XidListener {
 };
 
 }  // namespace
-
-uint16_t NvmlCallId(const char* name) {
-  static const auto* const ids = [] {
-    auto* map = new std::unordered_map<std::string_view, uint16_t>;
-    for (size_t i = 1; i < kCallNames.size(); ++i) map->emplace(kCallNames[i], static_cast<uint16_t>(i));
-    return map;
-  }();
-  // Looked up before every NVML call, always with a string literal: each
-  // thread remembers the literals it has seen by address.
-  thread_local std::unordered_map<const char*, uint16_t> seen;
-  if (auto hit = seen.find(name); hit != seen.end()) return hit->second;
-  auto it = ids->find(name);
-  const uint16_t id = it == ids->end() ? 0 : it->second;
-  if (seen.size() < 4 * kCallNames.size()) seen.emplace(name, id);
-  return id;
-}
 
 const char* NvmlCallName(uint16_t id) { return id < kCallNames.size() ? kCallNames[id] : ""; }
 
@@ -573,138 +570,206 @@ class RequestReader {
   ProbeFrameBuffer frames_;
 };
 
-// One long-lived thread per GPU, so one GPU stuck in the driver does not hold
-// the rest, without starting threads for every request. Run() posts the read
-// to each GPU's worker and returns when all of them have answered; each
-// worker is woken alone, so a request costs one wake-up per GPU.
-class GpuWorkers {
+// Threads that each read one GPU during a rescue. A helper stays for later
+// rescues; one that is stuck in the driver keeps only what its job holds, so
+// the probe can exit without waiting for it.
+class RescueHelpers {
  public:
-  using Job = std::function<void(uint32_t index)>;
-
-  GpuWorkers() = default;
-  GpuWorkers(const GpuWorkers&) = delete;
-  GpuWorkers& operator=(const GpuWorkers&) = delete;
-  ~GpuWorkers() {
-    for (auto& [index, worker] : workers_) {
-      worker->stopping = true;
-      worker->wake.release();
+  RescueHelpers() = default;
+  RescueHelpers(const RescueHelpers&) = delete;
+  RescueHelpers& operator=(const RescueHelpers&) = delete;
+  ~RescueHelpers() {
+    for (auto& [index, mailbox] : mailboxes_) {
+      std::lock_guard lock(mailbox->mutex);
+      mailbox->stopping = true;
+      mailbox->ready.notify_one();
     }
-    for (auto& [index, worker] : workers_) worker->thread.join();
   }
 
-  // `slow` is called once if the GPUs have not all answered within `patience`.
-  void Run(const std::vector<uint32_t>& indices, const Job& job, Duration patience, const std::function<void()>& slow) {
-    if (indices.empty()) return;
-    pending_.store(indices.size(), std::memory_order_relaxed);
-    for (uint32_t index : indices) {
-      auto& worker = workers_[index];
-      if (!worker) {
-        worker = std::make_unique<Worker>();
-        worker->thread = std::thread([this, index, w = worker.get()] { Loop(index, *w); });
-      }
-      worker->job = &job;
-      worker->wake.release();
+  // Runs `job` on the helper of GPU `index`, after any job it is still doing.
+  void Post(uint32_t index, std::function<void()> job) {
+    auto& mailbox = mailboxes_[index];
+    if (!mailbox) {
+      mailbox = std::make_shared<Mailbox>();
+      std::thread([box = mailbox] { Loop(*box); }).detach();
     }
-    if (all_done_.try_acquire_for(patience)) return;
-    slow();
-    all_done_.acquire();
+    std::lock_guard lock(mailbox->mutex);
+    mailbox->jobs.push_back(std::move(job));
+    mailbox->ready.notify_one();
   }
 
  private:
-  struct Worker {
-    std::thread thread;
-    std::binary_semaphore wake{0};
-    const Job* job = nullptr;  // written before `wake` is released
+  struct Mailbox {
+    std::mutex mutex;
+    std::condition_variable ready;
+    std::deque<std::function<void()>> jobs;
     bool stopping = false;
   };
 
-  void Loop(uint32_t index, Worker& worker) {
+  static void Loop(Mailbox& box) {
+    std::unique_lock lock(box.mutex);
     while (true) {
-      worker.wake.acquire();
-      if (worker.stopping) return;
-      (*worker.job)(index);
-      if (pending_.fetch_sub(1, std::memory_order_acq_rel) == 1) all_done_.release();
+      box.ready.wait(lock, [&] { return box.stopping || !box.jobs.empty(); });
+      if (box.stopping) return;
+      std::function<void()> job = std::move(box.jobs.front());
+      box.jobs.pop_front();
+      lock.unlock();
+      job();
+      job = nullptr;  // drop what the job holds before sleeping
+      lock.lock();
     }
   }
 
-  std::map<uint32_t, std::unique_ptr<Worker>> workers_;  // only the serving thread touches the map
-  std::atomic<size_t> pending_{0};
-  std::binary_semaphore all_done_{0};
+  std::map<uint32_t, std::shared_ptr<Mailbox>> mailboxes_;  // only the rescue thread posts
 };
 
-void ServeRequest(const NvmlLibrary& nvml, const ProbeRequest& request, FrameWriter& out, CallTracker* tracker,
-                  GpuWorkers& workers, XidListener& xids) {
-  std::atomic<uint16_t>* host_slot = tracker ? &tracker->host_call : nullptr;
-  ProbeHost host;
-  auto version_string = [&](const char* name, nvmlReturn_t (*fn)(char*, unsigned)) {
-    if (!fn) return Field<std::string>::NotSupported();
-    char buffer[96] = {};
-    CallScope scope(host_slot, NvmlCallId(name));
-    nvmlReturn_t code = fn(buffer, sizeof buffer);
-    if (code == NVML_SUCCESS) return Field<std::string>::Value(std::string(buffer, strnlen(buffer, sizeof buffer)));
-    if (code == NVML_ERROR_NOT_SUPPORTED) return Field<std::string>::NotSupported();
-    return Field<std::string>::Failed(NvmlErrorMessage(code));
-  };
-  host.driver_version = version_string("nvmlSystemGetDriverVersion", nvml.nvmlSystemGetDriverVersion);
-  host.nvml_version = version_string("nvmlSystemGetNVMLVersion", nvml.nvmlSystemGetNVMLVersion);
-  {
-    int cuda = 0;
-    CallScope scope(host_slot, NvmlCallId(nvml.nvmlSystemGetCudaDriverVersion_v2 ? "nvmlSystemGetCudaDriverVersion_v2"
-                                                                                 : "nvmlSystemGetCudaDriverVersion"));
-    nvmlReturn_t code = nvml.CudaDriverVersion(&cuda);
-    host.cuda_driver_version = code == NVML_SUCCESS ? Field<int32_t>::Value(cuda)
-                               : (code == NVML_ERROR_NOT_SUPPORTED || code == NVML_ERROR_FUNCTION_NOT_FOUND)
-                                   ? Field<int32_t>::NotSupported()
-                                   : Field<int32_t>::Failed(NvmlErrorMessage(code));
-  }
-  unsigned count = 0;
-  nvmlReturn_t rc;
-  {
-    CallScope scope(host_slot, NvmlCallId(nvml.nvmlDeviceGetCount_v2 ? "nvmlDeviceGetCount_v2" : "nvmlDeviceGetCount"));
-    rc = nvml.DeviceCount(&count);
-  }
-  if (rc != NVML_SUCCESS) {
-    host.device_count = Field<uint32_t>::Failed(NvmlErrorMessage(rc));
-    count = 0;
-  } else {
-    host.device_count = Field<uint32_t>::Value(count);
-  }
-  // Everything goes out in one write, unless a GPU is slow to answer: then
-  // what is known so far (the host, the other GPUs, the slow GPU's PCI id) is
-  // sent at once, so the parent can name a GPU that turns out to be stuck.
-  out.BeginBatch();
-  out.Write(host);
-
+// One request being answered: its GPUs, which of them have been claimed, and
+// how many are still being read. Whoever finishes the last GPU ends it.
+struct Round {
+  uint32_t sequence = 0;
+  Duration event_window{};
   std::vector<uint32_t> indices;
-  for (uint32_t index = 0; index < count; ++index)
-    if (!request.skip_gpus.count(index)) indices.push_back(index);
+  std::atomic<size_t> next{0};     // position in `indices` of the next GPU to claim
+  std::atomic<size_t> pending{0};  // GPUs not read yet
   std::mutex devices_mutex;
-  std::vector<std::pair<uint32_t, nvmlDevice_t>> devices;
-  constexpr auto kPatience = std::chrono::milliseconds(50);
-  workers.Run(indices, [&](uint32_t index) {
-    std::atomic<uint16_t>* slot = tracker && index < CallTracker::kMaxGpus ? &tracker->gpu_call[index] : nullptr;
-    GpuReader reader(nvml, index, slot, [&out](const GpuSnapshot& gpu) {
-      if (gpu.pci_bus_id.has_value()) out.Write(ProbeGpuIdentity{gpu.index, gpu.pci_bus_id.value()});
+  std::vector<std::pair<uint32_t, nvmlDevice_t>> devices;  // handles for the Xid listener
+};
+
+class Server : public std::enable_shared_from_this<Server> {
+ public:
+  Server(const NvmlLibrary& nvml, int output_fd, CallTracker* tracker)
+      : nvml_(nvml), out_(output_fd), tracker_(tracker), xids_(nvml, HostSlot()) {}
+
+  FrameWriter& out() { return out_; }
+
+  // Answers one request on the calling thread, reading the GPUs in turn.
+  // Returns once the GPUs it claimed are read; after a rescue, the helpers may
+  // still be reading the rest, and the last of them ends the request.
+  void Serve(const ProbeRequest& request, uint32_t sequence) {
+    auto round = std::make_shared<Round>();
+    round->sequence = sequence;
+    round->event_window = request.event_window;
+    // Everything goes out in one write unless a rescue flushes it earlier.
+    out_.BeginBatch();
+    {
+      std::lock_guard lock(round_mutex_);
+      round_ = round;
+    }
+    const uint32_t count = ReadHost();
+    for (uint32_t index = 0; index < count; ++index)
+      if (!request.skip_gpus.count(index)) round->indices.push_back(index);
+    round->pending.store(round->indices.size());
+    if (round->indices.empty()) {
+      Finish(*round);
+      return;
+    }
+    for (size_t at; (at = round->next.fetch_add(1)) < round->indices.size();) ReadGpu(round, round->indices[at]);
+  }
+
+  // Hands every GPU of request `sequence` not yet claimed to a helper thread
+  // each, and sends what has been gathered so far. Later frames go out as they
+  // come. Does nothing when that request is over.
+  void Rescue(uint32_t sequence) {
+    std::shared_ptr<Round> round;
+    {
+      std::lock_guard lock(round_mutex_);
+      round = round_;
+    }
+    if (!round || round->sequence != sequence || round->pending.load() == 0) return;
+    out_.EndBatch();
+    const size_t size = round->indices.size();
+    for (size_t at = std::min(round->next.exchange(size), size); at < size; ++at) {
+      const uint32_t index = round->indices[at];
+      helpers_.Post(index, [self = shared_from_this(), round, index] { self->ReadGpu(round, index); });
+    }
+  }
+
+ private:
+  std::atomic<uint16_t>* HostSlot() const { return tracker_ ? &tracker_->host_call : nullptr; }
+
+  // Sends the host frame and returns how many GPUs there are (0 when unknown).
+  uint32_t ReadHost() {
+    std::atomic<uint16_t>* host_slot = HostSlot();
+    ProbeHost host;
+    auto version_string = [&](NvmlCall name, nvmlReturn_t (*fn)(char*, unsigned)) {
+      if (!fn) return Field<std::string>::NotSupported();
+      char buffer[96] = {};
+      CallScope scope(host_slot, name);
+      nvmlReturn_t code = fn(buffer, sizeof buffer);
+      if (code == NVML_SUCCESS) return Field<std::string>::Value(std::string(buffer, strnlen(buffer, sizeof buffer)));
+      if (code == NVML_ERROR_NOT_SUPPORTED) return Field<std::string>::NotSupported();
+      return Field<std::string>::Failed(NvmlErrorMessage(code));
+    };
+    host.driver_version = version_string("nvmlSystemGetDriverVersion", nvml_.nvmlSystemGetDriverVersion);
+    host.nvml_version = version_string("nvmlSystemGetNVMLVersion", nvml_.nvmlSystemGetNVMLVersion);
+    {
+      int cuda = 0;
+      CallScope scope(host_slot, nvml_.nvmlSystemGetCudaDriverVersion_v2 ? NvmlCall("nvmlSystemGetCudaDriverVersion_v2")
+                                                                         : NvmlCall("nvmlSystemGetCudaDriverVersion"));
+      nvmlReturn_t code = nvml_.CudaDriverVersion(&cuda);
+      host.cuda_driver_version = code == NVML_SUCCESS ? Field<int32_t>::Value(cuda)
+                                 : (code == NVML_ERROR_NOT_SUPPORTED || code == NVML_ERROR_FUNCTION_NOT_FOUND)
+                                     ? Field<int32_t>::NotSupported()
+                                     : Field<int32_t>::Failed(NvmlErrorMessage(code));
+    }
+    unsigned count = 0;
+    nvmlReturn_t rc;
+    {
+      CallScope scope(host_slot, nvml_.nvmlDeviceGetCount_v2 ? NvmlCall("nvmlDeviceGetCount_v2") : NvmlCall("nvmlDeviceGetCount"));
+      rc = nvml_.DeviceCount(&count);
+    }
+    if (rc != NVML_SUCCESS) {
+      host.device_count = Field<uint32_t>::Failed(NvmlErrorMessage(rc));
+      count = 0;
+    } else {
+      host.device_count = Field<uint32_t>::Value(count);
+    }
+    out_.Write(host);
+    return count;
+  }
+
+  void ReadGpu(const std::shared_ptr<Round>& round, uint32_t index) {
+    if (tracker_) tracker_->gpus_started.fetch_add(1, std::memory_order_release);
+    std::atomic<uint16_t>* slot = tracker_ && index < CallTracker::kMaxGpus ? &tracker_->gpu_call[index] : nullptr;
+    // The PCI id goes out ahead of the rest: if the GPU hangs later, a rescue
+    // flushes it and the parent can name the stuck GPU by its bus id.
+    GpuReader reader(nvml_, index, slot, [this](const GpuSnapshot& gpu) {
+      if (gpu.pci_bus_id.has_value()) out_.Write(ProbeGpuIdentity{gpu.index, gpu.pci_bus_id.value()});
     });
     GpuSnapshot gpu = reader.Read();
-    nvmlDevice_t device = reader.device();
-    out.Write(std::move(gpu));
-    if (device != nullptr) {
-      std::lock_guard lock(devices_mutex);
-      devices.emplace_back(index, device);
+    out_.Write(gpu);
+    if (nvmlDevice_t device = reader.device()) {
+      std::lock_guard lock(round->devices_mutex);
+      round->devices.emplace_back(index, device);
     }
-  }, kPatience, [&out] { out.EndBatch(); });
+    if (round->pending.fetch_sub(1, std::memory_order_acq_rel) == 1) Finish(*round);
+  }
 
-  xids.Register(devices);
-  xids.Drain(request.event_window, out);
-  out.Write(ProbeDone{});
-  out.EndBatch();
-}
+  // Reports pending Xids and ends the request.
+  void Finish(Round& round) {
+    {
+      std::lock_guard lock(xids_mutex_);
+      std::lock_guard devices_lock(round.devices_mutex);
+      xids_.Register(round.devices);
+      xids_.Drain(round.event_window, out_);
+    }
+    out_.Write(ProbeDone{});
+    out_.EndBatch();
+  }
+
+  const NvmlLibrary& nvml_;
+  FrameWriter out_;
+  CallTracker* tracker_;
+  std::mutex xids_mutex_;
+  XidListener xids_;
+  std::mutex round_mutex_;
+  std::shared_ptr<Round> round_;  // the request being answered, or the last one
+  RescueHelpers helpers_;
+};
 
 }  // namespace
 
-int RunProbe(const std::string& library_path, int input_fd, int output_fd, CallTracker* tracker) {
-  FrameWriter out(output_fd);
+int RunProbe(const std::string& library_path, int input_fd, int output_fd, int rescue_fd, CallTracker* tracker) {
   RequestReader requests(input_fd);
   std::atomic<uint16_t>* host_slot = tracker ? &tracker->host_call : nullptr;
   ProbeRequest request;
@@ -712,30 +777,40 @@ int RunProbe(const std::string& library_path, int input_fd, int output_fd, CallT
 
   auto loaded = NvmlLibrary::Load(library_path);
   if (!loaded) {
-    out.Write(ProbeInitFailed{AccessError::kLibraryNotFound, loaded.error().message});
+    FrameWriter(output_fd).Write(ProbeInitFailed{AccessError::kLibraryNotFound, loaded.error().message});
     return 0;
   }
   const NvmlLibrary& nvml = **loaded;
   nvmlReturn_t rc;
   {
-    CallScope scope(host_slot, NvmlCallId(nvml.nvmlInit_v2 ? "nvmlInit_v2" : "nvmlInit"));
+    CallScope scope(host_slot, nvml.nvmlInit_v2 ? NvmlCall("nvmlInit_v2") : NvmlCall("nvmlInit"));
     rc = nvml.Init();
   }
   if (rc != NVML_SUCCESS) {
     AccessError error = AccessErrorForNvml(rc);
-    out.Write(ProbeInitFailed{error == AccessError::kNone ? AccessError::kOther : error,
-                              "NVML failed to initialise: " + NvmlErrorMessage(rc)});
+    FrameWriter(output_fd).Write(ProbeInitFailed{error == AccessError::kNone ? AccessError::kOther : error,
+                                                 "NVML failed to initialise: " + NvmlErrorMessage(rc)});
     return 0;
   }
   {
-    XidListener xids(nvml, host_slot);
-    GpuWorkers workers;
+    // Shared with the rescue thread, which may outlive this scope: it sleeps
+    // in read() until the process exits.
+    auto server = std::make_shared<Server>(nvml, output_fd, tracker);
+    if (rescue_fd >= 0) {
+      std::thread([rescue_fd, weak = std::weak_ptr<Server>(server)] {
+        uint32_t sequence = 0;
+        while (::read(rescue_fd, &sequence, sizeof sequence) == static_cast<ssize_t>(sizeof sequence)) {
+          if (auto alive = weak.lock()) alive->Rescue(sequence);
+        }
+      }).detach();
+    }
+    uint32_t sequence = 0;
     do {
-      ServeRequest(nvml, request, out, tracker, workers, xids);
+      server->Serve(request, ++sequence);
     } while (requests.Next(&request));
   }
   if (nvml.nvmlShutdown) {
-    CallScope scope(host_slot, NvmlCallId("nvmlShutdown"));
+    CallScope scope(host_slot, "nvmlShutdown");
     nvml.nvmlShutdown();
   }
   return 0;

@@ -2,12 +2,18 @@
 //
 // It runs in its own process (`gpudoctor __probe`) and serves requests: it
 // initialises NVML once, then for each ProbeRequest on `input_fd` reads the
-// host and every GPU (one long-lived thread per GPU) and streams its readings
-// to the parent on `output_fd` as frames (nvml/probe_wire.h), ending with
-// ProbeDone. Before each NVML call a thread records which call it is entering
-// in a CallTracker that lives in memory shared with the parent, so when a
-// call never returns the parent can name it without any help from the stuck
-// process.
+// host and every GPU and streams its readings to the parent on `output_fd` as
+// frames (nvml/probe_wire.h), ending with ProbeDone. Before each NVML call a
+// thread records which call it is entering in a CallTracker that lives in
+// memory shared with the parent, so when a call never returns the parent can
+// name it without any help from the stuck process.
+//
+// The serving thread reads the GPUs one after another: a healthy snapshot
+// costs one wake-up on each side and no thread hand-offs. When the parent
+// sees no progress for a while it writes the request's sequence number to
+// `rescue_fd`; the probe then hands every GPU not yet started to a thread of
+// its own, so one GPU stuck in the driver does not hold the rest, and sends
+// what it has gathered at once, so the parent can name the stuck GPU.
 #pragma once
 
 #include <atomic>
@@ -19,21 +25,23 @@
 namespace gpudoctor {
 
 // One id per entry point of GPUDOCTOR_NVML_FUNCTIONS; 0 means "not in a call".
-uint16_t NvmlCallId(const char* name);
 const char* NvmlCallName(uint16_t id);  // "" for 0 or an unknown id
 
 // Shared between parent and probe; plain atomics, no pointers, so it works
 // across processes in a MAP_SHARED mapping.
 struct CallTracker {
   static constexpr uint32_t kMaxGpus = 64;
-  std::atomic<uint16_t> host_call;           // call of the main thread
-  std::atomic<uint16_t> gpu_call[kMaxGpus];  // call of each GPU's thread
+  std::atomic<uint16_t> host_call;           // call of the serving thread outside any GPU
+  std::atomic<uint16_t> gpu_call[kMaxGpus];  // call being made for each GPU
+  std::atomic<uint32_t> gpus_started;        // GPUs begun since the probe started: its progress
 };
 
 // Serves requests until `input_fd` closes; returns the process exit status.
 // When NVML cannot start it answers the first request with ProbeInitFailed and
 // returns, so the parent retries with a fresh probe (a driver reload is
-// picked up that way).
-int RunProbe(const std::string& library_path, int input_fd, int output_fd, CallTracker* tracker);
+// picked up that way). Requests are numbered from 1 in the order they arrive;
+// a 4-byte native-endian number on `rescue_fd` (-1: none) asks for the rescue
+// of that request.
+int RunProbe(const std::string& library_path, int input_fd, int output_fd, int rescue_fd, CallTracker* tracker);
 
 }  // namespace gpudoctor

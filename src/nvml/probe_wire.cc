@@ -13,8 +13,9 @@ enum class Kind : uint8_t { kRequest = 1, kHost, kInitFailed, kGpuIdentity, kGpu
 // Appends values to a frame; the length prefix is filled in by Finish().
 class Writer {
  public:
-  explicit Writer(Kind kind) {
-    out_.resize(sizeof(uint32_t));
+  // Appends to `out`, which may already hold earlier frames.
+  Writer(std::string& out, Kind kind) : out_(out), start_(out.size()) {
+    out_.resize(start_ + sizeof(uint32_t));
     Put(static_cast<uint8_t>(kind));
   }
 
@@ -56,14 +57,14 @@ class Writer {
     if (field.failed()) Put(field.error());
   }
 
-  std::string Finish() && {
-    const auto length = static_cast<uint32_t>(out_.size() - sizeof(uint32_t));
-    std::memcpy(out_.data(), &length, sizeof length);
-    return std::move(out_);
+  void Finish() {
+    const auto length = static_cast<uint32_t>(out_.size() - start_ - sizeof(uint32_t));
+    std::memcpy(out_.data() + start_, &length, sizeof length);
   }
 
  private:
-  std::string out_;
+  std::string& out_;
+  size_t start_;
 };
 
 // Reads values back; every read checks what is left, and the first short or
@@ -272,14 +273,24 @@ Status ReadBody(Reader& reader, ProbeMessage& message) {
 
 }  // namespace
 
+template <typename Message>
+void AppendProbeFrame(std::string& out, const Message& message) {
+  Writer writer(out, KindOf(message));
+  Write(writer, message);
+  writer.Finish();
+}
+template void AppendProbeFrame(std::string&, const ProbeRequest&);
+template void AppendProbeFrame(std::string&, const ProbeHost&);
+template void AppendProbeFrame(std::string&, const ProbeInitFailed&);
+template void AppendProbeFrame(std::string&, const ProbeGpuIdentity&);
+template void AppendProbeFrame(std::string&, const GpuSnapshot&);
+template void AppendProbeFrame(std::string&, const XidEvent&);
+template void AppendProbeFrame(std::string&, const ProbeDone&);
+
 std::string EncodeProbeMessage(const ProbeMessage& message) {
-  return std::visit(
-      [](const auto& body) {
-        Writer writer(KindOf(body));
-        Write(writer, body);
-        return std::move(writer).Finish();
-      },
-      message);
+  std::string frame;
+  std::visit([&frame](const auto& body) { AppendProbeFrame(frame, body); }, message);
+  return frame;
 }
 
 Status DecodeProbeMessage(std::string_view payload, ProbeMessage& message) {

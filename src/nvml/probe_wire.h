@@ -62,6 +62,10 @@ using ProbeMessage =
 
 // One whole frame, length prefix included.
 std::string EncodeProbeMessage(const ProbeMessage& message);
+// Appends one whole frame for `message`, one of ProbeMessage's alternatives,
+// to `out`: no copy of the message into a variant, no temporary frame.
+template <typename Message>
+void AppendProbeFrame(std::string& out, const Message& message);
 
 // Decodes one frame's payload (without its length prefix) into `message`,
 // which is left unspecified on error.
