@@ -40,6 +40,9 @@ int main(int argc, char** argv) {
   ret_t (*nvmlDeviceGetFieldValues)(dev_t_, int, field_t*);
   ret_t (*nvmlDeviceGetNumFans)(dev_t_, unsigned*); ret_t (*nvmlDeviceGetFanSpeed_v2)(dev_t_, unsigned, unsigned*);
   ret_t (*nvmlDeviceGetPowerUsage)(dev_t_, unsigned*); ret_t (*nvmlDeviceGetEnforcedPowerLimit)(dev_t_, unsigned*);
+  ret_t (*nvmlDeviceGetPowerManagementDefaultLimit)(dev_t_, unsigned*);
+  ret_t (*nvmlEventSetCreate)(void**); ret_t (*nvmlDeviceRegisterEvents)(dev_t_, unsigned long long, void*);
+  ret_t (*nvmlEventSetWait_v2)(void*, void*, unsigned);
   ret_t (*nvmlDeviceGetClockInfo)(dev_t_, int, unsigned*);
   ret_t (*nvmlDeviceGetCurrentClocksEventReasons)(dev_t_, unsigned long long*);
   ret_t (*nvmlDeviceGetUtilizationRates)(dev_t_, util_t*); ret_t (*nvmlDeviceGetMemoryInfo)(dev_t_, mem_t*);
@@ -61,8 +64,13 @@ int main(int argc, char** argv) {
   LOAD(nvmlDeviceGetMemoryInfo) LOAD(nvmlDeviceGetComputeRunningProcesses_v3) LOAD(nvmlSystemGetProcessName)
   LOAD(nvmlDeviceGetEccMode) LOAD(nvmlDeviceGetTotalEccErrors) LOAD(nvmlDeviceGetRetiredPages)
   LOAD(nvmlDeviceGetRetiredPagesPendingStatus) LOAD(nvmlDeviceGetRemappedRows) LOAD(nvmlDeviceGetNvLinkState)
-  LOAD(nvmlDeviceGetNvLinkErrorCounter)
+  LOAD(nvmlDeviceGetNvLinkErrorCounter) LOAD(nvmlDeviceGetPowerManagementDefaultLimit)
+  LOAD(nvmlEventSetCreate) LOAD(nvmlDeviceRegisterEvents) LOAD(nvmlEventSetWait_v2)
   if (nvmlInit_v2() != 0) { fprintf(stderr, "nvmlInit_v2 failed\n"); return 69; }
+  // Like the probe: one event set for Xid errors, registered once, polled once per snapshot.
+  void* events = NULL;
+  nvmlEventSetCreate(&events);
+  unsigned registered = 0;
 
   struct rusage before, after;
   getrusage(RUSAGE_SELF, &before);
@@ -88,6 +96,7 @@ int main(int argc, char** argv) {
       unsigned fans = 0; nvmlDeviceGetNumFans(d, &fans);
       for (unsigned f = 0; f < fans; ++f) nvmlDeviceGetFanSpeed_v2(d, f, &u);
       nvmlDeviceGetPowerUsage(d, &u); nvmlDeviceGetEnforcedPowerLimit(d, &u);
+      nvmlDeviceGetPowerManagementDefaultLimit(d, &u);
       nvmlDeviceGetClockInfo(d, 1, &u); nvmlDeviceGetClockInfo(d, 2, &u);
       nvmlDeviceGetCurrentClocksEventReasons(d, &ull);
       nvmlDeviceGetUtilizationRates(d, &util); nvmlDeviceGetMemoryInfo(d, &mem);
@@ -103,7 +112,10 @@ int main(int argc, char** argv) {
         for (int counter = 0; counter < 4; ++counter) nvmlDeviceGetNvLinkErrorCounter(d, link, counter, &ull);
       }
       sink += mem.used + util.gpu;
+      if (i >= registered) nvmlDeviceRegisterEvents(d, 0x8ULL /* Xid critical errors */, events), registered = i + 1;
     }
+    unsigned char event_data[64];
+    nvmlEventSetWait_v2(events, event_data, 0);
   }
   getrusage(RUSAGE_SELF, &after);
   double us = (after.ru_utime.tv_sec - before.ru_utime.tv_sec + after.ru_stime.tv_sec - before.ru_stime.tv_sec) * 1e6 +

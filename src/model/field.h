@@ -18,6 +18,23 @@ template <typename T>
 class Field {
  public:
   Field() = default;  // not supported
+  Field(const Field&) = default;
+  Field& operator=(const Field&) = default;
+  // Moves skip the error text when there is none: moving an empty string
+  // still copies its buffer, and snapshots move thousands of fields.
+  Field(Field&& other) noexcept : state_(other.state_), value_(std::move(other.value_)) {
+    if (!other.error_.empty()) error_ = std::move(other.error_);
+  }
+  Field& operator=(Field&& other) noexcept {
+    state_ = other.state_;
+    value_ = std::move(other.value_);
+    if (other.error_.empty()) {
+      error_.clear();
+    } else {
+      error_ = std::move(other.error_);
+    }
+    return *this;
+  }
   static Field Value(T value) {
     Field f;
     f.state_ = FieldState::kValue;
@@ -30,6 +47,24 @@ class Field {
     f.state_ = FieldState::kError;
     f.error_ = std::move(message);
     return f;
+  }
+
+  // In-place updates, for code that fills many fields in a loop: no
+  // temporary Field, no string moved.
+  void SetValue(T value) {
+    state_ = FieldState::kValue;
+    value_ = std::move(value);
+    error_.clear();
+  }
+  void SetFailed(std::string message) {
+    state_ = FieldState::kError;
+    value_.reset();
+    error_ = std::move(message);
+  }
+  void SetNotSupported() {
+    state_ = FieldState::kNotSupported;
+    value_.reset();
+    error_.clear();
   }
 
   FieldState state() const { return state_; }

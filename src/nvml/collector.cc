@@ -306,9 +306,6 @@ Snapshot NvmlCollector::Collect() {
       snapshot.driver_message = std::move(failed->message);
     } else if (auto* identity = std::get_if<ProbeGpuIdentity>(&message)) {
       known_pci[identity->index] = std::move(identity->pci_bus_id);
-    } else if (auto* gpu = std::get_if<GpuSnapshot>(&message)) {
-      received.insert(gpu->index);
-      snapshot.gpus.push_back(std::move(*gpu));
     } else if (auto* xid = std::get_if<XidEvent>(&message)) {
       snapshot.xid_events.push_back(*xid);
     } else if (std::holds_alternative<ProbeDone>(message)) {
@@ -317,23 +314,24 @@ Snapshot NvmlCollector::Collect() {
   };
   // The probe reads the GPUs one after another. When it starts no new GPU for
   // `patience`, it is asked to rescue the request: to read the GPUs left each
-  // on a thread of its own and to send what it has at once.
+  // on a thread of its own and to send what it has at once. A rescue asked
+  // for before the probe reached the GPUs does nothing, so any progress
+  // since the last one allows another.
   const Duration patience = std::min<Duration>(std::chrono::milliseconds(100), options.deadline / 4);
   uint32_t progress = probe.tracker->calls().gpus_started.load(std::memory_order_acquire);
   auto progress_seen = steady_clock::now();
-  bool rescued = false;
+  bool rescued = false;  // since the last progress
   bool output_open = true;
   while (!done && output_open) {
     const auto now = steady_clock::now();
-    if (!rescued) {
-      if (uint32_t started = probe.tracker->calls().gpus_started.load(std::memory_order_acquire); started != progress) {
-        progress = started;
-        progress_seen = now;
-      } else if (now - progress_seen >= patience) {
-        const uint32_t sequence = probe.requests_sent;
-        rescued = write(probe.rescue, &sequence, sizeof sequence) == static_cast<ssize_t>(sizeof sequence);
-        if (!rescued) progress_seen = now;  // the probe is going away; the output's end says so
-      }
+    if (uint32_t started = probe.tracker->calls().gpus_started.load(std::memory_order_acquire); started != progress) {
+      progress = started;
+      progress_seen = now;
+      rescued = false;
+    } else if (!rescued && now - progress_seen >= patience) {
+      const uint32_t sequence = probe.requests_sent;
+      rescued = write(probe.rescue, &sequence, sizeof sequence) == static_cast<ssize_t>(sizeof sequence);
+      if (!rescued) progress_seen = now;  // the probe is going away; the output's end says so
     }
     auto until = rescued ? deadline : std::min(deadline, progress_seen + patience);
     auto left = std::chrono::duration_cast<std::chrono::milliseconds>(until - now).count();
@@ -350,7 +348,16 @@ Snapshot NvmlCollector::Collect() {
         ProbeMessage message;
         while (auto payload = frames.Next()) {
           // A frame that does not decode is skipped; the GPU it held shows up as missing.
-          if (DecodeProbeMessage(*payload, message).ok()) handle(std::move(message));
+          if (IsGpuSnapshotFrame(*payload)) {
+            GpuSnapshot& gpu = snapshot.gpus.emplace_back();
+            if (DecodeGpuSnapshot(*payload, gpu).ok()) {
+              received.insert(gpu.index);
+            } else {
+              snapshot.gpus.pop_back();
+            }
+          } else if (DecodeProbeMessage(*payload, message).ok()) {
+            handle(std::move(message));
+          }
         }
         if (frames.corrupt()) output_open = false;
       } else if (n == 0 || errno != EINTR) {

@@ -168,6 +168,29 @@ duration = "forever"
   EXPECT_EQ(s.gpus[5].access_error, AccessError::kHang);
 }
 
+TEST_F(CollectorTest, ASlowStartDoesNotUseUpTheRescueOfAStuckGpu) {
+  // The host calls take longer than the collector's patience, so a rescue is
+  // asked for before any GPU is read and does nothing; GPU 2 then sticks,
+  // and a second rescue still gets the GPUs after it read.
+  auto path = WriteScenario("slow-start.toml", R"(
+gpu_count = 6
+[[hang]]
+call = "nvmlDeviceGetCount_v2"
+duration = "300ms"
+[[hang]]
+call = "nvmlDeviceGetTemperature"
+gpu = 2
+duration = "forever"
+)");
+  NvmlCollector collector(Options(path, milliseconds(2000)));
+  Snapshot s = collector.Collect();
+  ASSERT_EQ(s.hangs.size(), 1u) << s.driver_message;
+  EXPECT_EQ(s.hangs[0].gpu_index, 2u);
+  EXPECT_EQ(s.hangs[0].call, "nvmlDeviceGetTemperature");
+  ASSERT_EQ(s.gpus.size(), 6u);
+  for (uint32_t i : {0u, 1u, 3u, 4u, 5u}) EXPECT_TRUE(s.gpus[i].temperature_c.has_value()) << i;
+}
+
 TEST_F(CollectorTest, ASlowGpuIsWaitedForAndTheProbeServesOn) {
   // Slower than the collector's patience (a rescue) but within the deadline:
   // no hang, every GPU complete, and the same probe answers the next request.

@@ -130,18 +130,18 @@ class Reader {
     if (!ok_) return;
     switch (static_cast<FieldState>(state)) {
       case FieldState::kNotSupported:
-        field = Field<T>::NotSupported();
+        field.SetNotSupported();
         return;
       case FieldState::kValue: {
         T value{};
         Get(value);
-        field = Field<T>::Value(std::move(value));
+        field.SetValue(std::move(value));
         return;
       }
       case FieldState::kError: {
         std::string message;
         Get(message);
-        field = Field<T>::Failed(std::move(message));
+        field.SetFailed(std::move(message));
         return;
       }
     }
@@ -291,6 +291,19 @@ std::string EncodeProbeMessage(const ProbeMessage& message) {
   std::string frame;
   std::visit([&frame](const auto& body) { AppendProbeFrame(frame, body); }, message);
   return frame;
+}
+
+bool IsGpuSnapshotFrame(std::string_view payload) {
+  return !payload.empty() && static_cast<Kind>(payload[0]) == Kind::kGpu;
+}
+
+Status DecodeGpuSnapshot(std::string_view payload, GpuSnapshot& gpu) {
+  if (!IsGpuSnapshotFrame(payload)) return Error{"not a GPU snapshot frame"};
+  Reader reader(payload.substr(1));
+  Read(reader, gpu);
+  if (!reader.ok()) return Error{"probe message is truncated or malformed"};
+  if (!reader.at_end()) return Error{"probe message has trailing bytes"};
+  return Status::Ok();
 }
 
 Status DecodeProbeMessage(std::string_view payload, ProbeMessage& message) {

@@ -71,6 +71,12 @@ void AppendProbeFrame(std::string& out, const Message& message);
 // which is left unspecified on error.
 Status DecodeProbeMessage(std::string_view payload, ProbeMessage& message);
 
+// The collector's hot path: whether a payload is a GpuSnapshot frame, and
+// decoding one straight into `gpu` (a fresh GpuSnapshot; left unspecified on
+// error), with no variant and no move.
+bool IsGpuSnapshotFrame(std::string_view payload);
+Status DecodeGpuSnapshot(std::string_view payload, GpuSnapshot& gpu);
+
 // Collects bytes from the pipe and hands out whole frames.
 class ProbeFrameBuffer {
  public:

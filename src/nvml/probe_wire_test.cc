@@ -91,6 +91,34 @@ TEST(ProbeWire, GarbageIsRejectedWithAReason) {
   EXPECT_FALSE(Decode(Payload(gpu)));
 }
 
+TEST(ProbeWire, GpuFramesDecodeStraightIntoASnapshot) {
+  const GpuSnapshot sample = SampleGpu();
+  const std::string frame = EncodeProbeMessage(sample);
+  ASSERT_TRUE(IsGpuSnapshotFrame(Payload(frame)));
+  GpuSnapshot gpu;
+  ASSERT_TRUE(DecodeGpuSnapshot(Payload(frame), gpu).ok());
+  EXPECT_TRUE(gpu == sample);
+  // Frames appended one after another decode the same as frames encoded alone.
+  std::string two;
+  AppendProbeFrame(two, ProbeDone{});
+  AppendProbeFrame(two, sample);
+  EXPECT_EQ(two, EncodeProbeMessage(ProbeDone{}) + frame);
+
+  for (const ProbeMessage& other : EveryKindOfMessage()) {
+    if (std::holds_alternative<GpuSnapshot>(other)) continue;
+    const std::string encoded = EncodeProbeMessage(other);
+    EXPECT_FALSE(IsGpuSnapshotFrame(Payload(encoded)));
+    GpuSnapshot ignored;
+    EXPECT_FALSE(DecodeGpuSnapshot(Payload(encoded), ignored).ok());
+  }
+  const std::string_view payload = Payload(frame);
+  for (size_t cut = 0; cut < payload.size(); ++cut) {
+    GpuSnapshot truncated;
+    EXPECT_FALSE(DecodeGpuSnapshot(payload.substr(0, cut), truncated).ok()) << "cut at " << cut;
+  }
+  EXPECT_FALSE(IsGpuSnapshotFrame(""));
+}
+
 TEST(ProbeFrameBuffer, HandsOutFramesAsTheyComplete) {
   std::string stream;
   for (const ProbeMessage& message : EveryKindOfMessage()) stream += EncodeProbeMessage(message);
