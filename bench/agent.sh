@@ -48,7 +48,9 @@ if command -v sqlite3 >/dev/null; then
   echo "GPU samples stored: $(sqlite3 "$work/history.db" 'SELECT COUNT(*) FROM samples_raw')"
 fi
 
-floor=$("$build/bin/nvml_floor" "$build/bin/libgpudoctor_fake_nvml.so" "$seconds" 2>/dev/null || true)
+floor=$(GPUDOCTOR_SCENARIO="$root/examples/healthy-8xh100.toml" GPUDOCTOR_FAKE_NOW=60s \
+  "$build/bin/nvml_floor" "$build/bin/libgpudoctor_fake_nvml.so" "$seconds" 2>&1 || true)
+[[ $floor == *floor_cpu_us_per_snapshot=* ]] || echo "baseline: nvml_floor failed: $floor"
 floor_us=$(sed -nE 's/.*floor_cpu_us_per_snapshot=([0-9.]+).*/\1/p' <<<"$floor")
 if [[ -n $floor_us ]]; then
   awk -v a="$agent_used" -v p="$probe_used" -v hz="$ticks" -v s="$seconds" -v f="$floor_us" 'BEGIN {
