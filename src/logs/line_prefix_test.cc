@@ -164,6 +164,17 @@ TEST(LinePrefix, BareAndIndented) {
   EXPECT_EQ(p.format, LineFormat::kBare);
 }
 
+TEST(LinePrefix, YearsNoClockCanHoldGiveNoTime) {
+  // 64-bit nanoseconds reach about 2262; a garbled year must not overflow.
+  for (const char* line : {"Mar  3 00:16:40 2625 host kernel: x", "9999-05-01T12:00:00+0000 host kernel: x",
+                           "[Sun Feb 23 16:24:18 9999] x", "Mar  3 00:16:40 1066 host kernel: x"}) {
+    LinePrefix p = ParseLinePrefix(line, Options());
+    EXPECT_FALSE(p.time.has_value()) << line << " -> " << Iso(p.time);
+  }
+  LinePrefix p = ParseLinePrefix("Mar  3 00:16:40 2200 host kernel: x", Options());
+  EXPECT_EQ(Iso(p.time), "2200-03-03T00:16:40.000Z");
+}
+
 // The hand-written matchers of the common prefixes must agree with the
 // regular expressions they stand in for, on every corpus line, on tricky
 // hand-made lines, and on many mutations of both.

@@ -107,6 +107,9 @@ std::optional<unsigned> MonthFromName(std::string_view token) {
 
 std::optional<WallTime> CivilToWallTime(const CivilTime& civil, int utc_offset_minutes) {
   using namespace std::chrono;
+  // WallTime counts nanoseconds in 64 bits, about 292 years either side of
+  // 1970; a year a log cannot mean (a garbled or mistyped stamp) has no time.
+  if (civil.year < kMinYear || civil.year > kMaxYear) return std::nullopt;
   year_month_day date{year{civil.year}, month{civil.month}, day{civil.day}};
   if (!date.ok() || civil.hour > 23 || civil.minute > 59 || civil.second > 60 || civil.nanosecond >= 1'000'000'000) {
     return std::nullopt;

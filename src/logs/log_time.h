@@ -27,7 +27,10 @@ struct CivilTime {
 };
 
 // The instant `civil` names in a zone `utc_offset_minutes` east of UTC;
-// nullopt for impossible dates (Feb 30, hour 25).
+// nullopt for impossible dates (Feb 30, hour 25) and for years outside
+// [kMinYear, kMaxYear], which WallTime cannot hold or no log means.
+inline constexpr int kMinYear = 1900;
+inline constexpr int kMaxYear = 2200;
 std::optional<WallTime> CivilToWallTime(const CivilTime& civil, int utc_offset_minutes);
 
 // The year of a year-less date: the reference's year, or the one before when
