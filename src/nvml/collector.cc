@@ -27,11 +27,25 @@ namespace {
 
 using std::chrono::steady_clock;
 
+// The probe gets its descriptors as 0-4. Every descriptor handed to it is
+// first moved to 5 or above: in a parent started with some of 0-4 closed, a
+// pipe could otherwise land on a number that an earlier dup2 of the spawn
+// overwrites.
+constexpr int kFirstFreeFd = 5;
+int ClearOfProbeFds(int fd) {
+  if (fd < 0 || fd >= kFirstFreeFd) return fd;
+  int moved = fcntl(fd, F_DUPFD_CLOEXEC, kFirstFreeFd);
+  const int saved = errno;
+  close(fd);
+  errno = saved;
+  return moved;
+}
+
 // The tracker lives in an anonymous shared mapping the probe inherits as fd 3.
 class SharedTracker {
  public:
   static std::unique_ptr<SharedTracker> Create() {
-    int fd = memfd_create("gpudoctor-probe-tracker", MFD_CLOEXEC);
+    int fd = ClearOfProbeFds(memfd_create("gpudoctor-probe-tracker", MFD_CLOEXEC));
     if (fd < 0) return nullptr;
     if (ftruncate(fd, sizeof(CallTracker)) != 0) {
       close(fd);
@@ -66,9 +80,12 @@ struct Pipe {
   bool Open() {
     int fds[2];
     if (pipe2(fds, O_CLOEXEC) != 0) return false;
-    read = fds[0];
-    write = fds[1];
-    return true;
+    read = ClearOfProbeFds(fds[0]);
+    write = ClearOfProbeFds(fds[1]);
+    if (read >= 0 && write >= 0) return true;
+    CloseRead();
+    CloseWrite();
+    return false;
   }
   void CloseRead() {
     if (read >= 0) close(read);
@@ -180,7 +197,7 @@ Result<ProbeProcess> NvmlCollector::State::Spawn() const {
   posix_spawn_file_actions_adddup2(&actions, err.write, STDERR_FILENO);
   posix_spawn_file_actions_adddup2(&actions, probe.tracker->fd(), 3);
   posix_spawn_file_actions_adddup2(&actions, rescue.read, 4);
-  posix_spawn_file_actions_addclosefrom_np(&actions, 5);
+  posix_spawn_file_actions_addclosefrom_np(&actions, kFirstFreeFd);
   int spawn_error = posix_spawn(&probe.pid, argv[0], &actions, nullptr, argv.data(), envp.data());
   posix_spawn_file_actions_destroy(&actions);
   in.CloseRead();

@@ -1,6 +1,7 @@
 #include "nvml/collector.h"
 
 #include <gtest/gtest.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <chrono>
@@ -311,6 +312,29 @@ TEST_F(CollectorTest, AProbeThatExitsAtOnceIsAClearErrorNotAHang) {
   EXPECT_LT(steady_clock::now() - start, seconds(2));
   EXPECT_EQ(s.driver_error, AccessError::kOther);
   EXPECT_NE(s.driver_message.find("exited"), std::string::npos) << s.driver_message;
+}
+
+TEST_F(CollectorTest, ParentsWithLowDescriptorsFreeStillHandTheProbeTheRightOnes) {
+  // A daemon may run with stdin and other low descriptors closed; the
+  // collector's pipes and tracker would then land on 0-4, where the spawn's
+  // own dup2 calls could overwrite them. The child below frees 0, 3 and 4 and
+  // checks that the hang is still named, which needs the tracker on fd 3.
+  CollectorOptions options = Options("nvml-hang.toml", milliseconds(800));
+  pid_t child = fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    close(0);
+    close(3);
+    close(4);
+    NvmlCollector collector(options);
+    Snapshot s = collector.Collect();
+    const bool named = s.hangs.size() == 1 && s.hangs[0].call == "nvmlDeviceGetTemperature" && s.gpus.size() == 8 &&
+                       s.gpus[7].temperature_c.has_value();
+    _exit(named ? 0 : 1);
+  }
+  int status = 0;
+  ASSERT_EQ(waitpid(child, &status, 0), child);
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << "status " << status;
 }
 
 TEST_F(CollectorTest, ABrokenScenarioIsReportedWithTheLibrarysMessage) {

@@ -113,11 +113,12 @@ class GpuReader {
     gpu_.index = index;
   }
 
-  GpuSnapshot Read() {
+  // Reads the GPU once; the snapshot lives as long as the reader.
+  const GpuSnapshot& Read() {
     nvmlReturn_t rc;
     {
       CallScope scope(slot_, nvml_.nvmlDeviceGetHandleByIndex_v2 ? NvmlCall("nvmlDeviceGetHandleByIndex_v2")
-                                                                             : NvmlCall("nvmlDeviceGetHandleByIndex"));
+                                                                 : NvmlCall("nvmlDeviceGetHandleByIndex"));
       rc = nvml_.HandleByIndex(gpu_.index, &device_);
     }
     if (rc != NVML_SUCCESS) {
@@ -640,8 +641,6 @@ class Server : public std::enable_shared_from_this<Server> {
   Server(const NvmlLibrary& nvml, int output_fd, CallTracker* tracker)
       : nvml_(nvml), out_(output_fd), tracker_(tracker), xids_(nvml, HostSlot()) {}
 
-  FrameWriter& out() { return out_; }
-
   // Answers one request on the calling thread, reading the GPUs in turn.
   // Returns once the GPUs it claimed are read; after a rescue, the helpers may
   // still be reading the rest, and the last of them ends the request.
@@ -736,8 +735,7 @@ class Server : public std::enable_shared_from_this<Server> {
     GpuReader reader(nvml_, index, slot, [this](const GpuSnapshot& gpu) {
       if (gpu.pci_bus_id.has_value()) out_.Write(ProbeGpuIdentity{gpu.index, gpu.pci_bus_id.value()});
     });
-    GpuSnapshot gpu = reader.Read();
-    out_.Write(gpu);
+    out_.Write(reader.Read());
     if (nvmlDevice_t device = reader.device()) {
       std::lock_guard lock(round->devices_mutex);
       round->devices.emplace_back(index, device);
