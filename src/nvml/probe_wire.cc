@@ -1,5 +1,6 @@
 #include "nvml/probe_wire.h"
 
+#include <cmath>
 #include <cstring>
 #include <type_traits>
 
@@ -87,6 +88,10 @@ class Reader {
     } else {
       if (!Take(sizeof(T))) return;
       std::memcpy(&value, taken_, sizeof(T));
+      // The probe only sends finite readings; NaN would also poison every comparison a rule makes.
+      if constexpr (std::is_floating_point_v<T>) {
+        if (!std::isfinite(value)) ok_ = false;
+      }
     }
   }
   void Get(AccessError& error) {

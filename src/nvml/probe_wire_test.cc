@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include <limits>
+
 namespace gpudoctor {
 namespace {
 
@@ -117,6 +119,18 @@ TEST(ProbeWire, GpuFramesDecodeStraightIntoASnapshot) {
     EXPECT_FALSE(DecodeGpuSnapshot(payload.substr(0, cut), truncated).ok()) << "cut at " << cut;
   }
   EXPECT_FALSE(IsGpuSnapshotFrame(""));
+}
+
+TEST(ProbeWire, NonFiniteReadingsAreRejected) {
+  for (double bad : {std::numeric_limits<double>::quiet_NaN(), std::numeric_limits<double>::infinity(),
+                     -std::numeric_limits<double>::infinity()}) {
+    GpuSnapshot gpu = SampleGpu();
+    gpu.power_draw_w = Field<double>::Value(bad);
+    const std::string frame = EncodeProbeMessage(gpu);
+    GpuSnapshot decoded;
+    EXPECT_FALSE(DecodeGpuSnapshot(Payload(frame), decoded).ok()) << bad;
+    EXPECT_FALSE(Decode(Payload(frame))) << bad;
+  }
 }
 
 TEST(ProbeFrameBuffer, HandsOutFramesAsTheyComplete) {
