@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <cstdio>
 #include <cstdlib>
 #include <fstream>
 #include <string>
@@ -319,7 +320,7 @@ TEST_F(CollectorTest, ParentsWithLowDescriptorsFreeStillHandTheProbeTheRightOnes
   // collector's pipes and tracker would then land on 0-4, where the spawn's
   // own dup2 calls could overwrite them. The child below frees 0, 3 and 4 and
   // checks that the hang is still named, which needs the tracker on fd 3.
-  CollectorOptions options = Options("nvml-hang.toml", milliseconds(800));
+  CollectorOptions options = Options("nvml-hang.toml", seconds(3));
   pid_t child = fork();
   ASSERT_GE(child, 0);
   if (child == 0) {
@@ -330,6 +331,10 @@ TEST_F(CollectorTest, ParentsWithLowDescriptorsFreeStillHandTheProbeTheRightOnes
     Snapshot s = collector.Collect();
     const bool named = s.hangs.size() == 1 && s.hangs[0].call == "nvmlDeviceGetTemperature" && s.gpus.size() == 8 &&
                        s.gpus[7].temperature_c.has_value();
+    if (!named) {
+      std::fprintf(stderr, "child: %zu hangs (first in \"%s\"), %zu GPUs, driver: %s\n", s.hangs.size(),
+                   s.hangs.empty() ? "" : s.hangs[0].call.c_str(), s.gpus.size(), s.driver_message.c_str());
+    }
     _exit(named ? 0 : 1);
   }
   int status = 0;
