@@ -37,15 +37,13 @@ class Field {
   }
   static Field Value(T value) {
     Field f;
-    f.state_ = FieldState::kValue;
-    f.value_ = std::move(value);
+    f.SetValue(std::move(value));
     return f;
   }
   static Field NotSupported() { return Field(); }
   static Field Failed(std::string message) {
     Field f;
-    f.state_ = FieldState::kError;
-    f.error_ = std::move(message);
+    f.SetFailed(std::move(message));
     return f;
   }
 

@@ -269,11 +269,15 @@ constexpr Kind KindOf(const ProbeDone&) { return Kind::kDone; }
 
 // Reads the body in place: no copy of a GPU's strings, and no variant moves.
 template <typename Message>
-Status ReadBody(Reader& reader, ProbeMessage& message) {
-  Read(reader, message.emplace<Message>());
+Status ReadBody(Reader& reader, Message& body) {
+  Read(reader, body);
   if (!reader.ok()) return Error{"probe message is truncated or malformed"};
   if (!reader.at_end()) return Error{"probe message has trailing bytes"};
   return Status::Ok();
+}
+template <typename Message>
+Status EmplaceBody(Reader& reader, ProbeMessage& message) {
+  return ReadBody(reader, message.emplace<Message>());
 }
 
 }  // namespace
@@ -305,10 +309,7 @@ bool IsGpuSnapshotFrame(std::string_view payload) {
 Status DecodeGpuSnapshot(std::string_view payload, GpuSnapshot& gpu) {
   if (!IsGpuSnapshotFrame(payload)) return Error{"not a GPU snapshot frame"};
   Reader reader(payload.substr(1));
-  Read(reader, gpu);
-  if (!reader.ok()) return Error{"probe message is truncated or malformed"};
-  if (!reader.at_end()) return Error{"probe message has trailing bytes"};
-  return Status::Ok();
+  return ReadBody(reader, gpu);
 }
 
 Status DecodeProbeMessage(std::string_view payload, ProbeMessage& message) {
@@ -318,19 +319,19 @@ Status DecodeProbeMessage(std::string_view payload, ProbeMessage& message) {
   if (!reader.ok()) return Error{"empty probe message"};
   switch (static_cast<Kind>(kind)) {
     case Kind::kRequest:
-      return ReadBody<ProbeRequest>(reader, message);
+      return EmplaceBody<ProbeRequest>(reader, message);
     case Kind::kHost:
-      return ReadBody<ProbeHost>(reader, message);
+      return EmplaceBody<ProbeHost>(reader, message);
     case Kind::kInitFailed:
-      return ReadBody<ProbeInitFailed>(reader, message);
+      return EmplaceBody<ProbeInitFailed>(reader, message);
     case Kind::kGpuIdentity:
-      return ReadBody<ProbeGpuIdentity>(reader, message);
+      return EmplaceBody<ProbeGpuIdentity>(reader, message);
     case Kind::kGpu:
-      return ReadBody<GpuSnapshot>(reader, message);
+      return EmplaceBody<GpuSnapshot>(reader, message);
     case Kind::kXid:
-      return ReadBody<XidEvent>(reader, message);
+      return EmplaceBody<XidEvent>(reader, message);
     case Kind::kDone:
-      return ReadBody<ProbeDone>(reader, message);
+      return EmplaceBody<ProbeDone>(reader, message);
   }
   return Error{"unknown probe message kind " + std::to_string(kind)};
 }
