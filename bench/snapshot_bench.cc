@@ -1,7 +1,8 @@
 // CPU time and peak RSS of one full snapshot through the hang-proof collector.
 //
 //   snapshot_bench GPUDOCTOR_BINARY FAKE_NVML_LIBRARY SCENARIO SNAPSHOTS
-// prints "cpu_us_per_snapshot=<n> parent_max_rss_kb=<n> probe_max_rss_kb=<n>".
+// prints "cpu_us_per_snapshot=<n> parent_us=<n> probe_us=<n> parent_max_rss_kb=<n> probe_max_rss_kb=<n>"
+// (parent_us and probe_us split the CPU per snapshot between the two processes).
 // CPU counts both processes: this one and the probe it talks to.
 
 #include <sys/resource.h>
@@ -43,8 +44,10 @@ int main(int argc, char** argv) {
   getrusage(RUSAGE_SELF, &self_after);
   getrusage(RUSAGE_CHILDREN, &children);
   if (gpus != static_cast<size_t>(snapshots) * 8) std::fprintf(stderr, "warning: read %zu GPUs in total\n", gpus);
-  double cpu = CpuMicros(self_after) - CpuMicros(self_before) + CpuMicros(children);
-  std::printf("cpu_us_per_snapshot=%.1f parent_max_rss_kb=%ld probe_max_rss_kb=%ld\n", cpu / snapshots,
-              self_after.ru_maxrss, children.ru_maxrss);
+  const double parent = CpuMicros(self_after) - CpuMicros(self_before);
+  const double probe = CpuMicros(children);
+  std::printf("cpu_us_per_snapshot=%.1f parent_us=%.1f probe_us=%.1f parent_max_rss_kb=%ld probe_max_rss_kb=%ld\n",
+              (parent + probe) / snapshots, parent / snapshots, probe / snapshots, self_after.ru_maxrss,
+              children.ru_maxrss);
   return 0;
 }

@@ -62,19 +62,22 @@ std::optional<double> ParseDouble(std::string_view s) {
 std::optional<std::string> NormalizePciBusId(std::string_view text) {
   text = Trim(text);
   if (StartsWith(text, "PCI:") || StartsWith(text, "pci:")) text.remove_prefix(4);
-  auto fields = Split(text, ':');
+  // [domain:]bus:device[.function]; read without allocating, as the probe
+  // normalises every GPU's id on every request.
   std::string_view domain = "0";
   std::string_view bus;
   std::string_view rest;
-  if (fields.size() == 3) {
-    domain = fields[0];
-    bus = fields[1];
-    rest = fields[2];
-  } else if (fields.size() == 2) {
-    bus = fields[0];
-    rest = fields[1];
+  const size_t first = text.find(':');
+  if (first == std::string_view::npos) return std::nullopt;
+  const size_t second = text.find(':', first + 1);
+  if (second == std::string_view::npos) {
+    bus = text.substr(0, first);
+    rest = text.substr(first + 1);
   } else {
-    return std::nullopt;
+    if (text.find(':', second + 1) != std::string_view::npos) return std::nullopt;
+    domain = text.substr(0, first);
+    bus = text.substr(first + 1, second - first - 1);
+    rest = text.substr(second + 1);
   }
   std::string_view device = rest;
   std::string_view function = "0";
@@ -90,9 +93,12 @@ std::optional<std::string> NormalizePciBusId(std::string_view text) {
       device.size() > 2 || function.size() != 1 || *dev > 0x1f || *f > 7 || *d > 0xffff) {
     return std::nullopt;
   }
-  char buffer[32];
-  std::snprintf(buffer, sizeof buffer, "%04x:%02x:%02x.%x", *d, *b, *dev, *f);
-  return std::string(buffer);
+  // "%04x:%02x:%02x.%x"
+  constexpr char kHex[] = "0123456789abcdef";
+  const char out[] = {kHex[(*d >> 12) & 0xf], kHex[(*d >> 8) & 0xf], kHex[(*d >> 4) & 0xf], kHex[*d & 0xf], ':',
+                      kHex[(*b >> 4) & 0xf],  kHex[*b & 0xf],         ':',                    kHex[(*dev >> 4) & 0xf],
+                      kHex[*dev & 0xf],       '.',                    kHex[*f & 0xf]};
+  return std::string(out, sizeof out);
 }
 
 std::string FormatIsoUtc(WallTime t) {

@@ -11,6 +11,9 @@ TEST(NormalizePciBusId, AcceptsEveryFormThatToolsPrint) {
   EXPECT_EQ(NormalizePciBusId("PCI:0000:41:00"), "0000:41:00.0");
   EXPECT_EQ(NormalizePciBusId("3b:00.1"), "0000:3b:00.1");
   EXPECT_EQ(NormalizePciBusId(" 0001:c9:1f.7 "), "0001:c9:1f.7");
+  EXPECT_EQ(NormalizePciBusId("FFFF:FF:1F.7"), "ffff:ff:1f.7");
+  EXPECT_EQ(NormalizePciBusId("a:b:c.d"), std::nullopt) << "function d is beyond 7";
+  EXPECT_EQ(NormalizePciBusId("a:b:c.1"), "000a:0b:0c.1");
 }
 
 TEST(NormalizePciBusId, RejectsGarbage) {
@@ -20,6 +23,10 @@ TEST(NormalizePciBusId, RejectsGarbage) {
   EXPECT_EQ(NormalizePciBusId("0000:3b:40.0"), std::nullopt);
   EXPECT_EQ(NormalizePciBusId("zz:00.0"), std::nullopt);
   EXPECT_EQ(NormalizePciBusId("1:2:3:4"), std::nullopt);
+  EXPECT_EQ(NormalizePciBusId("0000:3b:00.0:"), std::nullopt);
+  EXPECT_EQ(NormalizePciBusId("10000:3b:00.0"), std::nullopt);
+  EXPECT_EQ(NormalizePciBusId(":3b:00.0"), std::nullopt);
+  EXPECT_EQ(NormalizePciBusId("3b00.0"), std::nullopt);
 }
 
 TEST(ParseDuration, UnitsAndGarbage) {

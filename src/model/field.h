@@ -4,37 +4,39 @@
 // NotSupported and a field whose read failed carries the error message. Code
 // that displays or judges a field must handle all three; nothing ever turns a
 // missing reading into 0.
+//
+// A snapshot holds over a thousand fields, so a Field is kept small: the
+// value in place and the error text, which almost no field has, behind a
+// pointer. A Field<uint64_t> is 24 bytes and moves without touching the heap.
 #pragma once
 
+#include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 #include <utility>
 
 namespace gpudoctor {
 
-enum class FieldState { kNotSupported, kValue, kError };
+enum class FieldState : uint8_t { kNotSupported, kValue, kError };
 
 template <typename T>
 class Field {
  public:
   Field() = default;  // not supported
-  Field(const Field&) = default;
-  Field& operator=(const Field&) = default;
-  // Moves skip the error text when there is none: moving an empty string
-  // still copies its buffer, and snapshots move thousands of fields.
-  Field(Field&& other) noexcept : state_(other.state_), value_(std::move(other.value_)) {
-    if (!other.error_.empty()) error_ = std::move(other.error_);
-  }
-  Field& operator=(Field&& other) noexcept {
-    state_ = other.state_;
-    value_ = std::move(other.value_);
-    if (other.error_.empty()) {
-      error_.clear();
-    } else {
-      error_ = std::move(other.error_);
+  Field(const Field& other)
+      : value_(other.value_), state_(other.state_), error_(other.error_ ? new std::string(*other.error_) : nullptr) {}
+  Field& operator=(const Field& other) {
+    if (this != &other) {
+      value_ = other.value_;
+      state_ = other.state_;
+      error_.reset(other.error_ ? new std::string(*other.error_) : nullptr);
     }
     return *this;
   }
+  Field(Field&&) noexcept = default;
+  Field& operator=(Field&&) noexcept = default;
+
   static Field Value(T value) {
     Field f;
     f.SetValue(std::move(value));
@@ -48,40 +50,59 @@ class Field {
   }
 
   // In-place updates, for code that fills many fields in a loop: no
-  // temporary Field, no string moved.
+  // temporary Field, and a value assigned over an old one reuses its storage.
   void SetValue(T value) {
     state_ = FieldState::kValue;
     value_ = std::move(value);
-    error_.clear();
+    error_.reset();
   }
   void SetFailed(std::string message) {
     state_ = FieldState::kError;
-    value_.reset();
-    error_ = std::move(message);
+    value_ = T();
+    if (error_) {
+      *error_ = std::move(message);
+    } else {
+      error_ = std::make_unique<std::string>(std::move(message));
+    }
   }
   void SetNotSupported() {
     state_ = FieldState::kNotSupported;
-    value_.reset();
-    error_.clear();
+    value_ = T();
+    error_.reset();
   }
 
   FieldState state() const { return state_; }
   bool has_value() const { return state_ == FieldState::kValue; }
   bool not_supported() const { return state_ == FieldState::kNotSupported; }
   bool failed() const { return state_ == FieldState::kError; }
-  const T& value() const { return *value_; }
-  T& value() { return *value_; }
-  const std::string& error() const { return error_; }
+  // The value; only meaningful when has_value().
+  const T& value() const { return value_; }
+  T& value() { return value_; }
+  // The error message; empty unless failed().
+  const std::string& error() const { return error_ ? *error_ : EmptyText(); }
   // The value, or `fallback` when there is none; for arithmetic only, never display.
-  T value_or(T fallback) const { return has_value() ? *value_ : fallback; }
-  std::optional<T> optional() const { return has_value() ? value_ : std::nullopt; }
+  T value_or(T fallback) const { return has_value() ? value_ : fallback; }
+  std::optional<T> optional() const { return has_value() ? std::optional<T>(value_) : std::nullopt; }
 
-  bool operator==(const Field& other) const = default;
+  bool operator==(const Field& other) const {
+    if (state_ != other.state_) return false;
+    switch (state_) {
+      case FieldState::kValue: return value_ == other.value_;
+      case FieldState::kError: return error() == other.error();
+      case FieldState::kNotSupported: return true;
+    }
+    return false;
+  }
 
  private:
+  static const std::string& EmptyText() {
+    static const std::string empty;
+    return empty;
+  }
+
+  T value_{};
   FieldState state_ = FieldState::kNotSupported;
-  std::optional<T> value_;
-  std::string error_;
+  std::unique_ptr<std::string> error_;  // set only when failed()
 };
 
 }  // namespace gpudoctor

@@ -106,6 +106,7 @@ struct ProbeProcess {
   int rescue = -1;  // its fd 4: "rescue request N" (nvml/probe.h)
   uint32_t requests_sent = 0;
   std::unique_ptr<SharedTracker> tracker;
+  ProbeFrameBuffer frames;  // kept between requests for its memory
   std::string stderr_text;
 
   void ClosePipes() {
@@ -305,7 +306,8 @@ Snapshot NvmlCollector::Collect() {
 
   // Read frames until ProbeDone, the end of output, or the deadline.
   const auto deadline = steady_clock::now() + options.deadline;
-  ProbeFrameBuffer frames;
+  ProbeFrameBuffer& frames = probe.frames;
+  frames.Clear();
   bool host_seen = false, done = false, init_failed = false;
   std::set<uint32_t> received;
   std::map<uint32_t, std::string> known_pci;
@@ -357,11 +359,9 @@ Snapshot NvmlCollector::Collect() {
     int ready = poll(fds, 2, static_cast<int>(std::clamp<long long>(left + 1, 1, 1000)));
     if (ready < 0 && errno != EINTR) break;
     if (ready <= 0) continue;
-    char chunk[65536];
     if (fds[0].revents & (POLLIN | POLLHUP | POLLERR)) {
-      ssize_t n = read(probe.output, chunk, sizeof chunk);
+      ssize_t n = frames.ReadFrom(probe.output, 65536);
       if (n > 0) {
-        frames.Append(std::string_view(chunk, static_cast<size_t>(n)));
         ProbeMessage message;
         while (auto payload = frames.Next()) {
           // A frame that does not decode is skipped; the GPU it held shows up as missing.
@@ -382,6 +382,7 @@ Snapshot NvmlCollector::Collect() {
       }
     }
     if (probe.errors >= 0 && (fds[1].revents & (POLLIN | POLLHUP | POLLERR))) {
+      char chunk[4096];
       ssize_t n = read(probe.errors, chunk, sizeof chunk);
       if (n > 0 && probe.stderr_text.size() < 16384) probe.stderr_text.append(chunk, static_cast<size_t>(n));
       else if (n <= 0) {

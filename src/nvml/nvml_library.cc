@@ -140,7 +140,7 @@ nvmlReturn_t NvmlLibrary::CudaDriverVersion(int* version) const {
 nvmlReturn_t NvmlLibrary::PciBusId(nvmlDevice_t device, std::string* bus_id) const {
   auto finish = [bus_id](const char* text, size_t capacity) {
     *bus_id = std::string(text, strnlen(text, capacity));
-    if (auto normalized = NormalizePciBusId(*bus_id)) *bus_id = *normalized;
+    if (auto normalized = NormalizePciBusId(*bus_id)) *bus_id = std::move(*normalized);
   };
   if (nvmlDeviceGetPciInfo_v3 || nvmlDeviceGetPciInfo_v2) {
     nvmlPciInfo_t info{};

@@ -146,51 +146,70 @@ class GpuReader {
  private:
   bool lost() const { return gpu_.access_error == AccessError::kGpuLost; }
 
-  // Turns a return code into a field state; `value` is used on success.
-  template <typename T>
-  Field<T> Make(nvmlReturn_t rc, T value) {
-    if (rc == NVML_SUCCESS) return Field<T>::Value(std::move(value));
-    if (rc == NVML_ERROR_NOT_SUPPORTED || rc == NVML_ERROR_FUNCTION_NOT_FOUND) return Field<T>::NotSupported();
-    if (rc == NVML_ERROR_GPU_IS_LOST && !lost()) {
-      gpu_.access_error = AccessError::kGpuLost;
-      gpu_.access_message = NvmlErrorMessage(rc);
+  // Sets `field` from a return code; `value` is used on success. Fields are
+  // set in place: a GPU has over a hundred, read on every request.
+  template <typename T, typename V>
+  void Set(Field<T>& field, nvmlReturn_t rc, V&& value) {
+    if (rc == NVML_SUCCESS) {
+      field.SetValue(std::forward<V>(value));
+    } else if (rc == NVML_ERROR_NOT_SUPPORTED || rc == NVML_ERROR_FUNCTION_NOT_FOUND) {
+      field.SetNotSupported();
+    } else {
+      if (rc == NVML_ERROR_GPU_IS_LOST && !lost()) {
+        gpu_.access_error = AccessError::kGpuLost;
+        gpu_.access_message = NvmlErrorMessage(rc);
+      }
+      field.SetFailed(NvmlErrorMessage(rc));
     }
-    return Field<T>::Failed(NvmlErrorMessage(rc));
+  }
+  // Marks a field the lost GPU cannot give; true when the GPU is lost.
+  template <typename T>
+  bool FailIfLost(Field<T>& field) {
+    if (!lost()) return false;
+    field.SetFailed(gpu_.access_message);
+    return true;
   }
 
-  // Calls fn(device, out) through an optional pointer, tracking the call.
-  template <typename T, typename Out, typename Fn, typename... Args>
-  Field<T> Call(NvmlCall name, Fn fn, Args... args) {
-    if (lost()) return Field<T>::Failed(gpu_.access_message);
-    if (fn == nullptr) return Field<T>::NotSupported();
+  // Calls fn(device, args..., &out) through an optional pointer, tracking the
+  // call, and sets `field` from what it returns.
+  template <typename Out, typename T, typename Fn, typename... Args>
+  void Call(Field<T>& field, NvmlCall name, Fn fn, Args... args) {
+    if (FailIfLost(field)) return;
+    if (fn == nullptr) {
+      field.SetNotSupported();
+      return;
+    }
     Out out{};
     nvmlReturn_t rc;
     {
       CallScope scope(slot_, name);
       rc = fn(device_, args..., &out);
     }
-    return Make<T>(rc, static_cast<T>(out));
+    Set(field, rc, static_cast<T>(out));
   }
 
-  Field<std::string> String(NvmlCall name, nvmlReturn_t (*fn)(nvmlDevice_t, char*, unsigned int)) {
-    if (lost()) return Field<std::string>::Failed(gpu_.access_message);
-    if (fn == nullptr) return Field<std::string>::NotSupported();
+  void String(Field<std::string>& field, NvmlCall name, nvmlReturn_t (*fn)(nvmlDevice_t, char*, unsigned int)) {
+    if (FailIfLost(field)) return;
+    if (fn == nullptr) {
+      field.SetNotSupported();
+      return;
+    }
     char buffer[256] = {};
     nvmlReturn_t rc;
     {
       CallScope scope(slot_, name);
       rc = fn(device_, buffer, sizeof buffer);
     }
-    return Make<std::string>(rc, std::string(buffer, strnlen(buffer, sizeof buffer)));
+    Set(field, rc, std::string(buffer, strnlen(buffer, sizeof buffer)));
   }
 
   void ReadIdentity() {
-    gpu_.name = String("nvmlDeviceGetName", nvml_.nvmlDeviceGetName);
-    gpu_.uuid = String("nvmlDeviceGetUUID", nvml_.nvmlDeviceGetUUID);
-    gpu_.serial = String("nvmlDeviceGetSerial", nvml_.nvmlDeviceGetSerial);
-    gpu_.board_part_number = String("nvmlDeviceGetBoardPartNumber", nvml_.nvmlDeviceGetBoardPartNumber);
-    gpu_.vbios_version = String("nvmlDeviceGetVbiosVersion", nvml_.nvmlDeviceGetVbiosVersion);
-    gpu_.persistence_mode = Call<bool, nvmlEnableState_t>("nvmlDeviceGetPersistenceMode", nvml_.nvmlDeviceGetPersistenceMode);
+    String(gpu_.name, "nvmlDeviceGetName", nvml_.nvmlDeviceGetName);
+    String(gpu_.uuid, "nvmlDeviceGetUUID", nvml_.nvmlDeviceGetUUID);
+    String(gpu_.serial, "nvmlDeviceGetSerial", nvml_.nvmlDeviceGetSerial);
+    String(gpu_.board_part_number, "nvmlDeviceGetBoardPartNumber", nvml_.nvmlDeviceGetBoardPartNumber);
+    String(gpu_.vbios_version, "nvmlDeviceGetVbiosVersion", nvml_.nvmlDeviceGetVbiosVersion);
+    Call<nvmlEnableState_t>(gpu_.persistence_mode, "nvmlDeviceGetPersistenceMode", nvml_.nvmlDeviceGetPersistenceMode);
   }
 
   void ReadPcie() {
@@ -203,24 +222,24 @@ class GpuReader {
                                                                           : NvmlCall("nvmlDeviceGetPciInfo"));
         rc = nvml_.PciBusId(device_, &bus_id);
       }
-      gpu_.pci_bus_id = Make<std::string>(rc, bus_id);
+      Set(gpu_.pci_bus_id, rc, bus_id);
     } else {
       gpu_.pci_bus_id = Field<std::string>::Failed(gpu_.access_message);
     }
-    gpu_.pcie_generation_current = Call<uint32_t, unsigned>("nvmlDeviceGetCurrPcieLinkGeneration", nvml_.nvmlDeviceGetCurrPcieLinkGeneration);
-    gpu_.pcie_generation_max = Call<uint32_t, unsigned>("nvmlDeviceGetMaxPcieLinkGeneration", nvml_.nvmlDeviceGetMaxPcieLinkGeneration);
-    gpu_.pcie_width_current = Call<uint32_t, unsigned>("nvmlDeviceGetCurrPcieLinkWidth", nvml_.nvmlDeviceGetCurrPcieLinkWidth);
-    gpu_.pcie_width_max = Call<uint32_t, unsigned>("nvmlDeviceGetMaxPcieLinkWidth", nvml_.nvmlDeviceGetMaxPcieLinkWidth);
-    gpu_.pcie_replay_count = Call<uint64_t, unsigned>("nvmlDeviceGetPcieReplayCounter", nvml_.nvmlDeviceGetPcieReplayCounter);
+    Call<unsigned>(gpu_.pcie_generation_current, "nvmlDeviceGetCurrPcieLinkGeneration", nvml_.nvmlDeviceGetCurrPcieLinkGeneration);
+    Call<unsigned>(gpu_.pcie_generation_max, "nvmlDeviceGetMaxPcieLinkGeneration", nvml_.nvmlDeviceGetMaxPcieLinkGeneration);
+    Call<unsigned>(gpu_.pcie_width_current, "nvmlDeviceGetCurrPcieLinkWidth", nvml_.nvmlDeviceGetCurrPcieLinkWidth);
+    Call<unsigned>(gpu_.pcie_width_max, "nvmlDeviceGetMaxPcieLinkWidth", nvml_.nvmlDeviceGetMaxPcieLinkWidth);
+    Call<unsigned>(gpu_.pcie_replay_count, "nvmlDeviceGetPcieReplayCounter", nvml_.nvmlDeviceGetPcieReplayCounter);
   }
 
   void ReadThermal() {
     const auto get_temp = nvml_.nvmlDeviceGetTemperature;
-    gpu_.temperature_c = Call<uint32_t, unsigned>("nvmlDeviceGetTemperature", get_temp, int{NVML_TEMPERATURE_GPU});
+    Call<unsigned>(gpu_.temperature_c, "nvmlDeviceGetTemperature", get_temp, int{NVML_TEMPERATURE_GPU});
     const auto threshold = nvml_.nvmlDeviceGetTemperatureThreshold;
-    gpu_.temperature_shutdown_c = Call<uint32_t, unsigned>("nvmlDeviceGetTemperatureThreshold", threshold, int{NVML_TEMPERATURE_THRESHOLD_SHUTDOWN});
-    gpu_.temperature_slowdown_c = Call<uint32_t, unsigned>("nvmlDeviceGetTemperatureThreshold", threshold, int{NVML_TEMPERATURE_THRESHOLD_SLOWDOWN});
-    gpu_.temperature_max_operating_c = Call<uint32_t, unsigned>("nvmlDeviceGetTemperatureThreshold", threshold, int{NVML_TEMPERATURE_THRESHOLD_GPU_MAX});
+    Call<unsigned>(gpu_.temperature_shutdown_c, "nvmlDeviceGetTemperatureThreshold", threshold, int{NVML_TEMPERATURE_THRESHOLD_SHUTDOWN});
+    Call<unsigned>(gpu_.temperature_slowdown_c, "nvmlDeviceGetTemperatureThreshold", threshold, int{NVML_TEMPERATURE_THRESHOLD_SLOWDOWN});
+    Call<unsigned>(gpu_.temperature_max_operating_c, "nvmlDeviceGetTemperatureThreshold", threshold, int{NVML_TEMPERATURE_THRESHOLD_GPU_MAX});
     ReadMemoryTemperature();
     ReadFans();
   }
@@ -251,7 +270,7 @@ class GpuReader {
       // Drivers report 0 when the memory has no sensor; that is "not supported", not 0 C.
       if (celsius == 0) rc = NVML_ERROR_NOT_SUPPORTED;
     }
-    gpu_.memory_temperature_c = Make<uint32_t>(rc, celsius);
+    Set(gpu_.memory_temperature_c, rc, celsius);
   }
 
   void ReadFans() {
@@ -260,10 +279,12 @@ class GpuReader {
       return;
     }
     std::vector<uint32_t> speeds;
-    auto fan_count = Call<uint32_t, unsigned>("nvmlDeviceGetNumFans", nvml_.nvmlDeviceGetNumFans);
+    Field<uint32_t> fan_count;
+    Call<unsigned>(fan_count, "nvmlDeviceGetNumFans", nvml_.nvmlDeviceGetNumFans);
     if (fan_count.has_value() && nvml_.nvmlDeviceGetFanSpeed_v2) {
       for (uint32_t fan = 0; fan < fan_count.value() && fan < 64; ++fan) {
-        auto speed = Call<uint32_t, unsigned>("nvmlDeviceGetFanSpeed_v2", nvml_.nvmlDeviceGetFanSpeed_v2, fan);
+        Field<uint32_t> speed;
+        Call<unsigned>(speed, "nvmlDeviceGetFanSpeed_v2", nvml_.nvmlDeviceGetFanSpeed_v2, fan);
         if (!speed.has_value()) {
           gpu_.fan_speeds_percent = speed.failed() ? Field<std::vector<uint32_t>>::Failed(speed.error())
                                                    : Field<std::vector<uint32_t>>::NotSupported();
@@ -275,26 +296,32 @@ class GpuReader {
       return;
     }
     if (fan_count.has_value() && fan_count.value() == 0) return;  // no fans: liquid or passive cooling
-    auto speed = Call<uint32_t, unsigned>("nvmlDeviceGetFanSpeed", nvml_.nvmlDeviceGetFanSpeed);
+    Field<uint32_t> speed;
+    Call<unsigned>(speed, "nvmlDeviceGetFanSpeed", nvml_.nvmlDeviceGetFanSpeed);
     if (speed.has_value()) gpu_.fan_speeds_percent = Field<std::vector<uint32_t>>::Value({speed.value()});
     else if (speed.failed()) gpu_.fan_speeds_percent = Field<std::vector<uint32_t>>::Failed(speed.error());
   }
 
+  // NVML reports power in milliwatts; the model holds watts.
+  void Milliwatts(Field<double>& watts, NvmlCall name, nvmlReturn_t (*fn)(nvmlDevice_t, unsigned*)) {
+    Field<uint32_t> milliwatts;
+    Call<unsigned>(milliwatts, name, fn);
+    if (milliwatts.has_value()) watts.SetValue(milliwatts.value() / 1000.0);
+    else if (milliwatts.failed()) watts.SetFailed(milliwatts.error());
+    else watts.SetNotSupported();
+  }
+
   void ReadPower() {
-    auto to_watts = [](const Field<uint32_t>& mw) {
-      if (mw.has_value()) return Field<double>::Value(mw.value() / 1000.0);
-      return mw.failed() ? Field<double>::Failed(mw.error()) : Field<double>::NotSupported();
-    };
-    gpu_.power_draw_w = to_watts(Call<uint32_t, unsigned>("nvmlDeviceGetPowerUsage", nvml_.nvmlDeviceGetPowerUsage));
-    gpu_.power_limit_w = to_watts(Call<uint32_t, unsigned>("nvmlDeviceGetEnforcedPowerLimit", nvml_.nvmlDeviceGetEnforcedPowerLimit));
-    gpu_.power_default_limit_w = to_watts(Call<uint32_t, unsigned>("nvmlDeviceGetPowerManagementDefaultLimit",
-                                                                   nvml_.nvmlDeviceGetPowerManagementDefaultLimit));
-    gpu_.sm_clock_mhz = Call<uint32_t, unsigned>("nvmlDeviceGetClockInfo", nvml_.nvmlDeviceGetClockInfo, int{NVML_CLOCK_SM});
-    gpu_.memory_clock_mhz = Call<uint32_t, unsigned>("nvmlDeviceGetClockInfo", nvml_.nvmlDeviceGetClockInfo, int{NVML_CLOCK_MEM});
+    Milliwatts(gpu_.power_draw_w, "nvmlDeviceGetPowerUsage", nvml_.nvmlDeviceGetPowerUsage);
+    Milliwatts(gpu_.power_limit_w, "nvmlDeviceGetEnforcedPowerLimit", nvml_.nvmlDeviceGetEnforcedPowerLimit);
+    Milliwatts(gpu_.power_default_limit_w, "nvmlDeviceGetPowerManagementDefaultLimit",
+               nvml_.nvmlDeviceGetPowerManagementDefaultLimit);
+    Call<unsigned>(gpu_.sm_clock_mhz, "nvmlDeviceGetClockInfo", nvml_.nvmlDeviceGetClockInfo, int{NVML_CLOCK_SM});
+    Call<unsigned>(gpu_.memory_clock_mhz, "nvmlDeviceGetClockInfo", nvml_.nvmlDeviceGetClockInfo, int{NVML_CLOCK_MEM});
     if (nvml_.nvmlDeviceGetCurrentClocksEventReasons)
-      gpu_.clock_event_reasons = Call<uint64_t, unsigned long long>("nvmlDeviceGetCurrentClocksEventReasons", nvml_.nvmlDeviceGetCurrentClocksEventReasons);
+      Call<unsigned long long>(gpu_.clock_event_reasons, "nvmlDeviceGetCurrentClocksEventReasons", nvml_.nvmlDeviceGetCurrentClocksEventReasons);
     else
-      gpu_.clock_event_reasons = Call<uint64_t, unsigned long long>("nvmlDeviceGetCurrentClocksThrottleReasons", nvml_.nvmlDeviceGetCurrentClocksThrottleReasons);
+      Call<unsigned long long>(gpu_.clock_event_reasons, "nvmlDeviceGetCurrentClocksThrottleReasons", nvml_.nvmlDeviceGetCurrentClocksThrottleReasons);
   }
 
   void ReadUse() {
@@ -308,8 +335,8 @@ class GpuReader {
         TRACK(slot_, nvmlDeviceGetUtilizationRates);
         rc = nvml_.nvmlDeviceGetUtilizationRates(device_, &utilization);
       }
-      gpu_.utilization_gpu_percent = Make<uint32_t>(rc, utilization.gpu);
-      gpu_.utilization_memory_percent = Make<uint32_t>(rc, utilization.memory);
+      Set(gpu_.utilization_gpu_percent, rc, utilization.gpu);
+      Set(gpu_.utilization_memory_percent, rc, utilization.memory);
     }
     if (lost() || !nvml_.nvmlDeviceGetMemoryInfo) {
       auto state = lost() ? Field<uint64_t>::Failed(gpu_.access_message) : Field<uint64_t>::NotSupported();
@@ -321,9 +348,9 @@ class GpuReader {
         TRACK(slot_, nvmlDeviceGetMemoryInfo);
         rc = nvml_.nvmlDeviceGetMemoryInfo(device_, &memory);
       }
-      gpu_.memory_total_bytes = Make<uint64_t>(rc, memory.total);
-      gpu_.memory_used_bytes = Make<uint64_t>(rc, memory.used);
-      gpu_.memory_free_bytes = Make<uint64_t>(rc, memory.free);
+      Set(gpu_.memory_total_bytes, rc, memory.total);
+      Set(gpu_.memory_used_bytes, rc, memory.used);
+      Set(gpu_.memory_free_bytes, rc, memory.free);
     }
     ReadProcesses();
   }
@@ -384,7 +411,7 @@ class GpuReader {
           p.name = std::string(name, strnlen(name, sizeof name));
       }
     }
-    gpu_.processes = Make<std::vector<ProcessInfo>>(rc, std::move(processes));
+    Set(gpu_.processes, rc, std::move(processes));
   }
 
   void ReadErrors() {
@@ -395,19 +422,19 @@ class GpuReader {
         TRACK(slot_, nvmlDeviceGetEccMode);
         rc = nvml_.nvmlDeviceGetEccMode(device_, &current, &pending);
       }
-      gpu_.ecc_enabled = Make<bool>(rc, current == NVML_FEATURE_ENABLED);
+      Set(gpu_.ecc_enabled, rc, current == NVML_FEATURE_ENABLED);
     } else if (lost()) {
       gpu_.ecc_enabled = Field<bool>::Failed(gpu_.access_message);
     }
     const auto ecc = nvml_.nvmlDeviceGetTotalEccErrors;
     constexpr NvmlCall ecc_name("nvmlDeviceGetTotalEccErrors");
-    gpu_.ecc_volatile_corrected = Call<uint64_t, unsigned long long>(ecc_name, ecc, int{NVML_MEMORY_ERROR_TYPE_CORRECTED}, int{NVML_VOLATILE_ECC});
-    gpu_.ecc_volatile_uncorrected = Call<uint64_t, unsigned long long>(ecc_name, ecc, int{NVML_MEMORY_ERROR_TYPE_UNCORRECTED}, int{NVML_VOLATILE_ECC});
-    gpu_.ecc_aggregate_corrected = Call<uint64_t, unsigned long long>(ecc_name, ecc, int{NVML_MEMORY_ERROR_TYPE_CORRECTED}, int{NVML_AGGREGATE_ECC});
-    gpu_.ecc_aggregate_uncorrected = Call<uint64_t, unsigned long long>(ecc_name, ecc, int{NVML_MEMORY_ERROR_TYPE_UNCORRECTED}, int{NVML_AGGREGATE_ECC});
-    gpu_.retired_pages_sbe = RetiredPages(NVML_PAGE_RETIREMENT_CAUSE_MULTIPLE_SINGLE_BIT_ECC_ERRORS);
-    gpu_.retired_pages_dbe = RetiredPages(NVML_PAGE_RETIREMENT_CAUSE_DOUBLE_BIT_ECC_ERROR);
-    gpu_.retired_pages_pending = Call<bool, nvmlEnableState_t>("nvmlDeviceGetRetiredPagesPendingStatus", nvml_.nvmlDeviceGetRetiredPagesPendingStatus);
+    Call<unsigned long long>(gpu_.ecc_volatile_corrected, ecc_name, ecc, int{NVML_MEMORY_ERROR_TYPE_CORRECTED}, int{NVML_VOLATILE_ECC});
+    Call<unsigned long long>(gpu_.ecc_volatile_uncorrected, ecc_name, ecc, int{NVML_MEMORY_ERROR_TYPE_UNCORRECTED}, int{NVML_VOLATILE_ECC});
+    Call<unsigned long long>(gpu_.ecc_aggregate_corrected, ecc_name, ecc, int{NVML_MEMORY_ERROR_TYPE_CORRECTED}, int{NVML_AGGREGATE_ECC});
+    Call<unsigned long long>(gpu_.ecc_aggregate_uncorrected, ecc_name, ecc, int{NVML_MEMORY_ERROR_TYPE_UNCORRECTED}, int{NVML_AGGREGATE_ECC});
+    RetiredPages(gpu_.retired_pages_sbe, NVML_PAGE_RETIREMENT_CAUSE_MULTIPLE_SINGLE_BIT_ECC_ERRORS);
+    RetiredPages(gpu_.retired_pages_dbe, NVML_PAGE_RETIREMENT_CAUSE_DOUBLE_BIT_ECC_ERROR);
+    Call<nvmlEnableState_t>(gpu_.retired_pages_pending, "nvmlDeviceGetRetiredPagesPendingStatus", nvml_.nvmlDeviceGetRetiredPagesPendingStatus);
     if (!lost() && nvml_.nvmlDeviceGetRemappedRows) {
       unsigned correctable = 0, uncorrectable = 0, pending = 0, failure = 0;
       nvmlReturn_t rc;
@@ -415,10 +442,10 @@ class GpuReader {
         TRACK(slot_, nvmlDeviceGetRemappedRows);
         rc = nvml_.nvmlDeviceGetRemappedRows(device_, &correctable, &uncorrectable, &pending, &failure);
       }
-      gpu_.remapped_rows_correctable = Make<uint32_t>(rc, correctable);
-      gpu_.remapped_rows_uncorrectable = Make<uint32_t>(rc, uncorrectable);
-      gpu_.remapped_rows_pending = Make<bool>(rc, pending != 0);
-      gpu_.remapped_rows_failure = Make<bool>(rc, failure != 0);
+      Set(gpu_.remapped_rows_correctable, rc, correctable);
+      Set(gpu_.remapped_rows_uncorrectable, rc, uncorrectable);
+      Set(gpu_.remapped_rows_pending, rc, pending != 0);
+      Set(gpu_.remapped_rows_failure, rc, failure != 0);
     } else if (lost()) {
       auto state = Field<uint32_t>::Failed(gpu_.access_message);
       gpu_.remapped_rows_correctable = gpu_.remapped_rows_uncorrectable = state;
@@ -426,9 +453,12 @@ class GpuReader {
     }
   }
 
-  Field<uint32_t> RetiredPages(int cause) {
-    if (lost()) return Field<uint32_t>::Failed(gpu_.access_message);
-    if (!nvml_.nvmlDeviceGetRetiredPages) return Field<uint32_t>::NotSupported();
+  void RetiredPages(Field<uint32_t>& pages, int cause) {
+    if (FailIfLost(pages)) return;
+    if (!nvml_.nvmlDeviceGetRetiredPages) {
+      pages.SetNotSupported();
+      return;
+    }
     unsigned count = 0;
     nvmlReturn_t rc;
     {
@@ -437,7 +467,7 @@ class GpuReader {
     }
     // With no buffer the driver answers the count, as success or "insufficient size".
     if (rc == NVML_ERROR_INSUFFICIENT_SIZE) rc = NVML_SUCCESS;
-    return Make<uint32_t>(rc, count);
+    Set(pages, rc, count);
   }
 
   void ReadNvLinks() {
@@ -447,6 +477,7 @@ class GpuReader {
     }
     if (!nvml_.nvmlDeviceGetNvLinkState) return;
     std::vector<NvLinkInfo> links;
+    links.reserve(NVML_NVLINK_MAX_LINKS);
     for (unsigned link = 0; link < NVML_NVLINK_MAX_LINKS; ++link) {
       nvmlEnableState_t active = 0;
       nvmlReturn_t rc;
@@ -455,17 +486,19 @@ class GpuReader {
         rc = nvml_.nvmlDeviceGetNvLinkState(device_, link, &active);
       }
       if (rc == NVML_ERROR_INVALID_ARGUMENT || rc == NVML_ERROR_NOT_SUPPORTED) break;  // past the last link
-      NvLinkInfo info;
+      NvLinkInfo& info = links.emplace_back();
       info.link = link;
-      info.active = Make<bool>(rc, active == NVML_FEATURE_ENABLED);
-      if (lost()) break;
+      Set(info.active, rc, active == NVML_FEATURE_ENABLED);
+      if (lost()) {  // the GPU went away: its links are reported as lost, not one by one
+        links.pop_back();
+        break;
+      }
       const auto counter = nvml_.nvmlDeviceGetNvLinkErrorCounter;
       constexpr NvmlCall name("nvmlDeviceGetNvLinkErrorCounter");
-      info.replay_errors = Call<uint64_t, unsigned long long>(name, counter, link, int{NVML_NVLINK_ERROR_DL_REPLAY});
-      info.recovery_errors = Call<uint64_t, unsigned long long>(name, counter, link, int{NVML_NVLINK_ERROR_DL_RECOVERY});
-      info.crc_flit_errors = Call<uint64_t, unsigned long long>(name, counter, link, int{NVML_NVLINK_ERROR_DL_CRC_FLIT});
-      info.crc_data_errors = Call<uint64_t, unsigned long long>(name, counter, link, int{NVML_NVLINK_ERROR_DL_CRC_DATA});
-      links.push_back(std::move(info));
+      Call<unsigned long long>(info.replay_errors, name, counter, link, int{NVML_NVLINK_ERROR_DL_REPLAY});
+      Call<unsigned long long>(info.recovery_errors, name, counter, link, int{NVML_NVLINK_ERROR_DL_RECOVERY});
+      Call<unsigned long long>(info.crc_flit_errors, name, counter, link, int{NVML_NVLINK_ERROR_DL_CRC_FLIT});
+      Call<unsigned long long>(info.crc_data_errors, name, counter, link, int{NVML_NVLINK_ERROR_DL_CRC_DATA});
     }
     if (!links.empty()) gpu_.nvlinks = Field<std::vector<NvLinkInfo>>::Value(std::move(links));
   }
@@ -558,11 +591,9 @@ class RequestReader {
         return true;
       }
       if (frames_.corrupt()) return false;
-      char chunk[4096];
-      ssize_t n = ::read(fd_, chunk, sizeof chunk);
+      ssize_t n = frames_.ReadFrom(fd_, 4096);
       if (n < 0 && errno == EINTR) continue;
       if (n <= 0) return false;
-      frames_.Append(std::string_view(chunk, static_cast<size_t>(n)));
     }
   }
 

@@ -1,5 +1,8 @@
 #include "nvml/probe_wire.h"
 
+#include <unistd.h>
+
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <type_traits>
@@ -12,11 +15,16 @@ namespace {
 enum class Kind : uint8_t { kRequest = 1, kHost, kInitFailed, kGpuIdentity, kGpu, kXid, kDone };
 
 // Appends values to a frame; the length prefix is filled in by Finish().
+// `out` is grown ahead of the writing and cut back to what was written at the
+// end, so putting a value is a bounds check and a copy: a GPU frame holds
+// over a hundred values.
 class Writer {
  public:
   // Appends to `out`, which may already hold earlier frames.
   Writer(std::string& out, Kind kind) : out_(out), start_(out.size()) {
-    out_.resize(start_ + sizeof(uint32_t));
+    cursor_ = end_ = out_.data() + start_;
+    Room(sizeof(uint32_t));
+    cursor_ += sizeof(uint32_t);  // the length, filled in by Finish()
     Put(static_cast<uint8_t>(kind));
   }
 
@@ -26,15 +34,15 @@ class Writer {
     if constexpr (std::is_same_v<T, bool>) {
       Put(static_cast<uint8_t>(value));
     } else {
-      char bytes[sizeof(T)];
-      std::memcpy(bytes, &value, sizeof(T));
-      out_.append(bytes, sizeof(T));
+      char* at = Room(sizeof(T));
+      std::memcpy(at, &value, sizeof(T));
+      cursor_ = at + sizeof(T);
     }
   }
   void Put(AccessError error) { Put(static_cast<uint8_t>(error)); }
   void Put(const std::string& text) {
     Put(static_cast<uint32_t>(text.size()));
-    out_.append(text);
+    PutBytes(text.data(), text.size());
   }
   void Put(const ProcessInfo& process) {
     Put(process.pid);
@@ -53,19 +61,60 @@ class Writer {
   }
   template <typename T>
   void Put(const Field<T>& field) {
-    Put(static_cast<uint8_t>(field.state()));
-    if (field.has_value()) Put(field.value());
-    if (field.failed()) Put(field.error());
+    if constexpr (std::is_arithmetic_v<T>) {
+      // The common case, a number or flag, with one bounds check for state and value.
+      if (field.has_value()) {
+        using Wire = std::conditional_t<std::is_same_v<T, bool>, uint8_t, T>;
+        const Wire value = static_cast<Wire>(field.value());
+        char* at = Room(1 + sizeof(Wire));
+        at[0] = static_cast<char>(FieldState::kValue);
+        std::memcpy(at + 1, &value, sizeof(Wire));
+        cursor_ = at + 1 + sizeof(Wire);
+        return;
+      }
+    }
+    PutAny(field);
   }
 
   void Finish() {
+    out_.resize(static_cast<size_t>(cursor_ - out_.data()));
     const auto length = static_cast<uint32_t>(out_.size() - start_ - sizeof(uint32_t));
     std::memcpy(out_.data() + start_, &length, sizeof length);
   }
 
  private:
+  // Any field state, out of line so that the numeric fast path above stays
+  // small enough to inline.
+  template <typename T>
+  [[gnu::noinline]] void PutAny(const Field<T>& field) {
+    Put(static_cast<uint8_t>(field.state()));
+    if (field.has_value()) Put(field.value());
+    if (field.failed()) Put(field.error());
+  }
+
+  void PutBytes(const void* bytes, size_t size) {
+    char* at = Room(size);
+    std::memcpy(at, bytes, size);
+    cursor_ = at + size;
+  }
+  // Where the next `size` bytes go, growing `out` when they do not fit.
+  [[gnu::always_inline]] char* Room(size_t size) {
+    if (static_cast<size_t>(end_ - cursor_) < size) Grow(size);
+    return cursor_;
+  }
+  void Grow(size_t size) {
+    const size_t used = static_cast<size_t>(cursor_ - out_.data());
+    // A little slack at a time: growing zero-fills, and the string's own
+    // growth keeps reallocations geometric.
+    out_.resize(used + std::max<size_t>(size, 1024));
+    cursor_ = out_.data() + used;
+    end_ = out_.data() + out_.size();
+  }
+
   std::string& out_;
   size_t start_;
+  char* cursor_;
+  char* end_;
 };
 
 // Reads values back; every read checks what is left, and the first short or
@@ -130,6 +179,36 @@ class Reader {
   }
   template <typename T>
   void Get(Field<T>& field) {
+    if constexpr (std::is_arithmetic_v<T>) {
+      // The common case, a number or flag, with one bounds check for state and value.
+      using Wire = std::conditional_t<std::is_same_v<T, bool>, uint8_t, T>;
+      if (ok_ && data_.size() > sizeof(Wire) && data_[0] == static_cast<char>(FieldState::kValue)) {
+        Wire value;
+        std::memcpy(&value, data_.data() + 1, sizeof(Wire));
+        if constexpr (std::is_same_v<T, bool>) {
+          if (value > 1) {
+            ok_ = false;
+            return;
+          }
+        } else if constexpr (std::is_floating_point_v<T>) {
+          if (!std::isfinite(value)) {
+            ok_ = false;
+            return;
+          }
+        }
+        field.SetValue(static_cast<T>(value));
+        data_.remove_prefix(1 + sizeof(Wire));
+        return;
+      }
+    }
+    GetAny(field);
+  }
+
+ private:
+  // Any field state, out of line so that the numeric fast path above stays
+  // small enough to inline.
+  template <typename T>
+  [[gnu::noinline]] void GetAny(Field<T>& field) {
     uint8_t state = 0;
     Get(state);
     if (!ok_) return;
@@ -153,7 +232,6 @@ class Reader {
     ok_ = false;
   }
 
- private:
   bool Take(size_t size) {
     if (!ok_ || size > data_.size()) {
       ok_ = false;
@@ -336,17 +414,35 @@ Status DecodeProbeMessage(std::string_view payload, ProbeMessage& message) {
   return Error{"unknown probe message kind " + std::to_string(kind)};
 }
 
-void ProbeFrameBuffer::Append(std::string_view bytes) {
-  if (consumed_ > 0 && consumed_ >= buffer_.size() / 2) {
-    buffer_.erase(0, consumed_);
+char* ProbeFrameBuffer::Room(size_t size) {
+  if (consumed_ > 0 && consumed_ >= size_ / 2) {
+    std::memmove(buffer_.data(), buffer_.data() + consumed_, size_ - consumed_);
+    size_ -= consumed_;
     consumed_ = 0;
   }
-  buffer_.append(bytes);
+  if (buffer_.size() - size_ < size) buffer_.resize(std::max(size_ + size, buffer_.size() * 2));
+  return buffer_.data() + size_;
+}
+
+void ProbeFrameBuffer::Append(std::string_view bytes) {
+  std::memcpy(Room(bytes.size()), bytes.data(), bytes.size());
+  size_ += bytes.size();
+}
+
+ssize_t ProbeFrameBuffer::ReadFrom(int fd, size_t most) {
+  ssize_t n = ::read(fd, Room(most), most);
+  if (n > 0) size_ += static_cast<size_t>(n);
+  return n;
+}
+
+void ProbeFrameBuffer::Clear() {
+  size_ = consumed_ = 0;
+  corrupt_ = false;
 }
 
 std::optional<std::string_view> ProbeFrameBuffer::Next() {
   if (corrupt_) return std::nullopt;
-  const size_t available = buffer_.size() - consumed_;
+  const size_t available = size_ - consumed_;
   uint32_t length = 0;
   if (available < sizeof length) return std::nullopt;
   std::memcpy(&length, buffer_.data() + consumed_, sizeof length);

@@ -12,6 +12,8 @@
 // frame is rejected, never trusted.
 #pragma once
 
+#include <sys/types.h>
+
 #include <cstdint>
 #include <optional>
 #include <set>
@@ -83,14 +85,23 @@ class ProbeFrameBuffer {
   static constexpr uint32_t kMaxFrameBytes = 16u << 20;
 
   void Append(std::string_view bytes);
-  // The next whole frame's payload, valid until the next Append or Next; nullopt
-  // when more bytes are needed, or for good once corrupt().
+  // Reads once from `fd` straight into the buffer, at most `most` bytes; what
+  // read(2) returns. Saves the copy through a separate chunk.
+  ssize_t ReadFrom(int fd, size_t most);
+  // The next whole frame's payload, valid until the next Append, ReadFrom,
+  // Next or Clear; nullopt when more bytes are needed, or for good once corrupt().
   std::optional<std::string_view> Next();
   // A frame announced more than kMaxFrameBytes: the stream cannot be trusted.
   bool corrupt() const { return corrupt_; }
+  // Starts over, keeping the memory for the next stream.
+  void Clear();
 
  private:
-  std::string buffer_;
+  // Room for `size` more bytes after the ones held, dropping consumed ones first.
+  char* Room(size_t size);
+
+  std::string buffer_;  // bytes [consumed_, size_) are held; the rest is spare room
+  size_t size_ = 0;
   size_t consumed_ = 0;
   bool corrupt_ = false;
 };
