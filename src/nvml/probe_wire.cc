@@ -217,9 +217,15 @@ class Reader {
         field.SetNotSupported();
         return;
       case FieldState::kValue: {
-        T value{};
-        Get(value);
-        field.SetValue(std::move(value));
+        if constexpr (std::is_same_v<T, std::string>) {
+          uint32_t size = 0;
+          Get(size);
+          if (Take(size)) field.SetValue(std::string(taken_, size));  // built once, at its size
+        } else {
+          T value{};
+          Get(value);
+          field.SetValue(std::move(value));
+        }
         return;
       }
       case FieldState::kError: {
