@@ -1,12 +1,14 @@
 #!/usr/bin/env bash
 # Snapshot cost: gpudoctor's hang-proof collector against the floor (a C program
 # calling the same NVML functions in-process), both on the fake NVML library
-# with the 8-GPU healthy scenario.
+# with the 8-GPU healthy scenario. A third program, ipc_floor, measures what one
+# request and its answer between two processes cost on this machine with
+# nothing else done: the part of the gap that any isolated collector pays.
 #
 #   bench/snapshot.sh [BUILD_DIR] [SNAPSHOTS] [ROUNDS]     (defaults: build, 2000, 5)
 #
-# The two alternate for ROUNDS rounds of SNAPSHOTS snapshots each, so both see
-# the same machine; each round's figures are printed, then the ratio of the
+# The programs alternate for ROUNDS rounds of SNAPSHOTS snapshots each, so all
+# see the same machine; each round's figures are printed, then the ratio of the
 # best (lowest) CPU time of each, which a busy shared machine distorts least.
 set -euo pipefail
 build=${1:-build}
@@ -15,17 +17,26 @@ rounds=${3:-5}
 root=$(cd "$(dirname "$0")/.." && pwd)
 lib=$build/bin/libgpudoctor_fake_nvml.so
 scenario=$root/examples/healthy-8xh100.toml
+# The probe's answer for this scenario: 8 GPU frames, their PCI ids, the host
+# and the end, 9,459 bytes (measured with `gpudoctor __probe`, docs/benchmarks.md).
+answer_bytes=9459
 export GPUDOCTOR_SCENARIO=$scenario GPUDOCTOR_FAKE_NOW=60s
-best_floor="" best_ours=""
+best_floor="" best_ours="" best_ipc=""
+lowest() { awk -v a="$1" -v b="${2:-$1}" 'BEGIN { print (a < b ? a : b) }'; }
 for round in $(seq 1 "$rounds"); do
   floor=$("$build/bin/nvml_floor" "$lib" "$snapshots")
+  ipc=$("$build/bin/ipc_floor" "$snapshots" "$answer_bytes")
   ours=$("$build/bin/snapshot_bench" "$build/bin/gpudoctor" "$lib" "$scenario" "$snapshots")
   floor_us=$(sed -E 's/.*floor_cpu_us_per_snapshot=([0-9.]+).*/\1/' <<<"$floor")
+  ipc_us=$(sed -E 's/.*ipc_cpu_us_per_round_trip=([0-9.]+).*/\1/' <<<"$ipc")
   ours_us=$(sed -E 's/.*cpu_us_per_snapshot=([0-9.]+).*/\1/' <<<"$ours")
   echo "round $round  floor: $floor"
+  echo "round $round  ipc floor: $ipc"
   echo "round $round  gpudoctor: $ours"
-  best_floor=$(awk -v a="$floor_us" -v b="${best_floor:-$floor_us}" 'BEGIN { print (a < b ? a : b) }')
-  best_ours=$(awk -v a="$ours_us" -v b="${best_ours:-$ours_us}" 'BEGIN { print (a < b ? a : b) }')
+  best_floor=$(lowest "$floor_us" "$best_floor")
+  best_ipc=$(lowest "$ipc_us" "$best_ipc")
+  best_ours=$(lowest "$ours_us" "$best_ours")
 done
-awk -v a="$best_ours" -v b="$best_floor" \
-  'BEGIN { printf "best of each: gpudoctor %.1f us, floor %.1f us per snapshot; ratio %.2f\n", a, b, a / b }'
+awk -v a="$best_ours" -v b="$best_floor" -v c="$best_ipc" 'BEGIN {
+  printf "best of each: gpudoctor %.1f us, floor %.1f us, ipc floor %.1f us per snapshot\n", a, b, c
+  printf "ratio to the floor %.2f; to floor + ipc floor (%.1f us) %.2f\n", a / b, b + c, a / (b + c) }'

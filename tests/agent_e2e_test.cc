@@ -587,9 +587,10 @@ TEST(AgentE2E, CoolingFailureOpensOnceItsWindowHasPassed) {
   constexpr int kScale = 60;
   ScratchDir dir;
   const std::string config = dir.Write("agent.toml", "[detectors.cooling_failure]\nwindow = \"8s\"\n");
-  // The file starts the agent at 20m; an epoch 15 s ahead (15 scenario
-  // minutes at 60x) starts it at 5m instead, mid-climb.
-  const int64_t epoch_ms = NowMs() + 15 * 60 * 1000 / kScale;
+  // The file starts the agent at 20m; an epoch 18.5 s ahead (18.5 scenario
+  // minutes at 60x) starts it at 1m30s instead, early in the climb, so the
+  // 8 s window fits in the climb with about 7 s to spare for a slow start.
+  const int64_t epoch_ms = NowMs() + 18'500 * 60 / kScale;
   RunningAgent agent({.scenario = "cooling-failure.toml",
                       .args = {"--config", config},
                       .env = {{"GPUDOCTOR_FAKE_TIME_SCALE", std::to_string(kScale)},
