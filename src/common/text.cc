@@ -85,14 +85,25 @@ std::optional<std::string> NormalizePciBusId(std::string_view text) {
     device = rest.substr(0, dot);
     function = rest.substr(dot + 1);
   }
-  auto d = ParseInt<uint32_t>(domain, 16);
-  auto b = ParseInt<uint32_t>(bus, 16);
-  auto dev = ParseInt<uint32_t>(device, 16);
-  auto f = ParseInt<uint32_t>(function, 16);
-  if (!d || !b || !dev || !f || domain.size() > 8 || bus.empty() || bus.size() > 2 || device.empty() ||
-      device.size() > 2 || function.size() != 1 || *dev > 0x1f || *f > 7 || *d > 0xffff) {
-    return std::nullopt;
-  }
+  // Hex digits only, at most `digits` of them.
+  auto hex = [](std::string_view text, size_t digits) -> std::optional<uint32_t> {
+    if (text.empty() || text.size() > digits) return std::nullopt;
+    uint32_t value = 0;
+    for (char c : text) {
+      uint32_t digit;
+      if (c >= '0' && c <= '9') digit = static_cast<uint32_t>(c - '0');
+      else if (c >= 'a' && c <= 'f') digit = static_cast<uint32_t>(c - 'a' + 10);
+      else if (c >= 'A' && c <= 'F') digit = static_cast<uint32_t>(c - 'A' + 10);
+      else return std::nullopt;
+      value = value * 16 + digit;
+    }
+    return value;
+  };
+  auto d = hex(domain, 8);
+  auto b = hex(bus, 2);
+  auto dev = hex(device, 2);
+  auto f = hex(function, 1);
+  if (!d || !b || !dev || !f || *dev > 0x1f || *f > 7 || *d > 0xffff) return std::nullopt;
   // "%04x:%02x:%02x.%x"
   constexpr char kHex[] = "0123456789abcdef";
   const char out[] = {kHex[(*d >> 12) & 0xf], kHex[(*d >> 8) & 0xf], kHex[(*d >> 4) & 0xf], kHex[*d & 0xf], ':',

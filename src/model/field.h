@@ -23,6 +23,8 @@ enum class FieldState : uint8_t { kNotSupported, kValue, kError };
 template <typename T>
 class Field {
  public:
+  using value_type = T;
+
   Field() = default;  // not supported
   Field(const Field& other)
       : value_(other.value_), state_(other.state_), error_(other.error_ ? new std::string(*other.error_) : nullptr) {}

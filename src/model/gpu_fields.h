@@ -1,57 +1,94 @@
 // The list of a GPU's scalar fields, in one place, so every piece of code that
-// walks all fields (JSON in both directions, marking a GPU unreadable) stays
-// in step with the model.
+// walks all fields (JSON in both directions, the probe's wire format, marking
+// a GPU unreadable) stays in step with the model.
 //
 //   VisitScalarGpuFields(visitor, gpu);  // visitor(const char* key, Field<T>& field)
+//   constexpr size_t i = ScalarGpuFieldIndex<&GpuSnapshot::temperature_c>();  // its position
 #pragma once
+
+#include <cstddef>
+#include <tuple>
+#include <type_traits>
+#include <utility>
 
 #include "model/snapshot.h"
 
 namespace gpudoctor {
 
+// One scalar field: its stable key and where it lives in a GpuSnapshot.
+template <typename Member>
+struct ScalarGpuField {
+  const char* key;
+  Member member;
+};
+template <typename Member>
+ScalarGpuField(const char*, Member) -> ScalarGpuField<Member>;
+
+inline constexpr std::tuple kScalarGpuFields = {
+    ScalarGpuField{"name", &GpuSnapshot::name},
+    ScalarGpuField{"uuid", &GpuSnapshot::uuid},
+    ScalarGpuField{"serial", &GpuSnapshot::serial},
+    ScalarGpuField{"board_part_number", &GpuSnapshot::board_part_number},
+    ScalarGpuField{"vbios_version", &GpuSnapshot::vbios_version},
+    ScalarGpuField{"persistence_mode", &GpuSnapshot::persistence_mode},
+    ScalarGpuField{"pci_bus_id", &GpuSnapshot::pci_bus_id},
+    ScalarGpuField{"pcie_generation_current", &GpuSnapshot::pcie_generation_current},
+    ScalarGpuField{"pcie_generation_max", &GpuSnapshot::pcie_generation_max},
+    ScalarGpuField{"pcie_width_current", &GpuSnapshot::pcie_width_current},
+    ScalarGpuField{"pcie_width_max", &GpuSnapshot::pcie_width_max},
+    ScalarGpuField{"pcie_replay_count", &GpuSnapshot::pcie_replay_count},
+    ScalarGpuField{"temperature_c", &GpuSnapshot::temperature_c},
+    ScalarGpuField{"memory_temperature_c", &GpuSnapshot::memory_temperature_c},
+    ScalarGpuField{"temperature_slowdown_c", &GpuSnapshot::temperature_slowdown_c},
+    ScalarGpuField{"temperature_shutdown_c", &GpuSnapshot::temperature_shutdown_c},
+    ScalarGpuField{"temperature_max_operating_c", &GpuSnapshot::temperature_max_operating_c},
+    ScalarGpuField{"fan_speeds_percent", &GpuSnapshot::fan_speeds_percent},
+    ScalarGpuField{"power_draw_w", &GpuSnapshot::power_draw_w},
+    ScalarGpuField{"power_limit_w", &GpuSnapshot::power_limit_w},
+    ScalarGpuField{"power_default_limit_w", &GpuSnapshot::power_default_limit_w},
+    ScalarGpuField{"sm_clock_mhz", &GpuSnapshot::sm_clock_mhz},
+    ScalarGpuField{"memory_clock_mhz", &GpuSnapshot::memory_clock_mhz},
+    ScalarGpuField{"clock_event_reasons", &GpuSnapshot::clock_event_reasons},
+    ScalarGpuField{"utilization_gpu_percent", &GpuSnapshot::utilization_gpu_percent},
+    ScalarGpuField{"utilization_memory_percent", &GpuSnapshot::utilization_memory_percent},
+    ScalarGpuField{"memory_total_bytes", &GpuSnapshot::memory_total_bytes},
+    ScalarGpuField{"memory_used_bytes", &GpuSnapshot::memory_used_bytes},
+    ScalarGpuField{"memory_free_bytes", &GpuSnapshot::memory_free_bytes},
+    ScalarGpuField{"ecc_enabled", &GpuSnapshot::ecc_enabled},
+    ScalarGpuField{"ecc_volatile_corrected", &GpuSnapshot::ecc_volatile_corrected},
+    ScalarGpuField{"ecc_volatile_uncorrected", &GpuSnapshot::ecc_volatile_uncorrected},
+    ScalarGpuField{"ecc_aggregate_corrected", &GpuSnapshot::ecc_aggregate_corrected},
+    ScalarGpuField{"ecc_aggregate_uncorrected", &GpuSnapshot::ecc_aggregate_uncorrected},
+    ScalarGpuField{"retired_pages_sbe", &GpuSnapshot::retired_pages_sbe},
+    ScalarGpuField{"retired_pages_dbe", &GpuSnapshot::retired_pages_dbe},
+    ScalarGpuField{"retired_pages_pending", &GpuSnapshot::retired_pages_pending},
+    ScalarGpuField{"remapped_rows_correctable", &GpuSnapshot::remapped_rows_correctable},
+    ScalarGpuField{"remapped_rows_uncorrectable", &GpuSnapshot::remapped_rows_uncorrectable},
+    ScalarGpuField{"remapped_rows_pending", &GpuSnapshot::remapped_rows_pending},
+    ScalarGpuField{"remapped_rows_failure", &GpuSnapshot::remapped_rows_failure},
+};
+inline constexpr size_t kScalarGpuFieldCount = std::tuple_size_v<std::remove_const_t<decltype(kScalarGpuFields)>>;
+
 template <typename Io, typename Gpu>
 void VisitScalarGpuFields(Io& io, Gpu& g) {
-  io("name", g.name);
-  io("uuid", g.uuid);
-  io("serial", g.serial);
-  io("board_part_number", g.board_part_number);
-  io("vbios_version", g.vbios_version);
-  io("persistence_mode", g.persistence_mode);
-  io("pci_bus_id", g.pci_bus_id);
-  io("pcie_generation_current", g.pcie_generation_current);
-  io("pcie_generation_max", g.pcie_generation_max);
-  io("pcie_width_current", g.pcie_width_current);
-  io("pcie_width_max", g.pcie_width_max);
-  io("pcie_replay_count", g.pcie_replay_count);
-  io("temperature_c", g.temperature_c);
-  io("memory_temperature_c", g.memory_temperature_c);
-  io("temperature_slowdown_c", g.temperature_slowdown_c);
-  io("temperature_shutdown_c", g.temperature_shutdown_c);
-  io("temperature_max_operating_c", g.temperature_max_operating_c);
-  io("fan_speeds_percent", g.fan_speeds_percent);
-  io("power_draw_w", g.power_draw_w);
-  io("power_limit_w", g.power_limit_w);
-  io("power_default_limit_w", g.power_default_limit_w);
-  io("sm_clock_mhz", g.sm_clock_mhz);
-  io("memory_clock_mhz", g.memory_clock_mhz);
-  io("clock_event_reasons", g.clock_event_reasons);
-  io("utilization_gpu_percent", g.utilization_gpu_percent);
-  io("utilization_memory_percent", g.utilization_memory_percent);
-  io("memory_total_bytes", g.memory_total_bytes);
-  io("memory_used_bytes", g.memory_used_bytes);
-  io("memory_free_bytes", g.memory_free_bytes);
-  io("ecc_enabled", g.ecc_enabled);
-  io("ecc_volatile_corrected", g.ecc_volatile_corrected);
-  io("ecc_volatile_uncorrected", g.ecc_volatile_uncorrected);
-  io("ecc_aggregate_corrected", g.ecc_aggregate_corrected);
-  io("ecc_aggregate_uncorrected", g.ecc_aggregate_uncorrected);
-  io("retired_pages_sbe", g.retired_pages_sbe);
-  io("retired_pages_dbe", g.retired_pages_dbe);
-  io("retired_pages_pending", g.retired_pages_pending);
-  io("remapped_rows_correctable", g.remapped_rows_correctable);
-  io("remapped_rows_uncorrectable", g.remapped_rows_uncorrectable);
-  io("remapped_rows_pending", g.remapped_rows_pending);
-  io("remapped_rows_failure", g.remapped_rows_failure);
+  std::apply([&](const auto&... field) { (io(field.key, g.*(field.member)), ...); }, kScalarGpuFields);
+}
+
+// The position of a field in kScalarGpuFields, found at compile time: a
+// member that is not a scalar field does not compile.
+template <auto Member>
+consteval size_t ScalarGpuFieldIndex() {
+  size_t found = kScalarGpuFieldCount;
+  [&]<size_t... I>(std::index_sequence<I...>) {
+    auto match = [&](size_t index, auto member) {
+      if constexpr (std::is_same_v<decltype(member), decltype(Member)>) {
+        if (member == Member) found = index;
+      }
+    };
+    (match(I, std::get<I>(kScalarGpuFields).member), ...);
+  }(std::make_index_sequence<kScalarGpuFieldCount>());
+  if (found == kScalarGpuFieldCount) throw "not a scalar field of GpuSnapshot";
+  return found;
 }
 
 template <typename Io, typename Link>

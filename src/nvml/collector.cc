@@ -309,8 +309,7 @@ Snapshot NvmlCollector::Collect() {
   ProbeFrameBuffer& frames = probe.frames;
   frames.Clear();
   bool host_seen = false, done = false, init_failed = false;
-  std::set<uint32_t> received;
-  std::map<uint32_t, std::string> known_pci;
+  std::vector<ProbeGpuIdentity> known_pci;  // a few per request; looked up only when one hangs
   auto handle = [&](ProbeMessage&& message) {
     if (auto* host = std::get_if<ProbeHost>(&message)) {
       host_seen = true;
@@ -324,7 +323,7 @@ Snapshot NvmlCollector::Collect() {
       snapshot.driver_error = failed->error == AccessError::kNone ? AccessError::kOther : failed->error;
       snapshot.driver_message = std::move(failed->message);
     } else if (auto* identity = std::get_if<ProbeGpuIdentity>(&message)) {
-      known_pci[identity->index] = std::move(identity->pci_bus_id);
+      known_pci.push_back(std::move(*identity));
     } else if (auto* xid = std::get_if<XidEvent>(&message)) {
       snapshot.xid_events.push_back(*xid);
     } else if (std::holds_alternative<ProbeDone>(message)) {
@@ -367,11 +366,7 @@ Snapshot NvmlCollector::Collect() {
           // A frame that does not decode is skipped; the GPU it held shows up as missing.
           if (IsGpuSnapshotFrame(*payload)) {
             GpuSnapshot& gpu = snapshot.gpus.emplace_back();
-            if (DecodeGpuSnapshot(*payload, gpu).ok()) {
-              received.insert(gpu.index);
-            } else {
-              snapshot.gpus.pop_back();
-            }
+            if (!DecodeGpuSnapshot(*payload, gpu).ok()) snapshot.gpus.pop_back();
           } else if (DecodeProbeMessage(*payload, message).ok()) {
             handle(std::move(message));
           }
@@ -409,10 +404,12 @@ Snapshot NvmlCollector::Collect() {
     StuckProbe stuck{probe.pid, false, "", {}, {}, steady_clock::now()};
     const uint32_t count = snapshot.device_count.value_or(0);
     for (uint32_t index = 0; index < count; ++index) {
-      if (received.count(index) || request.skip_gpus.count(index)) continue;
+      if (snapshot.FindGpu(index) || request.skip_gpus.count(index)) continue;
       std::string call = index < CallTracker::kMaxGpus ? NvmlCallName(probe.tracker->calls().gpu_call[index].load()) : "";
       if (call.empty()) call = output_open ? "an NVML call" : "the probe process, which exited";
-      std::string pci = known_pci.count(index) ? known_pci[index] : "";
+      auto known = std::find_if(known_pci.rbegin(), known_pci.rend(),
+                                [index](const ProbeGpuIdentity& identity) { return identity.index == index; });
+      std::string pci = known != known_pci.rend() ? known->pci_bus_id : "";
       snapshot.hangs.push_back({index, pci, call, options.deadline, false});
       stuck.calls[index] = call;
       stuck.pci[index] = pci;

@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "nvml/nvml_library.h"
+#include "nvml/probe_wire_writer.h"
 
 namespace gpudoctor {
 namespace {
@@ -50,6 +51,12 @@ class FrameWriter {
   void Write(const Message& message) {
     std::lock_guard lock(mutex_);
     AppendProbeFrame(batch_, message);
+    if (!batching_) Flush();
+  }
+  // Writes a frame encoded elsewhere (GpuFrameEncoder).
+  void WriteEncoded(std::string_view frame) {
+    std::lock_guard lock(mutex_);
+    batch_.append(frame);
     if (!batching_) Flush();
   }
   void BeginBatch() {
@@ -101,155 +108,166 @@ class CallScope {
 
 #define TRACK(slot, name) CallScope scope_##name(slot, NvmlCall(#name))
 
-// Reads one GPU. Stops early when the GPU turns out to be lost: every further
-// call would fail the same way, and a lost GPU is where drivers hang.
+// Reads one GPU into a GPU frame, writing each field as it is read: no
+// GpuSnapshot is built in the probe (nvml/probe_wire_writer.h). Fields are
+// read in the order of kScalarGpuFields. Stops calling NVML once the GPU
+// turns out to be lost: every further call would fail the same way, and a
+// lost GPU is where drivers hang.
 class GpuReader {
  public:
   // `on_identity` is told the GPU's PCI id as soon as it is known, so a GPU
   // that hangs later can still be named by its bus id.
   GpuReader(const NvmlLibrary& nvml, uint32_t index, std::atomic<uint16_t>* slot,
-            std::function<void(const GpuSnapshot&)> on_identity)
-      : nvml_(nvml), slot_(slot), on_identity_(std::move(on_identity)) {
-    gpu_.index = index;
-  }
+            std::function<void(uint32_t index, const std::string& pci_bus_id)> on_identity)
+      : nvml_(nvml), index_(index), slot_(slot), on_identity_(std::move(on_identity)) {}
 
-  // Reads the GPU once; the snapshot lives as long as the reader.
-  const GpuSnapshot& Read() {
+  // Reads the GPU once and appends its frame to `out`.
+  void Read(std::string& out) {
+    GpuFrameEncoder gpu(out, index_);
     nvmlReturn_t rc;
     {
       CallScope scope(slot_, nvml_.nvmlDeviceGetHandleByIndex_v2 ? NvmlCall("nvmlDeviceGetHandleByIndex_v2")
                                                                  : NvmlCall("nvmlDeviceGetHandleByIndex"));
-      rc = nvml_.HandleByIndex(gpu_.index, &device_);
+      rc = nvml_.HandleByIndex(index_, &device_);
     }
     if (rc != NVML_SUCCESS) {
       device_ = nullptr;
-      gpu_.access_error = AccessErrorForNvml(rc);
-      if (gpu_.access_error == AccessError::kNone || gpu_.access_error == AccessError::kOther)
-        gpu_.access_error = AccessError::kUnknown;
-      gpu_.access_message = "cannot get a handle for GPU " + std::to_string(gpu_.index) + ": " + NvmlErrorMessage(rc);
-      return gpu_;
+      AccessError error = AccessErrorForNvml(rc);
+      if (error == AccessError::kNone || error == AccessError::kOther) error = AccessError::kUnknown;
+      gpu.Finish(error, "cannot get a handle for GPU " + std::to_string(index_) + ": " + NvmlErrorMessage(rc));
+      return;
     }
-    ReadIdentity();
-    ReadPcie();
-    if (on_identity_) on_identity_(gpu_);
-    ReadThermal();
-    ReadPower();
-    ReadUse();
-    ReadErrors();
-    ReadNvLinks();
-    return gpu_;
+    ReadIdentity(gpu);
+    ReadPcie(gpu);
+    ReadThermal(gpu);
+    ReadPower(gpu);
+    ReadUse(gpu);
+    ReadErrors(gpu);
+    ReadProcesses(gpu);
+    ReadNvLinks(gpu);
+    gpu.Finish(lost_ ? AccessError::kGpuLost : AccessError::kNone, lost_message_);
   }
 
   // The handle Read() obtained; null when it could not get one.
   nvmlDevice_t device() const { return device_; }
 
  private:
-  bool lost() const { return gpu_.access_error == AccessError::kGpuLost; }
-
-  // Sets `field` from a return code; `value` is used on success. Fields are
-  // set in place: a GPU has over a hundred, read on every request.
-  template <typename T, typename V>
-  void Set(Field<T>& field, nvmlReturn_t rc, V&& value) {
+  // Records a field from a return code; `value` is used on success. NVML's
+  // "not supported" leaves the field out, which the frame reads as such.
+  template <auto Member, typename V>
+  void Record(GpuFrameEncoder& gpu, nvmlReturn_t rc, const V& value) {
     if (rc == NVML_SUCCESS) {
-      field.SetValue(std::forward<V>(value));
-    } else if (rc == NVML_ERROR_NOT_SUPPORTED || rc == NVML_ERROR_FUNCTION_NOT_FOUND) {
-      field.SetNotSupported();
-    } else {
-      if (rc == NVML_ERROR_GPU_IS_LOST && !lost()) {
-        gpu_.access_error = AccessError::kGpuLost;
-        gpu_.access_message = NvmlErrorMessage(rc);
+      gpu.Value<Member>(value);
+    } else if (rc != NVML_ERROR_NOT_SUPPORTED && rc != NVML_ERROR_FUNCTION_NOT_FOUND) {
+      const std::string message = NvmlErrorMessage(rc);
+      if (rc == NVML_ERROR_GPU_IS_LOST && !lost_) {
+        lost_ = true;
+        lost_message_ = message;
       }
-      field.SetFailed(NvmlErrorMessage(rc));
+      gpu.Failed<Member>(message);
     }
   }
-  // Marks a field the lost GPU cannot give; true when the GPU is lost.
-  template <typename T>
-  bool FailIfLost(Field<T>& field) {
-    if (!lost()) return false;
-    field.SetFailed(gpu_.access_message);
-    return true;
+  // Once the GPU is lost, every field read after that is an error saying so.
+  template <auto Member>
+  bool FailIfLost(GpuFrameEncoder& gpu) {
+    if (lost_) gpu.Failed<Member>(lost_message_);
+    return lost_;
   }
 
-  // Calls fn(device, args..., &out) through an optional pointer, tracking the
-  // call, and sets `field` from what it returns.
-  template <typename Out, typename T, typename Fn, typename... Args>
-  void Call(Field<T>& field, NvmlCall name, Fn fn, Args... args) {
-    if (FailIfLost(field)) return;
-    if (fn == nullptr) {
-      field.SetNotSupported();
-      return;
-    }
+  // Calls fn(device, args..., &out) through an optional pointer, tracking
+  // the call, and records the field from what it returns.
+  template <auto Member, typename Out, typename Fn, typename... Args>
+  void Call(GpuFrameEncoder& gpu, NvmlCall name, Fn fn, Args... args) {
+    if (FailIfLost<Member>(gpu) || fn == nullptr) return;
     Out out{};
     nvmlReturn_t rc;
     {
       CallScope scope(slot_, name);
       rc = fn(device_, args..., &out);
     }
-    Set(field, rc, static_cast<T>(out));
+    Record<Member>(gpu, rc, out);
+  }
+  // The same for a number the reader needs itself: nullopt when NVML gave none.
+  template <typename Out, typename Fn, typename... Args>
+  nvmlReturn_t CallFor(Out* out, NvmlCall name, Fn fn, Args... args) {
+    if (lost_) return NVML_ERROR_GPU_IS_LOST;
+    if (fn == nullptr) return NVML_ERROR_FUNCTION_NOT_FOUND;
+    nvmlReturn_t rc;
+    {
+      CallScope scope(slot_, name);
+      rc = fn(device_, args..., out);
+    }
+    if (rc == NVML_ERROR_GPU_IS_LOST && !lost_) {
+      lost_ = true;
+      lost_message_ = NvmlErrorMessage(rc);
+    }
+    return rc;
   }
 
-  void String(Field<std::string>& field, NvmlCall name, nvmlReturn_t (*fn)(nvmlDevice_t, char*, unsigned int)) {
-    if (FailIfLost(field)) return;
-    if (fn == nullptr) {
-      field.SetNotSupported();
-      return;
-    }
-    char buffer[256] = {};
+  template <auto Member>
+  void String(GpuFrameEncoder& gpu, NvmlCall name, nvmlReturn_t (*fn)(nvmlDevice_t, char*, unsigned int)) {
+    if (FailIfLost<Member>(gpu) || fn == nullptr) return;
+    char buffer[256];
+    buffer[0] = '\0';
     nvmlReturn_t rc;
     {
       CallScope scope(slot_, name);
       rc = fn(device_, buffer, sizeof buffer);
     }
-    Set(field, rc, std::string(buffer, strnlen(buffer, sizeof buffer)));
+    Record<Member>(gpu, rc, std::string_view(buffer, strnlen(buffer, sizeof buffer)));
   }
 
-  void ReadIdentity() {
-    String(gpu_.name, "nvmlDeviceGetName", nvml_.nvmlDeviceGetName);
-    String(gpu_.uuid, "nvmlDeviceGetUUID", nvml_.nvmlDeviceGetUUID);
-    String(gpu_.serial, "nvmlDeviceGetSerial", nvml_.nvmlDeviceGetSerial);
-    String(gpu_.board_part_number, "nvmlDeviceGetBoardPartNumber", nvml_.nvmlDeviceGetBoardPartNumber);
-    String(gpu_.vbios_version, "nvmlDeviceGetVbiosVersion", nvml_.nvmlDeviceGetVbiosVersion);
-    Call<nvmlEnableState_t>(gpu_.persistence_mode, "nvmlDeviceGetPersistenceMode", nvml_.nvmlDeviceGetPersistenceMode);
+  void ReadIdentity(GpuFrameEncoder& gpu) {
+    String<&GpuSnapshot::name>(gpu, "nvmlDeviceGetName", nvml_.nvmlDeviceGetName);
+    String<&GpuSnapshot::uuid>(gpu, "nvmlDeviceGetUUID", nvml_.nvmlDeviceGetUUID);
+    String<&GpuSnapshot::serial>(gpu, "nvmlDeviceGetSerial", nvml_.nvmlDeviceGetSerial);
+    String<&GpuSnapshot::board_part_number>(gpu, "nvmlDeviceGetBoardPartNumber", nvml_.nvmlDeviceGetBoardPartNumber);
+    String<&GpuSnapshot::vbios_version>(gpu, "nvmlDeviceGetVbiosVersion", nvml_.nvmlDeviceGetVbiosVersion);
+    Call<&GpuSnapshot::persistence_mode, nvmlEnableState_t>(gpu, "nvmlDeviceGetPersistenceMode",
+                                                            nvml_.nvmlDeviceGetPersistenceMode);
   }
 
-  void ReadPcie() {
-    if (!lost()) {
+  void ReadPcie(GpuFrameEncoder& gpu) {
+    if (!FailIfLost<&GpuSnapshot::pci_bus_id>(gpu)) {
       std::string bus_id;
       nvmlReturn_t rc;
       {
         CallScope scope(slot_, nvml_.nvmlDeviceGetPciInfo_v3   ? NvmlCall("nvmlDeviceGetPciInfo_v3")
-                                          : nvml_.nvmlDeviceGetPciInfo_v2 ? NvmlCall("nvmlDeviceGetPciInfo_v2")
-                                                                          : NvmlCall("nvmlDeviceGetPciInfo"));
+                               : nvml_.nvmlDeviceGetPciInfo_v2 ? NvmlCall("nvmlDeviceGetPciInfo_v2")
+                                                               : NvmlCall("nvmlDeviceGetPciInfo"));
         rc = nvml_.PciBusId(device_, &bus_id);
       }
-      Set(gpu_.pci_bus_id, rc, bus_id);
-    } else {
-      gpu_.pci_bus_id = Field<std::string>::Failed(gpu_.access_message);
+      Record<&GpuSnapshot::pci_bus_id>(gpu, rc, bus_id);
+      if (rc == NVML_SUCCESS && on_identity_) on_identity_(index_, bus_id);
     }
-    Call<unsigned>(gpu_.pcie_generation_current, "nvmlDeviceGetCurrPcieLinkGeneration", nvml_.nvmlDeviceGetCurrPcieLinkGeneration);
-    Call<unsigned>(gpu_.pcie_generation_max, "nvmlDeviceGetMaxPcieLinkGeneration", nvml_.nvmlDeviceGetMaxPcieLinkGeneration);
-    Call<unsigned>(gpu_.pcie_width_current, "nvmlDeviceGetCurrPcieLinkWidth", nvml_.nvmlDeviceGetCurrPcieLinkWidth);
-    Call<unsigned>(gpu_.pcie_width_max, "nvmlDeviceGetMaxPcieLinkWidth", nvml_.nvmlDeviceGetMaxPcieLinkWidth);
-    Call<unsigned>(gpu_.pcie_replay_count, "nvmlDeviceGetPcieReplayCounter", nvml_.nvmlDeviceGetPcieReplayCounter);
+    Call<&GpuSnapshot::pcie_generation_current, unsigned>(gpu, "nvmlDeviceGetCurrPcieLinkGeneration",
+                                                          nvml_.nvmlDeviceGetCurrPcieLinkGeneration);
+    Call<&GpuSnapshot::pcie_generation_max, unsigned>(gpu, "nvmlDeviceGetMaxPcieLinkGeneration",
+                                                      nvml_.nvmlDeviceGetMaxPcieLinkGeneration);
+    Call<&GpuSnapshot::pcie_width_current, unsigned>(gpu, "nvmlDeviceGetCurrPcieLinkWidth",
+                                                     nvml_.nvmlDeviceGetCurrPcieLinkWidth);
+    Call<&GpuSnapshot::pcie_width_max, unsigned>(gpu, "nvmlDeviceGetMaxPcieLinkWidth", nvml_.nvmlDeviceGetMaxPcieLinkWidth);
+    Call<&GpuSnapshot::pcie_replay_count, unsigned>(gpu, "nvmlDeviceGetPcieReplayCounter",
+                                                    nvml_.nvmlDeviceGetPcieReplayCounter);
   }
 
-  void ReadThermal() {
-    const auto get_temp = nvml_.nvmlDeviceGetTemperature;
-    Call<unsigned>(gpu_.temperature_c, "nvmlDeviceGetTemperature", get_temp, int{NVML_TEMPERATURE_GPU});
+  void ReadThermal(GpuFrameEncoder& gpu) {
+    Call<&GpuSnapshot::temperature_c, unsigned>(gpu, "nvmlDeviceGetTemperature", nvml_.nvmlDeviceGetTemperature,
+                                                int{NVML_TEMPERATURE_GPU});
+    ReadMemoryTemperature(gpu);
     const auto threshold = nvml_.nvmlDeviceGetTemperatureThreshold;
-    Call<unsigned>(gpu_.temperature_shutdown_c, "nvmlDeviceGetTemperatureThreshold", threshold, int{NVML_TEMPERATURE_THRESHOLD_SHUTDOWN});
-    Call<unsigned>(gpu_.temperature_slowdown_c, "nvmlDeviceGetTemperatureThreshold", threshold, int{NVML_TEMPERATURE_THRESHOLD_SLOWDOWN});
-    Call<unsigned>(gpu_.temperature_max_operating_c, "nvmlDeviceGetTemperatureThreshold", threshold, int{NVML_TEMPERATURE_THRESHOLD_GPU_MAX});
-    ReadMemoryTemperature();
-    ReadFans();
+    constexpr NvmlCall threshold_name("nvmlDeviceGetTemperatureThreshold");
+    Call<&GpuSnapshot::temperature_slowdown_c, unsigned>(gpu, threshold_name, threshold,
+                                                         int{NVML_TEMPERATURE_THRESHOLD_SLOWDOWN});
+    Call<&GpuSnapshot::temperature_shutdown_c, unsigned>(gpu, threshold_name, threshold,
+                                                         int{NVML_TEMPERATURE_THRESHOLD_SHUTDOWN});
+    Call<&GpuSnapshot::temperature_max_operating_c, unsigned>(gpu, threshold_name, threshold,
+                                                              int{NVML_TEMPERATURE_THRESHOLD_GPU_MAX});
+    ReadFans(gpu);
   }
 
-  void ReadMemoryTemperature() {
-    if (lost()) {
-      gpu_.memory_temperature_c = Field<uint32_t>::Failed(gpu_.access_message);
-      return;
-    }
-    if (!nvml_.nvmlDeviceGetFieldValues) return;
+  void ReadMemoryTemperature(GpuFrameEncoder& gpu) {
+    if (FailIfLost<&GpuSnapshot::memory_temperature_c>(gpu) || !nvml_.nvmlDeviceGetFieldValues) return;
     nvmlFieldValue_t value{};
     value.fieldId = NVML_FI_DEV_MEMORY_TEMP;
     nvmlReturn_t rc;
@@ -270,89 +288,86 @@ class GpuReader {
       // Drivers report 0 when the memory has no sensor; that is "not supported", not 0 C.
       if (celsius == 0) rc = NVML_ERROR_NOT_SUPPORTED;
     }
-    Set(gpu_.memory_temperature_c, rc, celsius);
+    Record<&GpuSnapshot::memory_temperature_c>(gpu, rc, celsius);
   }
 
-  void ReadFans() {
-    if (lost()) {
-      gpu_.fan_speeds_percent = Field<std::vector<uint32_t>>::Failed(gpu_.access_message);
-      return;
-    }
-    std::vector<uint32_t> speeds;
-    Field<uint32_t> fan_count;
-    Call<unsigned>(fan_count, "nvmlDeviceGetNumFans", nvml_.nvmlDeviceGetNumFans);
-    if (fan_count.has_value() && nvml_.nvmlDeviceGetFanSpeed_v2) {
-      for (uint32_t fan = 0; fan < fan_count.value() && fan < 64; ++fan) {
-        Field<uint32_t> speed;
-        Call<unsigned>(speed, "nvmlDeviceGetFanSpeed_v2", nvml_.nvmlDeviceGetFanSpeed_v2, fan);
-        if (!speed.has_value()) {
-          gpu_.fan_speeds_percent = speed.failed() ? Field<std::vector<uint32_t>>::Failed(speed.error())
-                                                   : Field<std::vector<uint32_t>>::NotSupported();
-          return;
-        }
-        speeds.push_back(speed.value());
+  void ReadFans(GpuFrameEncoder& gpu) {
+    constexpr auto kFans = &GpuSnapshot::fan_speeds_percent;
+    if (FailIfLost<kFans>(gpu)) return;
+    unsigned fan_count = 0;
+    nvmlReturn_t rc = CallFor(&fan_count, "nvmlDeviceGetNumFans", nvml_.nvmlDeviceGetNumFans);
+    if (rc == NVML_SUCCESS && nvml_.nvmlDeviceGetFanSpeed_v2) {
+      std::vector<uint32_t> speeds;
+      for (unsigned fan = 0; fan < fan_count && fan < 64; ++fan) {
+        unsigned speed = 0;
+        rc = CallFor(&speed, "nvmlDeviceGetFanSpeed_v2", nvml_.nvmlDeviceGetFanSpeed_v2, fan);
+        if (rc != NVML_SUCCESS) break;
+        speeds.push_back(speed);
       }
-      gpu_.fan_speeds_percent = Field<std::vector<uint32_t>>::Value(std::move(speeds));
+      Record<kFans>(gpu, rc, speeds);
       return;
     }
-    if (fan_count.has_value() && fan_count.value() == 0) return;  // no fans: liquid or passive cooling
-    Field<uint32_t> speed;
-    Call<unsigned>(speed, "nvmlDeviceGetFanSpeed", nvml_.nvmlDeviceGetFanSpeed);
-    if (speed.has_value()) gpu_.fan_speeds_percent = Field<std::vector<uint32_t>>::Value({speed.value()});
-    else if (speed.failed()) gpu_.fan_speeds_percent = Field<std::vector<uint32_t>>::Failed(speed.error());
+    if (rc == NVML_SUCCESS && fan_count == 0) return;  // no fans: liquid or passive cooling
+    unsigned speed = 0;
+    rc = CallFor(&speed, "nvmlDeviceGetFanSpeed", nvml_.nvmlDeviceGetFanSpeed);
+    Record<kFans>(gpu, rc, std::vector<uint32_t>{speed});
   }
 
   // NVML reports power in milliwatts; the model holds watts.
-  void Milliwatts(Field<double>& watts, NvmlCall name, nvmlReturn_t (*fn)(nvmlDevice_t, unsigned*)) {
-    Field<uint32_t> milliwatts;
-    Call<unsigned>(milliwatts, name, fn);
-    if (milliwatts.has_value()) watts.SetValue(milliwatts.value() / 1000.0);
-    else if (milliwatts.failed()) watts.SetFailed(milliwatts.error());
-    else watts.SetNotSupported();
+  template <auto Member>
+  void Milliwatts(GpuFrameEncoder& gpu, NvmlCall name, nvmlReturn_t (*fn)(nvmlDevice_t, unsigned*)) {
+    if (FailIfLost<Member>(gpu) || fn == nullptr) return;
+    unsigned milliwatts = 0;
+    nvmlReturn_t rc = CallFor(&milliwatts, name, fn);
+    Record<Member>(gpu, rc, milliwatts / 1000.0);
   }
 
-  void ReadPower() {
-    Milliwatts(gpu_.power_draw_w, "nvmlDeviceGetPowerUsage", nvml_.nvmlDeviceGetPowerUsage);
-    Milliwatts(gpu_.power_limit_w, "nvmlDeviceGetEnforcedPowerLimit", nvml_.nvmlDeviceGetEnforcedPowerLimit);
-    Milliwatts(gpu_.power_default_limit_w, "nvmlDeviceGetPowerManagementDefaultLimit",
-               nvml_.nvmlDeviceGetPowerManagementDefaultLimit);
-    Call<unsigned>(gpu_.sm_clock_mhz, "nvmlDeviceGetClockInfo", nvml_.nvmlDeviceGetClockInfo, int{NVML_CLOCK_SM});
-    Call<unsigned>(gpu_.memory_clock_mhz, "nvmlDeviceGetClockInfo", nvml_.nvmlDeviceGetClockInfo, int{NVML_CLOCK_MEM});
+  void ReadPower(GpuFrameEncoder& gpu) {
+    Milliwatts<&GpuSnapshot::power_draw_w>(gpu, "nvmlDeviceGetPowerUsage", nvml_.nvmlDeviceGetPowerUsage);
+    Milliwatts<&GpuSnapshot::power_limit_w>(gpu, "nvmlDeviceGetEnforcedPowerLimit", nvml_.nvmlDeviceGetEnforcedPowerLimit);
+    Milliwatts<&GpuSnapshot::power_default_limit_w>(gpu, "nvmlDeviceGetPowerManagementDefaultLimit",
+                                                    nvml_.nvmlDeviceGetPowerManagementDefaultLimit);
+    Call<&GpuSnapshot::sm_clock_mhz, unsigned>(gpu, "nvmlDeviceGetClockInfo", nvml_.nvmlDeviceGetClockInfo,
+                                               int{NVML_CLOCK_SM});
+    Call<&GpuSnapshot::memory_clock_mhz, unsigned>(gpu, "nvmlDeviceGetClockInfo", nvml_.nvmlDeviceGetClockInfo,
+                                                   int{NVML_CLOCK_MEM});
     if (nvml_.nvmlDeviceGetCurrentClocksEventReasons)
-      Call<unsigned long long>(gpu_.clock_event_reasons, "nvmlDeviceGetCurrentClocksEventReasons", nvml_.nvmlDeviceGetCurrentClocksEventReasons);
+      Call<&GpuSnapshot::clock_event_reasons, unsigned long long>(gpu, "nvmlDeviceGetCurrentClocksEventReasons",
+                                                                  nvml_.nvmlDeviceGetCurrentClocksEventReasons);
     else
-      Call<unsigned long long>(gpu_.clock_event_reasons, "nvmlDeviceGetCurrentClocksThrottleReasons", nvml_.nvmlDeviceGetCurrentClocksThrottleReasons);
+      Call<&GpuSnapshot::clock_event_reasons, unsigned long long>(gpu, "nvmlDeviceGetCurrentClocksThrottleReasons",
+                                                                  nvml_.nvmlDeviceGetCurrentClocksThrottleReasons);
   }
 
-  void ReadUse() {
-    if (lost() || !nvml_.nvmlDeviceGetUtilizationRates) {
-      gpu_.utilization_gpu_percent = gpu_.utilization_memory_percent =
-          lost() ? Field<uint32_t>::Failed(gpu_.access_message) : Field<uint32_t>::NotSupported();
-    } else {
+  void ReadUse(GpuFrameEncoder& gpu) {
+    if (lost_) {
+      gpu.Failed<&GpuSnapshot::utilization_gpu_percent>(lost_message_);
+      gpu.Failed<&GpuSnapshot::utilization_memory_percent>(lost_message_);
+    } else if (nvml_.nvmlDeviceGetUtilizationRates) {
       nvmlUtilization_t utilization{};
       nvmlReturn_t rc;
       {
         TRACK(slot_, nvmlDeviceGetUtilizationRates);
         rc = nvml_.nvmlDeviceGetUtilizationRates(device_, &utilization);
       }
-      Set(gpu_.utilization_gpu_percent, rc, utilization.gpu);
-      Set(gpu_.utilization_memory_percent, rc, utilization.memory);
+      Record<&GpuSnapshot::utilization_gpu_percent>(gpu, rc, utilization.gpu);
+      Record<&GpuSnapshot::utilization_memory_percent>(gpu, rc, utilization.memory);
     }
-    if (lost() || !nvml_.nvmlDeviceGetMemoryInfo) {
-      auto state = lost() ? Field<uint64_t>::Failed(gpu_.access_message) : Field<uint64_t>::NotSupported();
-      gpu_.memory_total_bytes = gpu_.memory_used_bytes = gpu_.memory_free_bytes = state;
-    } else {
+    if (lost_) {
+      gpu.Failed<&GpuSnapshot::memory_total_bytes>(lost_message_);
+      gpu.Failed<&GpuSnapshot::memory_used_bytes>(lost_message_);
+      gpu.Failed<&GpuSnapshot::memory_free_bytes>(lost_message_);
+    } else if (nvml_.nvmlDeviceGetMemoryInfo) {
       nvmlMemory_t memory{};
       nvmlReturn_t rc;
       {
         TRACK(slot_, nvmlDeviceGetMemoryInfo);
         rc = nvml_.nvmlDeviceGetMemoryInfo(device_, &memory);
       }
-      Set(gpu_.memory_total_bytes, rc, memory.total);
-      Set(gpu_.memory_used_bytes, rc, memory.used);
-      Set(gpu_.memory_free_bytes, rc, memory.free);
+      Record<&GpuSnapshot::memory_total_bytes>(gpu, rc, memory.total);
+      Record<&GpuSnapshot::memory_used_bytes>(gpu, rc, memory.used);
+      Record<&GpuSnapshot::memory_free_bytes>(gpu, rc, memory.free);
     }
-    ReadProcesses();
   }
 
   // Asks for the process list twice at most: once for the count, once with room.
@@ -378,19 +393,18 @@ class GpuReader {
     return rc;
   }
 
-  void ReadProcesses() {
-    if (lost()) {
-      gpu_.processes = Field<std::vector<ProcessInfo>>::Failed(gpu_.access_message);
+  void ReadProcesses(GpuFrameEncoder& gpu) {
+    if (lost_) {
+      gpu.ProcessesFailed(lost_message_);
       return;
     }
     std::vector<ProcessInfo> processes;
     nvmlReturn_t rc = NVML_ERROR_FUNCTION_NOT_FOUND;
     auto add = [&processes](unsigned pid, unsigned long long used) {
-      ProcessInfo p;
+      ProcessInfo& p = processes.emplace_back();
       p.pid = pid;
       // NVML reports "not available" memory (e.g. without permission) as all ones.
-      p.used_memory_bytes = used == ~0ULL ? Field<uint64_t>::NotSupported() : Field<uint64_t>::Value(used);
-      processes.push_back(std::move(p));
+      if (used != ~0ULL) p.used_memory_bytes.SetValue(used);
     };
     if (nvml_.nvmlDeviceGetComputeRunningProcesses_v3 || nvml_.nvmlDeviceGetComputeRunningProcesses_v2) {
       std::vector<nvmlProcessInfo_t> infos;
@@ -405,60 +419,76 @@ class GpuReader {
     }
     if (rc == NVML_SUCCESS && nvml_.nvmlSystemGetProcessName) {
       for (auto& p : processes) {
-        char name[256] = {};
+        char name[256];
+        name[0] = '\0';
         CallScope scope(slot_, "nvmlSystemGetProcessName");
         if (nvml_.nvmlSystemGetProcessName(p.pid, name, sizeof name) == NVML_SUCCESS)
-          p.name = std::string(name, strnlen(name, sizeof name));
+          p.name.assign(name, strnlen(name, sizeof name));
       }
     }
-    Set(gpu_.processes, rc, std::move(processes));
+    if (rc == NVML_SUCCESS) {
+      gpu.Processes(processes);
+    } else if (rc != NVML_ERROR_NOT_SUPPORTED && rc != NVML_ERROR_FUNCTION_NOT_FOUND) {
+      const std::string message = NvmlErrorMessage(rc);
+      if (rc == NVML_ERROR_GPU_IS_LOST && !lost_) {
+        lost_ = true;
+        lost_message_ = message;
+      }
+      gpu.ProcessesFailed(message);
+    }
   }
 
-  void ReadErrors() {
-    if (!lost() && nvml_.nvmlDeviceGetEccMode) {
+  void ReadErrors(GpuFrameEncoder& gpu) {
+    if (lost_) {
+      gpu.Failed<&GpuSnapshot::ecc_enabled>(lost_message_);
+    } else if (nvml_.nvmlDeviceGetEccMode) {
       nvmlEnableState_t current = 0, pending = 0;
       nvmlReturn_t rc;
       {
         TRACK(slot_, nvmlDeviceGetEccMode);
         rc = nvml_.nvmlDeviceGetEccMode(device_, &current, &pending);
       }
-      Set(gpu_.ecc_enabled, rc, current == NVML_FEATURE_ENABLED);
-    } else if (lost()) {
-      gpu_.ecc_enabled = Field<bool>::Failed(gpu_.access_message);
+      Record<&GpuSnapshot::ecc_enabled>(gpu, rc, current == NVML_FEATURE_ENABLED);
     }
     const auto ecc = nvml_.nvmlDeviceGetTotalEccErrors;
     constexpr NvmlCall ecc_name("nvmlDeviceGetTotalEccErrors");
-    Call<unsigned long long>(gpu_.ecc_volatile_corrected, ecc_name, ecc, int{NVML_MEMORY_ERROR_TYPE_CORRECTED}, int{NVML_VOLATILE_ECC});
-    Call<unsigned long long>(gpu_.ecc_volatile_uncorrected, ecc_name, ecc, int{NVML_MEMORY_ERROR_TYPE_UNCORRECTED}, int{NVML_VOLATILE_ECC});
-    Call<unsigned long long>(gpu_.ecc_aggregate_corrected, ecc_name, ecc, int{NVML_MEMORY_ERROR_TYPE_CORRECTED}, int{NVML_AGGREGATE_ECC});
-    Call<unsigned long long>(gpu_.ecc_aggregate_uncorrected, ecc_name, ecc, int{NVML_MEMORY_ERROR_TYPE_UNCORRECTED}, int{NVML_AGGREGATE_ECC});
-    RetiredPages(gpu_.retired_pages_sbe, NVML_PAGE_RETIREMENT_CAUSE_MULTIPLE_SINGLE_BIT_ECC_ERRORS);
-    RetiredPages(gpu_.retired_pages_dbe, NVML_PAGE_RETIREMENT_CAUSE_DOUBLE_BIT_ECC_ERROR);
-    Call<nvmlEnableState_t>(gpu_.retired_pages_pending, "nvmlDeviceGetRetiredPagesPendingStatus", nvml_.nvmlDeviceGetRetiredPagesPendingStatus);
-    if (!lost() && nvml_.nvmlDeviceGetRemappedRows) {
+    Call<&GpuSnapshot::ecc_volatile_corrected, unsigned long long>(gpu, ecc_name, ecc, int{NVML_MEMORY_ERROR_TYPE_CORRECTED},
+                                                                   int{NVML_VOLATILE_ECC});
+    Call<&GpuSnapshot::ecc_volatile_uncorrected, unsigned long long>(gpu, ecc_name, ecc,
+                                                                     int{NVML_MEMORY_ERROR_TYPE_UNCORRECTED},
+                                                                     int{NVML_VOLATILE_ECC});
+    Call<&GpuSnapshot::ecc_aggregate_corrected, unsigned long long>(gpu, ecc_name, ecc,
+                                                                    int{NVML_MEMORY_ERROR_TYPE_CORRECTED},
+                                                                    int{NVML_AGGREGATE_ECC});
+    Call<&GpuSnapshot::ecc_aggregate_uncorrected, unsigned long long>(gpu, ecc_name, ecc,
+                                                                      int{NVML_MEMORY_ERROR_TYPE_UNCORRECTED},
+                                                                      int{NVML_AGGREGATE_ECC});
+    RetiredPages<&GpuSnapshot::retired_pages_sbe>(gpu, NVML_PAGE_RETIREMENT_CAUSE_MULTIPLE_SINGLE_BIT_ECC_ERRORS);
+    RetiredPages<&GpuSnapshot::retired_pages_dbe>(gpu, NVML_PAGE_RETIREMENT_CAUSE_DOUBLE_BIT_ECC_ERROR);
+    Call<&GpuSnapshot::retired_pages_pending, nvmlEnableState_t>(gpu, "nvmlDeviceGetRetiredPagesPendingStatus",
+                                                                 nvml_.nvmlDeviceGetRetiredPagesPendingStatus);
+    if (lost_) {
+      gpu.Failed<&GpuSnapshot::remapped_rows_correctable>(lost_message_);
+      gpu.Failed<&GpuSnapshot::remapped_rows_uncorrectable>(lost_message_);
+      gpu.Failed<&GpuSnapshot::remapped_rows_pending>(lost_message_);
+      gpu.Failed<&GpuSnapshot::remapped_rows_failure>(lost_message_);
+    } else if (nvml_.nvmlDeviceGetRemappedRows) {
       unsigned correctable = 0, uncorrectable = 0, pending = 0, failure = 0;
       nvmlReturn_t rc;
       {
         TRACK(slot_, nvmlDeviceGetRemappedRows);
         rc = nvml_.nvmlDeviceGetRemappedRows(device_, &correctable, &uncorrectable, &pending, &failure);
       }
-      Set(gpu_.remapped_rows_correctable, rc, correctable);
-      Set(gpu_.remapped_rows_uncorrectable, rc, uncorrectable);
-      Set(gpu_.remapped_rows_pending, rc, pending != 0);
-      Set(gpu_.remapped_rows_failure, rc, failure != 0);
-    } else if (lost()) {
-      auto state = Field<uint32_t>::Failed(gpu_.access_message);
-      gpu_.remapped_rows_correctable = gpu_.remapped_rows_uncorrectable = state;
-      gpu_.remapped_rows_pending = gpu_.remapped_rows_failure = Field<bool>::Failed(gpu_.access_message);
+      Record<&GpuSnapshot::remapped_rows_correctable>(gpu, rc, correctable);
+      Record<&GpuSnapshot::remapped_rows_uncorrectable>(gpu, rc, uncorrectable);
+      Record<&GpuSnapshot::remapped_rows_pending>(gpu, rc, pending != 0);
+      Record<&GpuSnapshot::remapped_rows_failure>(gpu, rc, failure != 0);
     }
   }
 
-  void RetiredPages(Field<uint32_t>& pages, int cause) {
-    if (FailIfLost(pages)) return;
-    if (!nvml_.nvmlDeviceGetRetiredPages) {
-      pages.SetNotSupported();
-      return;
-    }
+  template <auto Member>
+  void RetiredPages(GpuFrameEncoder& gpu, int cause) {
+    if (FailIfLost<Member>(gpu) || !nvml_.nvmlDeviceGetRetiredPages) return;
     unsigned count = 0;
     nvmlReturn_t rc;
     {
@@ -467,47 +497,53 @@ class GpuReader {
     }
     // With no buffer the driver answers the count, as success or "insufficient size".
     if (rc == NVML_ERROR_INSUFFICIENT_SIZE) rc = NVML_SUCCESS;
-    Set(pages, rc, count);
+    Record<Member>(gpu, rc, count);
   }
 
-  void ReadNvLinks() {
-    if (lost()) {
-      gpu_.nvlinks = Field<std::vector<NvLinkInfo>>::Failed(gpu_.access_message);
+  // One NvLinkInfo is filled in place for each link and written out.
+  void ReadNvLinks(GpuFrameEncoder& gpu) {
+    if (lost_) {
+      gpu.NvLinksFailed(lost_message_);
       return;
     }
     if (!nvml_.nvmlDeviceGetNvLinkState) return;
-    std::vector<NvLinkInfo> links;
-    links.reserve(NVML_NVLINK_MAX_LINKS);
+    NvLinkInfo info;
     for (unsigned link = 0; link < NVML_NVLINK_MAX_LINKS; ++link) {
       nvmlEnableState_t active = 0;
-      nvmlReturn_t rc;
-      {
-        TRACK(slot_, nvmlDeviceGetNvLinkState);
-        rc = nvml_.nvmlDeviceGetNvLinkState(device_, link, &active);
-      }
+      nvmlReturn_t rc = CallFor(&active, "nvmlDeviceGetNvLinkState", nvml_.nvmlDeviceGetNvLinkState, link);
       if (rc == NVML_ERROR_INVALID_ARGUMENT || rc == NVML_ERROR_NOT_SUPPORTED) break;  // past the last link
-      NvLinkInfo& info = links.emplace_back();
+      if (lost_) break;  // the GPU went away: its links are reported as lost, not one by one
       info.link = link;
-      Set(info.active, rc, active == NVML_FEATURE_ENABLED);
-      if (lost()) {  // the GPU went away: its links are reported as lost, not one by one
-        links.pop_back();
-        break;
-      }
+      SetField(info.active, rc, active == NVML_FEATURE_ENABLED);
       const auto counter = nvml_.nvmlDeviceGetNvLinkErrorCounter;
       constexpr NvmlCall name("nvmlDeviceGetNvLinkErrorCounter");
-      Call<unsigned long long>(info.replay_errors, name, counter, link, int{NVML_NVLINK_ERROR_DL_REPLAY});
-      Call<unsigned long long>(info.recovery_errors, name, counter, link, int{NVML_NVLINK_ERROR_DL_RECOVERY});
-      Call<unsigned long long>(info.crc_flit_errors, name, counter, link, int{NVML_NVLINK_ERROR_DL_CRC_FLIT});
-      Call<unsigned long long>(info.crc_data_errors, name, counter, link, int{NVML_NVLINK_ERROR_DL_CRC_DATA});
+      Counter(info.replay_errors, name, counter, link, NVML_NVLINK_ERROR_DL_REPLAY);
+      Counter(info.recovery_errors, name, counter, link, NVML_NVLINK_ERROR_DL_RECOVERY);
+      Counter(info.crc_flit_errors, name, counter, link, NVML_NVLINK_ERROR_DL_CRC_FLIT);
+      Counter(info.crc_data_errors, name, counter, link, NVML_NVLINK_ERROR_DL_CRC_DATA);
+      gpu.NvLink(info);
     }
-    if (!links.empty()) gpu_.nvlinks = Field<std::vector<NvLinkInfo>>::Value(std::move(links));
+    gpu.EndNvLinks();
+  }
+  void Counter(Field<uint64_t>& field, NvmlCall name, decltype(NvmlLibrary::nvmlDeviceGetNvLinkErrorCounter) fn,
+               unsigned link, int counter) {
+    unsigned long long value = 0;
+    SetField(field, CallFor(&value, name, fn, link, counter), value);
+  }
+  template <typename T, typename V>
+  void SetField(Field<T>& field, nvmlReturn_t rc, V value) {
+    if (rc == NVML_SUCCESS) field.SetValue(static_cast<T>(value));
+    else if (rc == NVML_ERROR_NOT_SUPPORTED || rc == NVML_ERROR_FUNCTION_NOT_FOUND) field.SetNotSupported();
+    else field.SetFailed(lost_ ? lost_message_ : NvmlErrorMessage(rc));
   }
 
   const NvmlLibrary& nvml_;
+  uint32_t index_;
   std::atomic<uint16_t>* slot_;
-  std::function<void(const GpuSnapshot&)> on_identity_;
+  std::function<void(uint32_t, const std::string&)> on_identity_;
   nvmlDevice_t device_ = nullptr;
-  GpuSnapshot gpu_;
+  bool lost_ = false;         // NVML said the GPU is lost
+  std::string lost_message_;  // ... in these words
 };
 
 // Keeps one NVML event set for the life of the probe, so an Xid raised
@@ -763,10 +799,14 @@ class Server : public std::enable_shared_from_this<Server> {
     std::atomic<uint16_t>* slot = tracker_ && index < CallTracker::kMaxGpus ? &tracker_->gpu_call[index] : nullptr;
     // The PCI id goes out ahead of the rest: if the GPU hangs later, a rescue
     // flushes it and the parent can name the stuck GPU by its bus id.
-    GpuReader reader(nvml_, index, slot, [this](const GpuSnapshot& gpu) {
-      if (gpu.pci_bus_id.has_value()) out_.Write(ProbeGpuIdentity{gpu.index, gpu.pci_bus_id.value()});
+    GpuReader reader(nvml_, index, slot, [this](uint32_t gpu, const std::string& pci_bus_id) {
+      out_.Write(ProbeGpuIdentity{gpu, pci_bus_id});
     });
-    out_.Write(reader.Read());
+    // Encoded on this thread's own buffer, so the writer's lock is held only to append it.
+    thread_local std::string frame;
+    frame.clear();
+    reader.Read(frame);
+    out_.WriteEncoded(frame);
     if (nvmlDevice_t device = reader.device()) {
       std::lock_guard lock(round->devices_mutex);
       round->devices.emplace_back(index, device);

@@ -8,114 +8,13 @@
 #include <type_traits>
 
 #include "model/gpu_fields.h"
+#include "nvml/probe_wire_writer.h"
 
 namespace gpudoctor {
 namespace {
 
-enum class Kind : uint8_t { kRequest = 1, kHost, kInitFailed, kGpuIdentity, kGpu, kXid, kDone };
-
-// Appends values to a frame; the length prefix is filled in by Finish().
-// `out` is grown ahead of the writing and cut back to what was written at the
-// end, so putting a value is a bounds check and a copy: a GPU frame holds
-// over a hundred values.
-class Writer {
- public:
-  // Appends to `out`, which may already hold earlier frames.
-  Writer(std::string& out, Kind kind) : out_(out), start_(out.size()) {
-    cursor_ = end_ = out_.data() + start_;
-    Room(sizeof(uint32_t));
-    cursor_ += sizeof(uint32_t);  // the length, filled in by Finish()
-    Put(static_cast<uint8_t>(kind));
-  }
-
-  template <typename T>
-    requires std::is_arithmetic_v<T>
-  void Put(T value) {
-    if constexpr (std::is_same_v<T, bool>) {
-      Put(static_cast<uint8_t>(value));
-    } else {
-      char* at = Room(sizeof(T));
-      std::memcpy(at, &value, sizeof(T));
-      cursor_ = at + sizeof(T);
-    }
-  }
-  void Put(AccessError error) { Put(static_cast<uint8_t>(error)); }
-  void Put(const std::string& text) {
-    Put(static_cast<uint32_t>(text.size()));
-    PutBytes(text.data(), text.size());
-  }
-  void Put(const ProcessInfo& process) {
-    Put(process.pid);
-    Put(process.name);
-    Put(process.used_memory_bytes);
-  }
-  void Put(const NvLinkInfo& link) {
-    Put(link.link);
-    auto field = [this](const char*, const auto& value) { Put(value); };
-    VisitNvLinkFields(field, link);
-  }
-  template <typename T>
-  void Put(const std::vector<T>& items) {
-    Put(static_cast<uint32_t>(items.size()));
-    for (const T& item : items) Put(item);
-  }
-  template <typename T>
-  void Put(const Field<T>& field) {
-    if constexpr (std::is_arithmetic_v<T>) {
-      // The common case, a number or flag, with one bounds check for state and value.
-      if (field.has_value()) {
-        using Wire = std::conditional_t<std::is_same_v<T, bool>, uint8_t, T>;
-        const Wire value = static_cast<Wire>(field.value());
-        char* at = Room(1 + sizeof(Wire));
-        at[0] = static_cast<char>(FieldState::kValue);
-        std::memcpy(at + 1, &value, sizeof(Wire));
-        cursor_ = at + 1 + sizeof(Wire);
-        return;
-      }
-    }
-    PutAny(field);
-  }
-
-  void Finish() {
-    out_.resize(static_cast<size_t>(cursor_ - out_.data()));
-    const auto length = static_cast<uint32_t>(out_.size() - start_ - sizeof(uint32_t));
-    std::memcpy(out_.data() + start_, &length, sizeof length);
-  }
-
- private:
-  // Any field state, out of line so that the numeric fast path above stays
-  // small enough to inline.
-  template <typename T>
-  [[gnu::noinline]] void PutAny(const Field<T>& field) {
-    Put(static_cast<uint8_t>(field.state()));
-    if (field.has_value()) Put(field.value());
-    if (field.failed()) Put(field.error());
-  }
-
-  void PutBytes(const void* bytes, size_t size) {
-    char* at = Room(size);
-    std::memcpy(at, bytes, size);
-    cursor_ = at + size;
-  }
-  // Where the next `size` bytes go, growing `out` when they do not fit.
-  [[gnu::always_inline]] char* Room(size_t size) {
-    if (static_cast<size_t>(end_ - cursor_) < size) Grow(size);
-    return cursor_;
-  }
-  void Grow(size_t size) {
-    const size_t used = static_cast<size_t>(cursor_ - out_.data());
-    // A little slack at a time: growing zero-fills, and the string's own
-    // growth keeps reallocations geometric.
-    out_.resize(used + std::max<size_t>(size, 1024));
-    cursor_ = out_.data() + used;
-    end_ = out_.data() + out_.size();
-  }
-
-  std::string& out_;
-  size_t start_;
-  char* cursor_;
-  char* end_;
-};
+using probe_wire_detail::Kind;
+using probe_wire_detail::Writer;
 
 // Reads values back; every read checks what is left, and the first short or
 // impossible value makes the whole frame invalid.
@@ -124,6 +23,7 @@ class Reader {
   explicit Reader(std::string_view data) : data_(data) {}
 
   bool ok() const { return ok_; }
+  void Fail() { ok_ = false; }
   bool at_end() const { return data_.empty(); }
 
   template <typename T>
@@ -308,23 +208,54 @@ void Read(Reader& r, ProbeGpuIdentity& identity) {
   r.Get(identity.pci_bus_id);
 }
 
+// A GPU frame: the index, then a record per field that is not "not
+// supported" (nvml/probe_wire_writer.h), then the access error.
 void Write(Writer& w, const GpuSnapshot& gpu) {
   w.Put(gpu.index);
+  uint8_t position = 0;
+  auto field = [&w, &position](const char*, const auto& value) {
+    if (!value.not_supported()) {
+      w.Put(position);
+      w.Put(value);
+    }
+    ++position;
+  };
+  VisitScalarGpuFields(field, gpu);
+  if (!gpu.processes.not_supported()) {
+    w.Put(probe_wire_detail::kGpuProcesses);
+    w.Put(gpu.processes);
+  }
+  if (!gpu.nvlinks.not_supported()) {
+    w.Put(probe_wire_detail::kGpuNvLinks);
+    w.Put(gpu.nvlinks);
+  }
+  w.Put(probe_wire_detail::kGpuEnd);
   w.Put(gpu.access_error);
   w.Put(gpu.access_message);
-  auto field = [&w](const char*, const auto& value) { w.Put(value); };
-  VisitScalarGpuFields(field, gpu);
-  w.Put(gpu.processes);
-  w.Put(gpu.nvlinks);
 }
 void Read(Reader& r, GpuSnapshot& gpu) {
   r.Get(gpu.index);
+  uint8_t next = 0;
+  r.Get(next);
+  uint8_t position = 0;
+  auto field = [&r, &next, &position](const char*, auto& value) {
+    if (next == position++) {
+      r.Get(value);
+      r.Get(next);
+    }
+  };
+  VisitScalarGpuFields(field, gpu);
+  if (next == probe_wire_detail::kGpuProcesses) {
+    r.Get(gpu.processes);
+    r.Get(next);
+  }
+  if (next == probe_wire_detail::kGpuNvLinks) {
+    r.Get(gpu.nvlinks);
+    r.Get(next);
+  }
+  if (next != probe_wire_detail::kGpuEnd) r.Fail();  // out of order, or unknown
   r.Get(gpu.access_error);
   r.Get(gpu.access_message);
-  auto field = [&r](const char*, auto& value) { r.Get(value); };
-  VisitScalarGpuFields(field, gpu);
-  r.Get(gpu.processes);
-  r.Get(gpu.nvlinks);
 }
 
 void Write(Writer& w, const XidEvent& xid) {

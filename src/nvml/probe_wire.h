@@ -6,6 +6,13 @@
 //
 //   frame   := u32 payload_length, payload
 //   payload := u8 kind, body
+//   GPU body := u32 index, record*, u8 0xff, u8 access_error, string access_message
+//   record  := u8 position (rising; kScalarGpuFields, then processes, NVLinks), field
+//   field   := u8 state, value | error text
+//
+// A GPU field that is not supported has no record. The probe writes GPU
+// frames as it reads (GpuFrameEncoder, nvml/probe_wire_writer.h); the rest go
+// through AppendProbeFrame.
 //
 // A snapshot of 8 GPUs is a few KB and costs microseconds to write and read.
 // Reading checks every length against what is there: a truncated or garbled

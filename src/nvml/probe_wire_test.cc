@@ -1,6 +1,8 @@
 #include "nvml/probe_wire.h"
+#include "nvml/probe_wire_writer.h"
 
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <limits>
 
@@ -87,10 +89,63 @@ TEST(ProbeWire, GarbageIsRejectedWithAReason) {
   auto trailing = Decode(Payload(frame));
   ASSERT_FALSE(trailing);
   EXPECT_NE(trailing.error().message.find("trailing"), std::string::npos);
-  // An impossible field state inside a GPU.
+  // An impossible field state inside a GPU: the first record's, after the
+  // frame's length, its kind, the GPU's index and the record's position.
   std::string gpu = EncodeProbeMessage(SampleGpu());
-  gpu[sizeof(uint32_t) + 1 + sizeof(uint32_t) + 1 + sizeof(uint32_t) + SampleGpu().access_message.size()] = 9;
+  const size_t first_record = sizeof(uint32_t) + 1 + sizeof(uint32_t);
+  ASSERT_EQ(gpu[first_record], 0) << "the first record is the name";
+  gpu[first_record + 1] = 9;
   EXPECT_FALSE(Decode(Payload(gpu)));
+}
+
+TEST(ProbeWire, TheProbesEncoderWritesWhatTheDecoderReadsBack) {
+  // The probe writes a GPU's fields as it reads them; the frame must decode
+  // to the same GpuSnapshot as one encoded from the model.
+  const GpuSnapshot sample = SampleGpu();
+  std::string frame;
+  GpuFrameEncoder gpu(frame, sample.index);
+  gpu.Value<&GpuSnapshot::name>(std::string_view("NVIDIA H100 80GB HBM3"));
+  gpu.Value<&GpuSnapshot::uuid>(std::string("GPU-0b6b1f8e-0000-4000-8000-000000000003"));
+  gpu.Failed<&GpuSnapshot::serial>("Unknown Error");
+  gpu.Value<&GpuSnapshot::persistence_mode>(1);
+  gpu.Value<&GpuSnapshot::pci_bus_id>(std::string_view("0000:1b:00.0"));
+  gpu.Value<&GpuSnapshot::pcie_replay_count>(uint64_t{1} << 40);
+  gpu.Value<&GpuSnapshot::temperature_c>(71u);
+  gpu.Value<&GpuSnapshot::fan_speeds_percent>(std::vector<uint32_t>{30, 0, 100});
+  gpu.Value<&GpuSnapshot::power_draw_w>(612.25);
+  gpu.Value<&GpuSnapshot::clock_event_reasons>(0x48ull);
+  gpu.Processes(sample.processes.value());
+  for (const NvLinkInfo& link : sample.nvlinks.value()) gpu.NvLink(link);
+  gpu.EndNvLinks();
+  gpu.Finish(sample.access_error, sample.access_message);
+  EXPECT_EQ(frame, EncodeProbeMessage(sample));
+  GpuSnapshot decoded;
+  ASSERT_TRUE(DecodeGpuSnapshot(Payload(frame), decoded).ok());
+  EXPECT_TRUE(decoded == sample);
+}
+
+TEST(ProbeWire, AGpuFrameWithFieldsOutOfOrderIsRejected) {
+  std::string frame;
+  GpuFrameEncoder gpu(frame, 0);
+  gpu.Value<&GpuSnapshot::temperature_c>(70u);
+  gpu.Value<&GpuSnapshot::name>(std::string_view("NVIDIA H100 80GB HBM3"));  // belongs before the temperature
+  gpu.Finish(AccessError::kNone, "");
+  GpuSnapshot decoded;
+  EXPECT_FALSE(DecodeGpuSnapshot(Payload(frame), decoded).ok());
+
+  std::string twice;
+  GpuFrameEncoder repeated(twice, 0);
+  repeated.Value<&GpuSnapshot::temperature_c>(70u);
+  repeated.Value<&GpuSnapshot::temperature_c>(71u);
+  repeated.Finish(AccessError::kNone, "");
+  EXPECT_FALSE(DecodeGpuSnapshot(Payload(twice), decoded).ok());
+
+  std::string no_links;  // EndNvLinks without a link writes nothing
+  GpuFrameEncoder none(no_links, 0);
+  none.EndNvLinks();
+  none.Finish(AccessError::kNone, "");
+  ASSERT_TRUE(DecodeGpuSnapshot(Payload(no_links), decoded).ok());
+  EXPECT_TRUE(decoded.nvlinks.not_supported());
 }
 
 TEST(ProbeWire, GpuFramesDecodeStraightIntoASnapshot) {
@@ -148,6 +203,33 @@ TEST(ProbeFrameBuffer, HandsOutFramesAsTheyComplete) {
   }
   EXPECT_TRUE(received == EveryKindOfMessage());
   EXPECT_FALSE(frames.corrupt());
+}
+
+TEST(ProbeFrameBuffer, ReadsStraightFromADescriptorInAnySizeOfPiece) {
+  std::string stream;
+  for (int copy = 0; copy < 3; ++copy)
+    for (const ProbeMessage& message : EveryKindOfMessage()) stream += EncodeProbeMessage(message);
+  for (size_t piece : {size_t{1}, size_t{7}, size_t{500}, size_t{65536}}) {
+    int fds[2];
+    ASSERT_EQ(pipe(fds), 0);
+    ASSERT_EQ(write(fds[1], stream.data(), stream.size()), static_cast<ssize_t>(stream.size()));
+    close(fds[1]);
+    ProbeFrameBuffer frames;
+    frames.Append("leftover from an earlier request");
+    frames.Clear();  // starts over: nothing of the above is handed out
+    std::vector<ProbeMessage> received;
+    while (frames.ReadFrom(fds[0], piece) > 0) {
+      while (auto payload = frames.Next()) {
+        auto message = Decode(*payload);
+        ASSERT_TRUE(message) << message.error().message << " with pieces of " << piece;
+        received.push_back(std::move(*message));
+      }
+    }
+    close(fds[0]);
+    ASSERT_EQ(received.size(), 3 * EveryKindOfMessage().size()) << "pieces of " << piece;
+    for (size_t i = 0; i < received.size(); ++i)
+      EXPECT_TRUE(received[i] == EveryKindOfMessage()[i % EveryKindOfMessage().size()]) << i;
+  }
 }
 
 TEST(ProbeFrameBuffer, AnAbsurdLengthMarksTheStreamCorrupt) {
