@@ -10,6 +10,8 @@
 #include <fstream>
 #include <string>
 
+#include "model/gpu_fields.h"
+
 namespace gpudoctor {
 namespace {
 
@@ -268,6 +270,14 @@ TEST_F(CollectorTest, LostGpuFailsItsFieldsAndKeepsItsIdentity) {
   EXPECT_EQ(lost.access_error, AccessError::kGpuLost);
   EXPECT_TRUE(lost.temperature_c.failed());
   EXPECT_NE(lost.temperature_c.error().find("NVML_ERROR_GPU_IS_LOST"), std::string::npos);
+  // Every field read after NVML said "lost" is an error saying so, lists included; none is left out.
+  auto expect_lost = [&](const char* key, const auto& field) {
+    EXPECT_TRUE(field.failed()) << key;
+    EXPECT_EQ(field.error(), lost.access_message) << key;
+  };
+  VisitScalarGpuFields(expect_lost, lost);
+  expect_lost("processes", lost.processes);
+  expect_lost("nvlinks", lost.nvlinks);
   EXPECT_EQ(s.gpus[2].access_error, AccessError::kNone);
 }
 

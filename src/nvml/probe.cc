@@ -159,12 +159,15 @@ class GpuReader {
     if (rc == NVML_SUCCESS) {
       gpu.Value<Member>(value);
     } else if (rc != NVML_ERROR_NOT_SUPPORTED && rc != NVML_ERROR_FUNCTION_NOT_FOUND) {
-      const std::string message = NvmlErrorMessage(rc);
-      if (rc == NVML_ERROR_GPU_IS_LOST && !lost_) {
-        lost_ = true;
-        lost_message_ = message;
-      }
-      gpu.Failed<Member>(message);
+      NoteLost(rc);
+      gpu.Failed<Member>(NvmlErrorMessage(rc));
+    }
+  }
+  // Remembers that the GPU is lost, the first time NVML says so.
+  void NoteLost(nvmlReturn_t rc) {
+    if (rc == NVML_ERROR_GPU_IS_LOST && !lost_) {
+      lost_ = true;
+      lost_message_ = NvmlErrorMessage(rc);
     }
   }
   // Once the GPU is lost, every field read after that is an error saying so.
@@ -187,7 +190,8 @@ class GpuReader {
     }
     Record<Member>(gpu, rc, out);
   }
-  // The same for a number the reader needs itself: nullopt when NVML gave none.
+  // The same for a value the reader needs before it records a field:
+  // returns NVML's code, and the caller records the field.
   template <typename Out, typename Fn, typename... Args>
   nvmlReturn_t CallFor(Out* out, NvmlCall name, Fn fn, Args... args) {
     if (lost_) return NVML_ERROR_GPU_IS_LOST;
@@ -197,10 +201,7 @@ class GpuReader {
       CallScope scope(slot_, name);
       rc = fn(device_, args..., out);
     }
-    if (rc == NVML_ERROR_GPU_IS_LOST && !lost_) {
-      lost_ = true;
-      lost_message_ = NvmlErrorMessage(rc);
-    }
+    NoteLost(rc);
     return rc;
   }
 
@@ -429,12 +430,8 @@ class GpuReader {
     if (rc == NVML_SUCCESS) {
       gpu.Processes(processes);
     } else if (rc != NVML_ERROR_NOT_SUPPORTED && rc != NVML_ERROR_FUNCTION_NOT_FOUND) {
-      const std::string message = NvmlErrorMessage(rc);
-      if (rc == NVML_ERROR_GPU_IS_LOST && !lost_) {
-        lost_ = true;
-        lost_message_ = message;
-      }
-      gpu.ProcessesFailed(message);
+      NoteLost(rc);
+      gpu.ProcessesFailed(NvmlErrorMessage(rc));
     }
   }
 
