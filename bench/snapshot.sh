@@ -3,7 +3,9 @@
 # calling the same NVML functions in-process), both on the fake NVML library
 # with the 8-GPU healthy scenario. A third program, ipc_floor, measures what one
 # request and its answer between two processes cost on this machine with
-# nothing else done: the part of the gap that any isolated collector pays.
+# nothing else done, the answering process first working as long as the floor
+# took in that round (that work left out): the part of the gap that any
+# isolated collector pays.
 #
 #   bench/snapshot.sh [BUILD_DIR] [SNAPSHOTS] [ROUNDS]     (defaults: build, 2000, 5)
 #
@@ -17,15 +19,16 @@ rounds=${3:-5}
 root=$(cd "$(dirname "$0")/.." && pwd)
 lib=$build/bin/libgpudoctor_fake_nvml.so
 scenario=$root/examples/healthy-8xh100.toml
-# The probe's answer for this scenario: 8 GPU frames, their PCI ids, the host
-# and the end, 9,763 bytes (measured with `gpudoctor __probe`, docs/benchmarks.md).
-answer_bytes=9763
+# The probe's answer for this scenario: the host, 8 GPU frames and the end,
+# 8,987 bytes (measured with `gpudoctor __probe`, docs/benchmarks.md).
+answer_bytes=8987
 export GPUDOCTOR_SCENARIO=$scenario GPUDOCTOR_FAKE_NOW=60s
 best_floor="" best_ours="" best_ipc=""
 lowest() { awk -v a="$1" -v b="${2:-$1}" 'BEGIN { print (a < b ? a : b) }'; }
 for round in $(seq 1 "$rounds"); do
   floor=$("$build/bin/nvml_floor" "$lib" "$snapshots")
-  ipc=$("$build/bin/ipc_floor" "$snapshots" "$answer_bytes")
+  floor_work=$(sed -E 's/.*floor_cpu_us_per_snapshot=([0-9.]+).*/\1/' <<<"$floor")
+  ipc=$("$build/bin/ipc_floor" "$snapshots" "$answer_bytes" "$floor_work")
   ours=$("$build/bin/snapshot_bench" "$build/bin/gpudoctor" "$lib" "$scenario" "$snapshots")
   floor_us=$(sed -E 's/.*floor_cpu_us_per_snapshot=([0-9.]+).*/\1/' <<<"$floor")
   ipc_us=$(sed -E 's/.*ipc_cpu_us_per_round_trip=([0-9.]+).*/\1/' <<<"$ipc")

@@ -246,7 +246,12 @@ class AgentLoop {
   }
 
   void RunCycle() {
-    auto snapshot = std::make_shared<Snapshot>(source_.Collect());
+    // The snapshot before the last is refilled in place when nothing else
+    // holds it any more (the dashboard may, while it answers a request).
+    std::shared_ptr<Snapshot> snapshot =
+        spare_ && spare_.use_count() == 1 ? std::move(spare_) : std::make_shared<Snapshot>();
+    spare_.reset();
+    source_.CollectInto(*snapshot);
     const WallTime now = SystemClock::Instance().Now();
     HostSignals host = CollectHostSignals(config_.health.host, host_env_);
     TakeLogEvents(*snapshot, now);
@@ -271,6 +276,7 @@ class AgentLoop {
     state_.PublishSnapshot(snapshot);
     auto open = store_.QueryFindings({.from = now, .until = now + std::chrono::milliseconds(1), .open_only = true});
     if (open) state_.SetOpenFindings(std::move(*open));
+    spare_ = std::move(previous_);
     previous_ = std::move(snapshot);
     open_findings_ = open ? open->size() : 0;
 
@@ -315,7 +321,8 @@ class AgentLoop {
   SubprocessRunner runner_;
   LinuxHostEnv host_env_;
   CatalogEventGrader grader_;
-  std::shared_ptr<const Snapshot> previous_;
+  std::shared_ptr<Snapshot> previous_;
+  std::shared_ptr<Snapshot> spare_;  // the one before previous_, for the next cycle to refill
   std::vector<LogEvent> recent_events_;
   WallTime last_maintained_{};
   bool maintain_more_ = false;

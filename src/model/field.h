@@ -56,7 +56,7 @@ class Field {
   void SetValue(T value) {
     state_ = FieldState::kValue;
     value_ = std::move(value);
-    error_.reset();
+    if (error_) [[unlikely]] error_.reset();
   }
   void SetFailed(std::string message) {
     state_ = FieldState::kError;
@@ -69,8 +69,16 @@ class Field {
   }
   void SetNotSupported() {
     state_ = FieldState::kNotSupported;
-    value_ = T();
+    ResetValue();
     error_.reset();
+  }
+  // Marks the field as holding a value and returns that value, to be filled
+  // in place: a string or list keeps the memory it had, so refilling a field
+  // from one snapshot to the next allocates nothing.
+  T& MutableValue() {
+    state_ = FieldState::kValue;
+    if (error_) [[unlikely]] error_.reset();
+    return value_;
   }
 
   FieldState state() const { return state_; }
@@ -97,6 +105,14 @@ class Field {
   }
 
  private:
+  // Empty, keeping a string's or list's memory for the next value.
+  void ResetValue() {
+    if constexpr (requires(T& v) { v.clear(); }) {
+      value_.clear();
+    } else {
+      value_ = T();
+    }
+  }
   static const std::string& EmptyText() {
     static const std::string empty;
     return empty;

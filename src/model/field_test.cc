@@ -65,6 +65,21 @@ TEST(Field, EqualityComparesWhatTheStateMeans) {
   EXPECT_EQ(was_value, Field<uint32_t>::NotSupported());
 }
 
+TEST(Field, RefillingKeepsTheMemoryOfAStringOrList) {
+  Field<std::string> text = Field<std::string>::Value(std::string(100, 'x'));
+  const char* memory = text.value().data();
+  text.SetNotSupported();
+  EXPECT_EQ(text, Field<std::string>::NotSupported());
+  text.MutableValue().assign("a new value, longer than a string holds in place");
+  EXPECT_EQ(text, Field<std::string>::Value("a new value, longer than a string holds in place"));
+  EXPECT_EQ(text.value().data(), memory);
+
+  Field<std::vector<uint32_t>> list = Field<std::vector<uint32_t>>::Failed("Unknown Error");
+  list.MutableValue() = {1, 2, 3};
+  EXPECT_EQ(list, Field<std::vector<uint32_t>>::Value({1, 2, 3}));
+  EXPECT_EQ(list.error(), "");
+}
+
 TEST(Field, StaysSmall) {
   // A snapshot of 8 GPUs holds over a thousand fields; the error text lives behind a pointer.
   EXPECT_LE(sizeof(Field<uint64_t>), 24u);

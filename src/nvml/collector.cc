@@ -234,17 +234,34 @@ NvmlCollector::~NvmlCollector() {
 }
 
 Snapshot NvmlCollector::Collect() {
+  Snapshot snapshot;
+  CollectInto(snapshot);
+  return snapshot;
+}
+
+void NvmlCollector::CollectInto(Snapshot& snapshot) {
   State& state = *state_;
   const CollectorOptions& options = state.options;
   const auto started = options.clock->Steady();
-  Snapshot snapshot;
+  // The GPUs already there are refilled in turn as frames arrive (their
+  // memory reused); everything else starts afresh. `filled` counts the GPUs
+  // of this snapshot, and the spare ones are dropped once all have arrived.
+  std::vector<GpuSnapshot> spare = std::move(snapshot.gpus);
+  snapshot = Snapshot{};
+  snapshot.gpus = std::move(spare);
+  size_t filled = 0;
+  bool spare_dropped = false;
+  auto drop_spare_gpus = [&] {
+    if (!spare_dropped) snapshot.gpus.resize(filled);
+    spare_dropped = true;
+  };
   snapshot.source = options.scenario_path.empty() ? "nvml" : "simulate:" + options.scenario_path;
   snapshot.taken_at = options.clock->Now();
   char hostname[256] = {};
   if (gethostname(hostname, sizeof hostname - 1) == 0) snapshot.hostname = hostname;
   auto finish = [&] {
+    drop_spare_gpus();
     snapshot.collection_time = options.clock->Steady() - started;
-    return std::move(snapshot);
   };
 
   // Forget probes that have exited; kill the ones stuck for too long.
@@ -264,7 +281,8 @@ Snapshot NvmlCollector::Collect() {
       snapshot.driver_error = AccessError::kHang;
       snapshot.driver_message = "an earlier probe is still stuck in " + probe.host_call;
       snapshot.hangs.push_back({std::nullopt, "", probe.host_call, options.deadline, true});
-      return finish();
+      finish();
+      return;
     }
     for (const auto& [gpu, call] : probe.calls) {
       request.skip_gpus.insert(gpu);
@@ -282,7 +300,8 @@ Snapshot NvmlCollector::Collect() {
       if (!spawned) {
         snapshot.driver_error = AccessError::kOther;
         snapshot.driver_message = spawned.error().message;
-        return finish();
+        finish();
+        return;
       }
       state.worker = std::move(*spawned);
     }
@@ -300,7 +319,8 @@ Snapshot NvmlCollector::Collect() {
     snapshot.driver_error = AccessError::kOther;
     snapshot.driver_message = "the NVML probe exited before it accepted a request";
     if (!refused_stderr.empty()) snapshot.driver_message += " (" + refused_stderr + ")";
-    return finish();
+    finish();
+    return;
   }
   ProbeProcess& probe = *state.worker;
 
@@ -309,7 +329,6 @@ Snapshot NvmlCollector::Collect() {
   ProbeFrameBuffer& frames = probe.frames;
   frames.Clear();
   bool host_seen = false, done = false, init_failed = false;
-  std::vector<ProbeGpuIdentity> known_pci;  // a few per request; looked up only when one hangs
   auto handle = [&](ProbeMessage&& message) {
     if (auto* host = std::get_if<ProbeHost>(&message)) {
       host_seen = true;
@@ -317,13 +336,12 @@ Snapshot NvmlCollector::Collect() {
       snapshot.nvml_version = std::move(host->nvml_version);
       snapshot.cuda_driver_version = host->cuda_driver_version;
       snapshot.device_count = host->device_count;
-      snapshot.gpus.reserve(std::min<uint32_t>(host->device_count.value_or(0), CallTracker::kMaxGpus));
+      const size_t expected = std::min<uint32_t>(host->device_count.value_or(0), CallTracker::kMaxGpus);
+      if (expected > snapshot.gpus.size()) snapshot.gpus.reserve(expected);
     } else if (auto* failed = std::get_if<ProbeInitFailed>(&message)) {
       host_seen = done = init_failed = true;
       snapshot.driver_error = failed->error == AccessError::kNone ? AccessError::kOther : failed->error;
       snapshot.driver_message = std::move(failed->message);
-    } else if (auto* identity = std::get_if<ProbeGpuIdentity>(&message)) {
-      known_pci.push_back(std::move(*identity));
     } else if (auto* xid = std::get_if<XidEvent>(&message)) {
       snapshot.xid_events.push_back(*xid);
     } else if (std::holds_alternative<ProbeDone>(message)) {
@@ -365,8 +383,8 @@ Snapshot NvmlCollector::Collect() {
         while (auto payload = frames.Next()) {
           // A frame that does not decode is skipped; the GPU it held shows up as missing.
           if (IsGpuSnapshotFrame(*payload)) {
-            GpuSnapshot& gpu = snapshot.gpus.emplace_back();
-            if (!DecodeGpuSnapshot(*payload, gpu).ok()) snapshot.gpus.pop_back();
+            if (filled == snapshot.gpus.size()) snapshot.gpus.emplace_back();
+            if (DecodeGpuSnapshot(*payload, snapshot.gpus[filled]).ok()) ++filled;
           } else if (DecodeProbeMessage(*payload, message).ok()) {
             handle(std::move(message));
           }
@@ -386,6 +404,7 @@ Snapshot NvmlCollector::Collect() {
       }
     }
   }
+  drop_spare_gpus();
   const std::string probe_stderr(Trim(probe.stderr_text));
 
   if (done && !init_failed) {
@@ -407,9 +426,7 @@ Snapshot NvmlCollector::Collect() {
       if (snapshot.FindGpu(index) || request.skip_gpus.count(index)) continue;
       std::string call = index < CallTracker::kMaxGpus ? NvmlCallName(probe.tracker->calls().gpu_call[index].load()) : "";
       if (call.empty()) call = output_open ? "an NVML call" : "the probe process, which exited";
-      auto known = std::find_if(known_pci.rbegin(), known_pci.rend(),
-                                [index](const ProbeGpuIdentity& identity) { return identity.index == index; });
-      std::string pci = known != known_pci.rend() ? known->pci_bus_id : "";
+      std::string pci = index < CallTracker::kMaxGpus ? probe.tracker->calls().gpu_pci[index].Load() : "";
       snapshot.hangs.push_back({index, pci, call, options.deadline, false});
       stuck.calls[index] = call;
       stuck.pci[index] = pci;
@@ -445,7 +462,7 @@ Snapshot NvmlCollector::Collect() {
   auto by_index = [](const GpuSnapshot& a, const GpuSnapshot& b) { return a.index < b.index; };
   if (!std::is_sorted(snapshot.gpus.begin(), snapshot.gpus.end(), by_index))
     std::sort(snapshot.gpus.begin(), snapshot.gpus.end(), by_index);
-  return finish();
+  finish();
 }
 
 }  // namespace gpudoctor

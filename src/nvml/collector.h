@@ -11,6 +11,7 @@
 //   options.probe_executable = "/proc/self/exe";
 //   NvmlCollector collector(options);
 //   Snapshot snapshot = collector.Collect();
+//   collector.CollectInto(snapshot);  // the next one, in the same memory
 #pragma once
 
 #include <chrono>
@@ -39,6 +40,10 @@ class SnapshotSource {
  public:
   virtual ~SnapshotSource() = default;
   virtual Snapshot Collect() = 0;
+  // The same, into `snapshot`, replacing everything it held. A source may
+  // reuse the memory of the GPUs it held (their strings and lists), so a
+  // caller that refills one snapshot, like the agent, allocates almost nothing.
+  virtual void CollectInto(Snapshot& snapshot) { snapshot = Collect(); }
 };
 
 class NvmlCollector final : public SnapshotSource {
@@ -49,6 +54,7 @@ class NvmlCollector final : public SnapshotSource {
   NvmlCollector& operator=(const NvmlCollector&) = delete;
 
   Snapshot Collect() override;
+  void CollectInto(Snapshot& snapshot) override;
 
  private:
   struct State;

@@ -11,6 +11,7 @@
 #include <string>
 
 #include "model/gpu_fields.h"
+#include "nvml/probe.h"
 
 namespace gpudoctor {
 namespace {
@@ -76,6 +77,47 @@ TEST_F(CollectorTest, TheProbeServesManyRequests) {
   }
 }
 
+TEST_F(CollectorTest, CollectIntoReplacesEverythingTheSnapshotHeld) {
+  NvmlCollector collector(Options("healthy-8xh100.toml"));
+  const Snapshot expected = collector.Collect();  // the fake's clock stands still: every reading repeats
+  ASSERT_EQ(expected.gpus.size(), 8u) << expected.driver_message;
+
+  // A snapshot full of something else: more GPUs than there are, a lost
+  // one, lists and error text everywhere, a hang, an Xid, a driver error.
+  Snapshot reused;
+  for (uint32_t i = 0; i < 12; ++i) {
+    GpuSnapshot& gpu = reused.gpus.emplace_back();
+    gpu.index = 11 - i;
+    gpu.MarkUnreadable(AccessError::kGpuLost, "GPU is lost, number " + std::to_string(i));
+    gpu.fan_speeds_percent = Field<std::vector<uint32_t>>::Value({1, 2, 3, 4, 5, 6, 7, 8, 9});
+    gpu.serial = Field<std::string>::Value(std::string(100, 's'));
+  }
+  reused.gpus[2] = expected.gpus[5];
+  reused.hangs.push_back({3, "0000:61:00.0", "nvmlDeviceGetTemperature", std::chrono::seconds(10), true});
+  reused.xid_events.push_back({1, 79, WallTime{}});
+  reused.driver_error = AccessError::kHang;
+  reused.driver_message = "stuck";
+  collector.CollectInto(reused);
+  EXPECT_TRUE(reused.gpus == expected.gpus);
+  EXPECT_TRUE(reused.hangs.empty());
+  EXPECT_TRUE(reused.xid_events.empty());
+  EXPECT_EQ(reused.driver_error, AccessError::kNone);
+  EXPECT_EQ(reused.driver_message, "");
+  EXPECT_EQ(reused.driver_version, expected.driver_version);
+
+  // Refilled again, the GPUs keep their memory: a UUID (longer than a
+  // string holds in place) stays where it was.
+  const char* uuid = reused.gpus[3].uuid.value().data();
+  collector.CollectInto(reused);
+  EXPECT_TRUE(reused.gpus == expected.gpus);
+  EXPECT_EQ(reused.gpus[3].uuid.value().data(), uuid);
+
+  Snapshot fewer;  // fewer GPUs than there are: the rest are added
+  fewer.gpus.resize(3);
+  collector.CollectInto(fewer);
+  EXPECT_TRUE(fewer.gpus == expected.gpus);
+}
+
 TEST_F(CollectorTest, UnsupportedFieldsAreNotSupportedNotZero) {
   auto path = WriteScenario("unsupported.toml", R"(
 gpu_count = 2
@@ -115,6 +157,21 @@ error = "unknown"
   EXPECT_TRUE(s.gpus[2].power_limit_w.has_value());  // one failed call spoils nothing else
 }
 
+TEST(SharedPciId, HoldsTheLastIdStoredAndNothingBeforeTheFirst) {
+  CallTracker tracker{};
+  EXPECT_EQ(tracker.gpu_pci[3].Load(), "");
+  tracker.gpu_pci[3].Store("0000:c3:00.0");
+  EXPECT_EQ(tracker.gpu_pci[3].Load(), "0000:c3:00.0");
+  EXPECT_EQ(tracker.gpu_pci[4].Load(), "");
+  tracker.gpu_pci[3].Store("00000000:1B:00.0");  // a longer one replaces it whole
+  EXPECT_EQ(tracker.gpu_pci[3].Load(), "00000000:1B:00.0");
+  tracker.gpu_pci[3].Store("0000:1b:00.0");  // and a shorter one leaves nothing of it behind
+  EXPECT_EQ(tracker.gpu_pci[3].Load(), "0000:1b:00.0");
+  const std::string long_id(40, 'f');  // over NVML's 32 bytes: cut, never overrun
+  tracker.gpu_pci[3].Store(long_id);
+  EXPECT_EQ(tracker.gpu_pci[3].Load(), long_id.substr(0, SharedPciId::kMaxLength - 1));
+}
+
 TEST_F(CollectorTest, HungGpuIsReportedWithItsCallAndTheOthersStillAnswer) {
   NvmlCollector collector(Options("nvml-hang.toml", milliseconds(1500)));
   auto start = steady_clock::now();
@@ -125,7 +182,7 @@ TEST_F(CollectorTest, HungGpuIsReportedWithItsCallAndTheOthersStillAnswer) {
   ASSERT_TRUE(s.hangs[0].gpu_index.has_value());
   EXPECT_EQ(*s.hangs[0].gpu_index, 5u);
   EXPECT_EQ(s.hangs[0].call, "nvmlDeviceGetTemperature");
-  EXPECT_FALSE(s.hangs[0].pci_bus_id.empty());
+  EXPECT_EQ(s.hangs[0].pci_bus_id, "0000:c3:00.0");  // read before the stuck call, through the shared tracker
   EXPECT_FALSE(s.hangs[0].still_stuck_from_earlier);
   ASSERT_EQ(s.gpus.size(), 8u);
   EXPECT_EQ(s.gpus[5].access_error, AccessError::kHang);
@@ -162,10 +219,10 @@ duration = "forever"
   ASSERT_EQ(s.hangs.size(), 2u) << s.driver_message;
   EXPECT_EQ(s.hangs[0].gpu_index, 1u);
   EXPECT_EQ(s.hangs[0].call, "nvmlDeviceGetPowerUsage");
-  EXPECT_FALSE(s.hangs[0].pci_bus_id.empty());
+  EXPECT_EQ(s.hangs[0].pci_bus_id, "0000:43:00.0");
   EXPECT_EQ(s.hangs[1].gpu_index, 5u);
   EXPECT_EQ(s.hangs[1].call, "nvmlDeviceGetMemoryInfo");
-  EXPECT_FALSE(s.hangs[1].pci_bus_id.empty());
+  EXPECT_EQ(s.hangs[1].pci_bus_id, "0000:c3:00.0");
   ASSERT_EQ(s.gpus.size(), 8u);
   for (uint32_t i : {0u, 2u, 3u, 4u, 6u, 7u}) EXPECT_TRUE(s.gpus[i].power_draw_w.has_value()) << i;
   EXPECT_EQ(s.gpus[1].access_error, AccessError::kHang);

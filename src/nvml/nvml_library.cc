@@ -5,6 +5,7 @@
 #include <array>
 #include <cstdio>
 #include <cstring>
+#include <string_view>
 
 #include "common/text.h"
 
@@ -139,8 +140,12 @@ nvmlReturn_t NvmlLibrary::CudaDriverVersion(int* version) const {
 
 nvmlReturn_t NvmlLibrary::PciBusId(nvmlDevice_t device, std::string* bus_id) const {
   auto finish = [bus_id](const char* text, size_t capacity) {
-    *bus_id = std::string(text, strnlen(text, capacity));
-    if (auto normalized = NormalizePciBusId(*bus_id)) *bus_id = std::move(*normalized);
+    const std::string_view raw(text, strnlen(text, capacity));
+    if (auto normalized = NormalizePciBusId(raw)) {
+      *bus_id = std::move(*normalized);
+    } else {
+      bus_id->assign(raw);
+    }
   };
   if (nvmlDeviceGetPciInfo_v3 || nvmlDeviceGetPciInfo_v2) {
     nvmlPciInfo_t info{};

@@ -2,6 +2,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <array>
 #include <cerrno>
 #include <condition_variable>
@@ -90,15 +91,14 @@ class FrameWriter {
   std::string batch_;
 };
 
-// Marks which NVML call a thread is inside for as long as it lives.
+// Marks which NVML call a thread is inside for as long as it lives, in a
+// slot that is never null: a store before and after each call, nothing more.
 class CallScope {
  public:
   CallScope(std::atomic<uint16_t>* slot, NvmlCall call) : slot_(slot) {
-    if (slot_) slot_->store(call.id, std::memory_order_release);
+    slot_->store(call.id, std::memory_order_release);
   }
-  ~CallScope() {
-    if (slot_) slot_->store(0, std::memory_order_release);
-  }
+  ~CallScope() { slot_->store(0, std::memory_order_release); }
   CallScope(const CallScope&) = delete;
   CallScope& operator=(const CallScope&) = delete;
 
@@ -115,11 +115,11 @@ class CallScope {
 // lost GPU is where drivers hang.
 class GpuReader {
  public:
-  // `on_identity` is told the GPU's PCI id as soon as it is known, so a GPU
-  // that hangs later can still be named by its bus id.
-  GpuReader(const NvmlLibrary& nvml, uint32_t index, std::atomic<uint16_t>* slot,
-            std::function<void(uint32_t index, const std::string& pci_bus_id)> on_identity)
-      : nvml_(nvml), index_(index), slot_(slot), on_identity_(std::move(on_identity)) {}
+  // `slot` (may be null) is where the call in progress is marked, and `pci`
+  // (may be null) where the GPU's PCI id goes as soon as it is known, so a
+  // GPU that hangs later can still be named by its bus id.
+  GpuReader(const NvmlLibrary& nvml, uint32_t index, std::atomic<uint16_t>* slot, SharedPciId* pci)
+      : nvml_(nvml), index_(index), slot_(slot), pci_(pci) {}
 
   // Reads the GPU once and appends its frame to `out`.
   void Read(std::string& out) {
@@ -239,7 +239,7 @@ class GpuReader {
         rc = nvml_.PciBusId(device_, &bus_id);
       }
       Record<&GpuSnapshot::pci_bus_id>(gpu, rc, bus_id);
-      if (rc == NVML_SUCCESS && on_identity_) on_identity_(index_, bus_id);
+      if (rc == NVML_SUCCESS && pci_) pci_->Store(bus_id);
     }
     Call<&GpuSnapshot::pcie_generation_current, unsigned>(gpu, "nvmlDeviceGetCurrPcieLinkGeneration",
                                                           nvml_.nvmlDeviceGetCurrPcieLinkGeneration);
@@ -497,35 +497,57 @@ class GpuReader {
     Record<Member>(gpu, rc, count);
   }
 
-  // One NvLinkInfo is filled in place for each link and written out.
+  // Each link's state and error counters, in the order of VisitNvLinkFields.
+  // A link read in full, nearly every one, is written straight from what
+  // NVML returned; any other goes through an NvLinkInfo.
   void ReadNvLinks(GpuFrameEncoder& gpu) {
     if (lost_) {
       gpu.NvLinksFailed(lost_message_);
       return;
     }
     if (!nvml_.nvmlDeviceGetNvLinkState) return;
-    NvLinkInfo info;
+    const auto counter = nvml_.nvmlDeviceGetNvLinkErrorCounter;
+    static constexpr int kCounters[4] = {NVML_NVLINK_ERROR_DL_REPLAY, NVML_NVLINK_ERROR_DL_RECOVERY,
+                                         NVML_NVLINK_ERROR_DL_CRC_FLIT, NVML_NVLINK_ERROR_DL_CRC_DATA};
     for (unsigned link = 0; link < NVML_NVLINK_MAX_LINKS; ++link) {
       nvmlEnableState_t active = 0;
-      nvmlReturn_t rc = CallFor(&active, "nvmlDeviceGetNvLinkState", nvml_.nvmlDeviceGetNvLinkState, link);
-      if (rc == NVML_ERROR_INVALID_ARGUMENT || rc == NVML_ERROR_NOT_SUPPORTED) break;  // past the last link
+      const nvmlReturn_t state = CallFor(&active, "nvmlDeviceGetNvLinkState", nvml_.nvmlDeviceGetNvLinkState, link);
+      if (state == NVML_ERROR_INVALID_ARGUMENT || state == NVML_ERROR_NOT_SUPPORTED) break;  // past the last link
       if (lost_) break;  // the GPU went away: its links are reported as lost, not one by one
+      uint64_t counts[4] = {};
+      nvmlReturn_t codes[4] = {NVML_ERROR_FUNCTION_NOT_FOUND, NVML_ERROR_FUNCTION_NOT_FOUND,
+                               NVML_ERROR_FUNCTION_NOT_FOUND, NVML_ERROR_FUNCTION_NOT_FOUND};
+      bool all_read = state == NVML_SUCCESS && counter != nullptr;
+      if (counter) {
+        // One mark for the four calls: a hang in any of them is in this one entry point.
+        CallScope scope(slot_, "nvmlDeviceGetNvLinkErrorCounter");
+        for (int i = 0; i < 4; ++i) {
+          unsigned long long count = 0;
+          codes[i] = counter(device_, link, kCounters[i], &count);
+          counts[i] = count;
+          if (codes[i] == NVML_SUCCESS) continue;
+          all_read = false;
+          if (codes[i] == NVML_ERROR_GPU_IS_LOST) {  // no more calls to a lost GPU
+            NoteLost(codes[i]);
+            std::fill(codes + i, codes + 4, NVML_ERROR_GPU_IS_LOST);
+            break;
+          }
+        }
+      }
+      if (all_read) {
+        gpu.NvLink(link, active == NVML_FEATURE_ENABLED, counts);
+        continue;
+      }
+      NvLinkInfo info;
       info.link = link;
-      SetField(info.active, rc, active == NVML_FEATURE_ENABLED);
-      const auto counter = nvml_.nvmlDeviceGetNvLinkErrorCounter;
-      constexpr NvmlCall name("nvmlDeviceGetNvLinkErrorCounter");
-      Counter(info.replay_errors, name, counter, link, NVML_NVLINK_ERROR_DL_REPLAY);
-      Counter(info.recovery_errors, name, counter, link, NVML_NVLINK_ERROR_DL_RECOVERY);
-      Counter(info.crc_flit_errors, name, counter, link, NVML_NVLINK_ERROR_DL_CRC_FLIT);
-      Counter(info.crc_data_errors, name, counter, link, NVML_NVLINK_ERROR_DL_CRC_DATA);
+      SetField(info.active, state, active == NVML_FEATURE_ENABLED);
+      SetField(info.replay_errors, codes[0], counts[0]);
+      SetField(info.recovery_errors, codes[1], counts[1]);
+      SetField(info.crc_flit_errors, codes[2], counts[2]);
+      SetField(info.crc_data_errors, codes[3], counts[3]);
       gpu.NvLink(info);
     }
     gpu.EndNvLinks();
-  }
-  void Counter(Field<uint64_t>& field, NvmlCall name, decltype(NvmlLibrary::nvmlDeviceGetNvLinkErrorCounter) fn,
-               unsigned link, int counter) {
-    unsigned long long value = 0;
-    SetField(field, CallFor(&value, name, fn, link, counter), value);
   }
   template <typename T, typename V>
   void SetField(Field<T>& field, nvmlReturn_t rc, V value) {
@@ -537,7 +559,7 @@ class GpuReader {
   const NvmlLibrary& nvml_;
   uint32_t index_;
   std::atomic<uint16_t>* slot_;
-  std::function<void(uint32_t, const std::string&)> on_identity_;
+  SharedPciId* pci_;
   nvmlDevice_t device_ = nullptr;
   bool lost_ = false;         // NVML said the GPU is lost
   std::string lost_message_;  // ... in these words
@@ -608,6 +630,27 @@ class XidListener {
 }  // namespace
 
 const char* NvmlCallName(uint16_t id) { return id < kCallNames.size() ? kCallNames[id] : ""; }
+
+void SharedPciId::Store(std::string_view id) {
+  uint64_t words[kMaxLength / 8] = {};
+  std::memcpy(words, id.data(), std::min(id.size(), kMaxLength - 1));
+  const uint32_t sequence = sequence_.load(std::memory_order_relaxed);
+  sequence_.store(sequence + 1, std::memory_order_relaxed);
+  std::atomic_thread_fence(std::memory_order_release);
+  for (size_t i = 0; i < std::size(words); ++i) words_[i].store(words[i], std::memory_order_relaxed);
+  sequence_.store(sequence + 2, std::memory_order_release);
+}
+
+std::string SharedPciId::Load() const {
+  const uint32_t before = sequence_.load(std::memory_order_acquire);
+  if (before & 1) return "";
+  uint64_t words[kMaxLength / 8];
+  for (size_t i = 0; i < std::size(words); ++i) words[i] = words_[i].load(std::memory_order_relaxed);
+  std::atomic_thread_fence(std::memory_order_acquire);
+  if (sequence_.load(std::memory_order_relaxed) != before) return "";
+  const auto* bytes = reinterpret_cast<const char*>(words);
+  return std::string(bytes, strnlen(bytes, sizeof words));
+}
 
 namespace {
 
@@ -702,6 +745,7 @@ struct Round {
 
 class Server : public std::enable_shared_from_this<Server> {
  public:
+  // `tracker` is never null (RunProbe gives one of its own when nobody watches).
   Server(const NvmlLibrary& nvml, int output_fd, CallTracker* tracker)
       : nvml_(nvml), out_(output_fd), tracker_(tracker), xids_(nvml, HostSlot()) {}
 
@@ -748,7 +792,7 @@ class Server : public std::enable_shared_from_this<Server> {
   }
 
  private:
-  std::atomic<uint16_t>* HostSlot() const { return tracker_ ? &tracker_->host_call : nullptr; }
+  std::atomic<uint16_t>* HostSlot() const { return &tracker_->host_call; }
 
   // Sends the host frame and returns how many GPUs there are (0 when unknown).
   uint32_t ReadHost() {
@@ -792,13 +836,12 @@ class Server : public std::enable_shared_from_this<Server> {
   }
 
   void ReadGpu(const std::shared_ptr<Round>& round, uint32_t index) {
-    if (tracker_) tracker_->gpus_started.fetch_add(1, std::memory_order_release);
-    std::atomic<uint16_t>* slot = tracker_ && index < CallTracker::kMaxGpus ? &tracker_->gpu_call[index] : nullptr;
-    // The PCI id goes out ahead of the rest: if the GPU hangs later, a rescue
-    // flushes it and the parent can name the stuck GPU by its bus id.
-    GpuReader reader(nvml_, index, slot, [this](uint32_t gpu, const std::string& pci_bus_id) {
-      out_.Write(ProbeGpuIdentity{gpu, pci_bus_id});
-    });
+    tracker_->gpus_started.fetch_add(1, std::memory_order_release);
+    // A GPU beyond what the tracker holds is read all the same, its calls unwatched.
+    static std::atomic<uint16_t> unwatched_call{0};
+    const bool tracked = index < CallTracker::kMaxGpus;
+    GpuReader reader(nvml_, index, tracked ? &tracker_->gpu_call[index] : &unwatched_call,
+                     tracked ? &tracker_->gpu_pci[index] : nullptr);
     // Encoded on this thread's own buffer, so the writer's lock is held only to append it.
     thread_local std::string frame;
     frame.clear();
@@ -836,8 +879,12 @@ class Server : public std::enable_shared_from_this<Server> {
 }  // namespace
 
 int RunProbe(const std::string& library_path, int input_fd, int output_fd, int rescue_fd, CallTracker* tracker) {
+  // Without a parent watching (a probe run by hand), calls are marked in a
+  // tracker nobody reads; it outlives any thread still stuck in NVML at exit.
+  static CallTracker unwatched;
+  if (!tracker) tracker = &unwatched;
   RequestReader requests(input_fd);
-  std::atomic<uint16_t>* host_slot = tracker ? &tracker->host_call : nullptr;
+  std::atomic<uint16_t>* host_slot = &tracker->host_call;
   ProbeRequest request;
   if (!requests.Next(&request)) return 0;
 

@@ -19,6 +19,7 @@
 #include <atomic>
 #include <cstdint>
 #include <string>
+#include <string_view>
 
 #include "nvml/probe_wire.h"
 
@@ -27,13 +28,28 @@ namespace gpudoctor {
 // One id per entry point of GPUDOCTOR_NVML_FUNCTIONS; 0 means "not in a call".
 const char* NvmlCallName(uint16_t id);  // "" for 0 or an unknown id
 
+// A GPU's PCI bus id, stored by the probe as soon as it knows it and read by
+// the parent only to name a GPU that missed its deadline. A sequence lock: the
+// parent may read while the probe writes, and then gets "" rather than a mix.
+class SharedPciId {
+ public:
+  static constexpr size_t kMaxLength = 32;  // nvmlPciInfo_t's busId, NUL included
+  void Store(std::string_view id);
+  std::string Load() const;  // "" when not known yet, or being written
+
+ private:
+  std::atomic<uint32_t> sequence_;                    // odd while being written
+  std::atomic<uint64_t> words_[kMaxLength / 8];      // the id, zero-padded
+};
+
 // Shared between parent and probe; plain atomics, no pointers, so it works
-// across processes in a MAP_SHARED mapping.
+// across processes in a MAP_SHARED mapping. All zero is the starting state.
 struct CallTracker {
   static constexpr uint32_t kMaxGpus = 64;
   std::atomic<uint16_t> host_call;           // call of the serving thread outside any GPU
   std::atomic<uint16_t> gpu_call[kMaxGpus];  // call being made for each GPU
   std::atomic<uint32_t> gpus_started;        // GPUs begun since the probe started: its progress
+  SharedPciId gpu_pci[kMaxGpus];             // each GPU's PCI id, once the probe has read it
 };
 
 // Serves requests until `input_fd` closes; returns the process exit status.

@@ -53,16 +53,56 @@ class Reader {
     uint32_t size = 0;
     Get(size);
     if (!Take(size)) return;
-    text.assign(taken_, size);
+    // Sized then copied: a string refilled with a value of the same length,
+    // as a GPU's name or UUID is from one snapshot to the next, only copies.
+    text.resize(size);
+    std::memcpy(text.data(), taken_, size);
   }
   void Get(ProcessInfo& process) {
     Get(process.pid);
     Get(process.name);
     Get(process.used_memory_bytes);
   }
+  // An NVLink (Writer::Put(const NvLinkInfo&)); one with all five values,
+  // nearly every link, is read with one bounds check.
   void Get(NvLinkInfo& link) {
+    using probe_wire_detail::kNvLinkAllValues;
+    using probe_wire_detail::kNvLinkAllValuesSize;
+    if (ok_ && data_.size() >= kNvLinkAllValuesSize && data_[4] == static_cast<char>(kNvLinkAllValues)) {
+      const char* at = data_.data();
+      const auto active = static_cast<uint8_t>(at[5]);
+      uint64_t counters[4];
+      std::memcpy(&link.link, at, sizeof link.link);
+      std::memcpy(counters, at + 6, sizeof counters);
+      if (active > 1) {
+        ok_ = false;
+        return;
+      }
+      link.active.SetValue(active == 1);
+      link.replay_errors.SetValue(counters[0]);
+      link.recovery_errors.SetValue(counters[1]);
+      link.crc_flit_errors.SetValue(counters[2]);
+      link.crc_data_errors.SetValue(counters[3]);
+      data_.remove_prefix(kNvLinkAllValuesSize);
+      return;
+    }
+    uint8_t mask = 0;
     Get(link.link);
-    auto field = [this](const char*, auto& value) { Get(value); };
+    Get(mask);
+    if (mask > kNvLinkAllValues) ok_ = false;
+    uint8_t bit = 1;
+    auto field = [this, mask, &bit](const char*, auto& value) {
+      using T = typename std::remove_reference_t<decltype(value)>::value_type;
+      if (mask & bit) {
+        T read{};
+        Get(read);
+        value.SetValue(read);
+      } else {
+        GetAny(value);
+        if (value.has_value()) ok_ = false;  // a value belongs in the mask: one encoding only
+      }
+      bit = static_cast<uint8_t>(bit << 1);
+    };
     VisitNvLinkFields(field, link);
   }
   template <typename T>
@@ -77,6 +117,24 @@ class Reader {
     items.resize(count);
     for (T& item : items) Get(item);
   }
+  // A field and the position byte after it, as a GPU frame has them: for a
+  // number or flag, one bounds check for the three.
+  template <typename T>
+  void GetRecord(Field<T>& field, uint8_t& next) {
+    if constexpr (std::is_arithmetic_v<T> && !std::is_same_v<T, bool> && !std::is_floating_point_v<T>) {
+      if (ok_ && data_.size() >= 2 + sizeof(T) && data_[0] == static_cast<char>(FieldState::kValue)) {
+        T value;
+        std::memcpy(&value, data_.data() + 1, sizeof(T));
+        next = static_cast<uint8_t>(data_[1 + sizeof(T)]);
+        field.SetValue(value);
+        data_.remove_prefix(2 + sizeof(T));
+        return;
+      }
+    }
+    Get(field);
+    Get(next);
+  }
+
   template <typename T>
   void Get(Field<T>& field) {
     if constexpr (std::is_arithmetic_v<T>) {
@@ -116,18 +174,10 @@ class Reader {
       case FieldState::kNotSupported:
         field.SetNotSupported();
         return;
-      case FieldState::kValue: {
-        if constexpr (std::is_same_v<T, std::string>) {
-          uint32_t size = 0;
-          Get(size);
-          if (Take(size)) field.SetValue(std::string(taken_, size));  // built once, at its size
-        } else {
-          T value{};
-          Get(value);
-          field.SetValue(std::move(value));
-        }
+      case FieldState::kValue:
+        // In place: a string or list that held an earlier value keeps its memory.
+        Get(field.MutableValue());
         return;
-      }
       case FieldState::kError: {
         std::string message;
         Get(message);
@@ -199,15 +249,6 @@ void Read(Reader& r, ProbeInitFailed& failed) {
   r.Get(failed.message);
 }
 
-void Write(Writer& w, const ProbeGpuIdentity& identity) {
-  w.Put(identity.index);
-  w.Put(identity.pci_bus_id);
-}
-void Read(Reader& r, ProbeGpuIdentity& identity) {
-  r.Get(identity.index);
-  r.Get(identity.pci_bus_id);
-}
-
 // A GPU frame: the index, then a record per field that is not "not
 // supported" (nvml/probe_wire_writer.h), then the access error.
 void Write(Writer& w, const GpuSnapshot& gpu) {
@@ -238,20 +279,27 @@ void Read(Reader& r, GpuSnapshot& gpu) {
   uint8_t next = 0;
   r.Get(next);
   uint8_t position = 0;
+  // Every field is set, a record or "not supported", so `gpu` may hold an
+  // earlier GPU whose memory is reused.
   auto field = [&r, &next, &position](const char*, auto& value) {
     if (next == position++) {
-      r.Get(value);
-      r.Get(next);
+      r.GetRecord(value, next);
+    } else {
+      value.SetNotSupported();
     }
   };
   VisitScalarGpuFields(field, gpu);
   if (next == probe_wire_detail::kGpuProcesses) {
     r.Get(gpu.processes);
     r.Get(next);
+  } else {
+    gpu.processes.SetNotSupported();
   }
   if (next == probe_wire_detail::kGpuNvLinks) {
     r.Get(gpu.nvlinks);
     r.Get(next);
+  } else {
+    gpu.nvlinks.SetNotSupported();
   }
   if (next != probe_wire_detail::kGpuEnd) r.Fail();  // out of order, or unknown
   r.Get(gpu.access_error);
@@ -277,7 +325,6 @@ void Read(Reader&, ProbeDone&) {}
 constexpr Kind KindOf(const ProbeRequest&) { return Kind::kRequest; }
 constexpr Kind KindOf(const ProbeHost&) { return Kind::kHost; }
 constexpr Kind KindOf(const ProbeInitFailed&) { return Kind::kInitFailed; }
-constexpr Kind KindOf(const ProbeGpuIdentity&) { return Kind::kGpuIdentity; }
 constexpr Kind KindOf(const GpuSnapshot&) { return Kind::kGpu; }
 constexpr Kind KindOf(const XidEvent&) { return Kind::kXid; }
 constexpr Kind KindOf(const ProbeDone&) { return Kind::kDone; }
@@ -306,7 +353,6 @@ void AppendProbeFrame(std::string& out, const Message& message) {
 template void AppendProbeFrame(std::string&, const ProbeRequest&);
 template void AppendProbeFrame(std::string&, const ProbeHost&);
 template void AppendProbeFrame(std::string&, const ProbeInitFailed&);
-template void AppendProbeFrame(std::string&, const ProbeGpuIdentity&);
 template void AppendProbeFrame(std::string&, const GpuSnapshot&);
 template void AppendProbeFrame(std::string&, const XidEvent&);
 template void AppendProbeFrame(std::string&, const ProbeDone&);
@@ -339,8 +385,6 @@ Status DecodeProbeMessage(std::string_view payload, ProbeMessage& message) {
       return EmplaceBody<ProbeHost>(reader, message);
     case Kind::kInitFailed:
       return EmplaceBody<ProbeInitFailed>(reader, message);
-    case Kind::kGpuIdentity:
-      return EmplaceBody<ProbeGpuIdentity>(reader, message);
     case Kind::kGpu:
       return EmplaceBody<GpuSnapshot>(reader, message);
     case Kind::kXid:

@@ -42,9 +42,9 @@ struct ProbeRequest {
 };
 
 // Probe to parent, in this order for each request: one ProbeHost (or
-// ProbeInitFailed, after which the probe exits), then per GPU a
-// ProbeGpuIdentity as soon as its PCI id is known and a GpuSnapshot when it
-// is read, then the XidEvents seen, then ProbeDone.
+// ProbeInitFailed, after which the probe exits), then a GpuSnapshot per GPU
+// as it is read, then the XidEvents seen, then ProbeDone. (A GPU's PCI id
+// also goes to the shared CallTracker as soon as it is known, nvml/probe.h.)
 struct ProbeHost {
   Field<std::string> driver_version;
   Field<std::string> nvml_version;
@@ -57,17 +57,12 @@ struct ProbeInitFailed {
   std::string message;
   bool operator==(const ProbeInitFailed&) const = default;
 };
-struct ProbeGpuIdentity {
-  uint32_t index = 0;
-  std::string pci_bus_id;
-  bool operator==(const ProbeGpuIdentity&) const = default;
-};
 struct ProbeDone {
   bool operator==(const ProbeDone&) const = default;
 };
 
 using ProbeMessage =
-    std::variant<ProbeRequest, ProbeHost, ProbeInitFailed, ProbeGpuIdentity, GpuSnapshot, XidEvent, ProbeDone>;
+    std::variant<ProbeRequest, ProbeHost, ProbeInitFailed, GpuSnapshot, XidEvent, ProbeDone>;
 
 // One whole frame, length prefix included.
 std::string EncodeProbeMessage(const ProbeMessage& message);
@@ -81,8 +76,9 @@ void AppendProbeFrame(std::string& out, const Message& message);
 Status DecodeProbeMessage(std::string_view payload, ProbeMessage& message);
 
 // The collector's hot path: whether a payload is a GpuSnapshot frame, and
-// decoding one straight into `gpu` (a fresh GpuSnapshot; left unspecified on
-// error), with no variant and no move.
+// decoding one straight into `gpu`, with no variant and no move. `gpu` may
+// hold an earlier GPU: every part of it is replaced, and its strings and
+// lists keep their memory. Left unspecified on error.
 bool IsGpuSnapshotFrame(std::string_view payload);
 Status DecodeGpuSnapshot(std::string_view payload, GpuSnapshot& gpu);
 

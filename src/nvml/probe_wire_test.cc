@@ -1,10 +1,13 @@
 #include "nvml/probe_wire.h"
 #include "nvml/probe_wire_writer.h"
+#include "model/gpu_fields.h"
 
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <cstring>
 #include <limits>
+#include <type_traits>
 
 namespace gpudoctor {
 namespace {
@@ -47,7 +50,7 @@ std::vector<ProbeMessage> EveryKindOfMessage() {
   host.device_count = Field<uint32_t>::Failed("Driver Not Loaded");
   XidEvent xid{2, 79, WallTime(std::chrono::milliseconds(1733140000123))};
   return {request, host, ProbeInitFailed{AccessError::kVersionMismatch, "Driver/library version mismatch"},
-          ProbeGpuIdentity{4, "0000:9a:00.0"}, SampleGpu(), GpuSnapshot{}, xid, ProbeDone{}};
+          SampleGpu(), GpuSnapshot{}, xid, ProbeDone{}};
 }
 
 std::string_view Payload(const std::string& frame) { return std::string_view(frame).substr(sizeof(uint32_t)); }
@@ -174,6 +177,146 @@ TEST(ProbeWire, GpuFramesDecodeStraightIntoASnapshot) {
     EXPECT_FALSE(DecodeGpuSnapshot(payload.substr(0, cut), truncated).ok()) << "cut at " << cut;
   }
   EXPECT_FALSE(IsGpuSnapshotFrame(""));
+}
+
+// A GPU with a value in every field, 3 processes and 18 NVLinks.
+GpuSnapshot FullGpu() {
+  GpuSnapshot gpu = SampleGpu();
+  gpu.serial = Field<std::string>::Value("1654922006530");
+  gpu.access_error = AccessError::kNone;
+  gpu.access_message.clear();
+  uint32_t n = 1;
+  auto fill = [&n](const char*, auto& field) {
+    using T = typename std::remove_reference_t<decltype(field)>::value_type;
+    if constexpr (std::is_same_v<T, bool>) {
+      field.SetValue(n % 2 == 1);
+    } else if constexpr (std::is_arithmetic_v<T>) {
+      field.SetValue(static_cast<T>(n * 11));
+    } else if constexpr (std::is_same_v<T, std::string>) {
+      field.SetValue("a value long enough to be kept on the heap, number " + std::to_string(n));
+    } else {
+      field.SetValue(T(n % 4 + 1));
+    }
+    ++n;
+  };
+  VisitScalarGpuFields(fill, gpu);
+  gpu.processes = Field<std::vector<ProcessInfo>>::Value(
+      {{1, "python3 train.py --config a-rather-long-name.yaml", Field<uint64_t>::Value(1 << 30)},
+       {2, "b", Field<uint64_t>::Value(2)},
+       {3, "c", Field<uint64_t>::Failed("Insufficient Permissions")}});
+  std::vector<NvLinkInfo> links(18);
+  for (uint32_t i = 0; i < links.size(); ++i) {
+    links[i].link = i;
+    links[i].active = Field<bool>::Value(i % 3 != 0);
+    links[i].replay_errors = Field<uint64_t>::Value(i);
+    links[i].recovery_errors = Field<uint64_t>::Value(i * 2);
+    links[i].crc_flit_errors = Field<uint64_t>::Value(uint64_t{1} << (i + 20));
+    links[i].crc_data_errors = Field<uint64_t>::Value(0);
+  }
+  gpu.nvlinks = Field<std::vector<NvLinkInfo>>::Value(links);
+  return gpu;
+}
+
+GpuSnapshot LostGpu() {
+  GpuSnapshot gpu;
+  gpu.index = 6;
+  gpu.MarkUnreadable(AccessError::kGpuLost, "GPU is lost");
+  gpu.pci_bus_id = Field<std::string>::Value("0000:d1:00.0");
+  return gpu;
+}
+
+TEST(ProbeWire, AGpuDecodedOverAnotherIsExactlyTheNewOne) {
+  // The collector refills the GPUs of the snapshot it is given: what an
+  // earlier GPU left in a GpuSnapshot must never show through.
+  const std::vector<GpuSnapshot> gpus = {SampleGpu(), FullGpu(), GpuSnapshot{}, LostGpu()};
+  for (size_t before = 0; before < gpus.size(); ++before) {
+    for (size_t after = 0; after < gpus.size(); ++after) {
+      GpuSnapshot gpu;
+      ASSERT_TRUE(DecodeGpuSnapshot(Payload(EncodeProbeMessage(gpus[before])), gpu).ok());
+      ASSERT_TRUE(gpu == gpus[before]) << before;
+      ASSERT_TRUE(DecodeGpuSnapshot(Payload(EncodeProbeMessage(gpus[after])), gpu).ok());
+      EXPECT_TRUE(gpu == gpus[after]) << before << " then " << after;
+    }
+  }
+}
+
+TEST(ProbeWire, NvLinksRoundTripInEveryState) {
+  // Each of a link's five fields in turn not supported, then failed, with
+  // the others read; and the encoder's shortcut for a link read in full.
+  std::vector<NvLinkInfo> links;
+  for (int state = 0; state < 2; ++state) {
+    for (int which = 0; which < 5; ++which) {
+      NvLinkInfo link = FullGpu().nvlinks.value()[5];
+      link.link = static_cast<uint32_t>(links.size());
+      int at = 0;
+      auto spoil = [&](const char*, auto& field) {
+        if (at++ != which) return;
+        if (state == 0) field.SetNotSupported();
+        else field.SetFailed("Unknown Error");
+      };
+      VisitNvLinkFields(spoil, link);
+      links.push_back(link);
+    }
+  }
+  GpuSnapshot gpu;
+  gpu.nvlinks = Field<std::vector<NvLinkInfo>>::Value(links);
+  GpuSnapshot decoded;
+  ASSERT_TRUE(DecodeGpuSnapshot(Payload(EncodeProbeMessage(gpu)), decoded).ok());
+  EXPECT_TRUE(decoded == gpu);
+
+  const GpuSnapshot full = FullGpu();
+  std::string shortcut, general;
+  GpuFrameEncoder fast(shortcut, 0), slow(general, 0);
+  for (const NvLinkInfo& link : full.nvlinks.value()) {
+    const uint64_t counters[4] = {link.replay_errors.value(), link.recovery_errors.value(),
+                                  link.crc_flit_errors.value(), link.crc_data_errors.value()};
+    fast.NvLink(link.link, link.active.value(), counters);
+    slow.NvLink(link);
+  }
+  for (GpuFrameEncoder* encoder : {&fast, &slow}) {
+    encoder->EndNvLinks();
+    encoder->Finish(AccessError::kNone, "");
+  }
+  EXPECT_EQ(shortcut, general);
+  ASSERT_TRUE(DecodeGpuSnapshot(Payload(shortcut), decoded).ok());
+  EXPECT_TRUE(decoded.nvlinks == full.nvlinks);
+}
+
+TEST(ProbeWire, AnNvLinkWrittenTwoWaysOrOutOfRangeIsRejected) {
+  GpuSnapshot gpu;
+  NvLinkInfo link = FullGpu().nvlinks.value()[1];
+  link.crc_data_errors.SetNotSupported();  // so the link takes the general form
+  gpu.nvlinks = Field<std::vector<NvLinkInfo>>::Value({link});
+  const std::string frame = EncodeProbeMessage(gpu);
+  // The link's mask follows its number; the mask byte is the only one equal to 0x0f.
+  const size_t mask_at = frame.find('\x0f');
+  ASSERT_NE(mask_at, std::string::npos);
+  GpuSnapshot decoded;
+  ASSERT_TRUE(DecodeGpuSnapshot(Payload(frame), decoded).ok());
+
+  std::string extra_bit = frame;  // a bit beyond the five fields
+  extra_bit[mask_at] = '\x2f';
+  EXPECT_FALSE(DecodeGpuSnapshot(Payload(extra_bit), decoded).ok());
+
+  // The unread field spelled as a value record where the mask says it has none.
+  std::string two_ways = frame;
+  const size_t state_at = two_ways.size() - 1 /*end*/ - 1 /*error*/ - 4 /*message*/ - 1 /*state*/;
+  ASSERT_EQ(two_ways[state_at], static_cast<char>(FieldState::kNotSupported));
+  two_ways[state_at] = static_cast<char>(FieldState::kValue);
+  two_ways.insert(state_at + 1, std::string(8, '\0'));
+  const uint32_t length = static_cast<uint32_t>(two_ways.size() - sizeof(uint32_t));
+  std::memcpy(two_ways.data(), &length, sizeof length);
+  EXPECT_FALSE(DecodeGpuSnapshot(Payload(two_ways), decoded).ok());
+
+  // A link read in full whose state byte is neither 0 nor 1.
+  GpuSnapshot full;
+  full.nvlinks = Field<std::vector<NvLinkInfo>>::Value({FullGpu().nvlinks.value()[1]});
+  std::string bad_state = EncodeProbeMessage(full);
+  // The link record is the last thing before the end marker, access error and empty message (6 bytes).
+  const size_t active_at = bad_state.size() - 6 - probe_wire_detail::kNvLinkAllValuesSize + 5;
+  ASSERT_EQ(bad_state[active_at - 1], '\x1f');
+  bad_state[active_at] = 2;
+  EXPECT_FALSE(DecodeGpuSnapshot(Payload(bad_state), decoded).ok());
 }
 
 TEST(ProbeWire, NonFiniteReadingsAreRejected) {

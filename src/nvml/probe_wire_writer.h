@@ -17,7 +17,13 @@
 namespace gpudoctor {
 namespace probe_wire_detail {
 
-enum class Kind : uint8_t { kRequest = 1, kHost, kInitFailed, kGpuIdentity, kGpu, kXid, kDone };
+// Numbers are kept: 4 was a GPU identity frame, replaced by CallTracker::gpu_pci.
+enum class Kind : uint8_t { kRequest = 1, kHost = 2, kInitFailed = 3, kGpu = 5, kXid = 6, kDone = 7 };
+
+// An NVLink's value mask when all five of its fields have values: the common case.
+inline constexpr uint8_t kNvLinkAllValues = 0x1f;
+// An NVLink record with all five values: number, mask, the state, four counters.
+inline constexpr size_t kNvLinkAllValuesSize = sizeof(uint32_t) + 1 + 1 + 4 * sizeof(uint64_t);
 
 // A GPU frame is a list of records, each a field's position in
 // kScalarGpuFields (then these two for the lists) and the field; positions
@@ -63,9 +69,26 @@ class Writer {
     Put(process.name);
     Put(process.used_memory_bytes);
   }
+  // An NVLink: its number, a byte with a bit per field that has a value (in
+  // the order of VisitNvLinkFields), then each field: the bare value when its
+  // bit is set, else the field (state and error text).
   void Put(const NvLinkInfo& link) {
+    uint8_t mask = 0;
+    uint8_t bit = 1;
+    auto has_value = [&mask, &bit](const char*, const auto& field) {
+      if (field.has_value()) mask |= bit;
+      bit = static_cast<uint8_t>(bit << 1);
+    };
+    VisitNvLinkFields(has_value, link);
     Put(link.link);
-    auto field = [this](const char*, const auto& value) { Put(value); };
+    Put(mask);
+    auto field = [this](const char*, const auto& value) {
+      if (value.has_value()) {
+        Put(value.value());
+      } else {
+        PutAny(value);
+      }
+    };
     VisitNvLinkFields(field, link);
   }
   template <typename T>
@@ -88,6 +111,14 @@ class Writer {
       }
     }
     PutAny(field);
+  }
+
+  // The next `size` bytes, for the caller to fill in: one bounds check for a
+  // record of several values.
+  [[gnu::always_inline]] char* Claim(size_t size) {
+    char* at = Room(size);
+    cursor_ = at + size;
+    return at;
   }
 
   // Leaves room for a number filled in later by Patch(); returns where it is.
@@ -161,14 +192,23 @@ class GpuFrameEncoder {
   template <auto Member, typename V>
   void Value(const V& value) {
     using T = typename std::remove_reference_t<decltype(std::declval<GpuSnapshot&>().*Member)>::value_type;
-    writer_.Put(static_cast<uint8_t>(ScalarGpuFieldIndex<Member>()));
-    writer_.Put(static_cast<uint8_t>(FieldState::kValue));
-    if constexpr (std::is_same_v<T, std::string>) {
-      writer_.Put(std::string_view(value));
-    } else if constexpr (std::is_arithmetic_v<T>) {
-      writer_.Put(static_cast<T>(value));
+    constexpr auto position = static_cast<char>(ScalarGpuFieldIndex<Member>());
+    if constexpr (std::is_arithmetic_v<T>) {
+      // Position, state and value with one bounds check.
+      using Wire = std::conditional_t<std::is_same_v<T, bool>, uint8_t, T>;
+      const auto wire = static_cast<Wire>(static_cast<T>(value));
+      char* at = writer_.Claim(2 + sizeof(Wire));
+      at[0] = position;
+      at[1] = static_cast<char>(FieldState::kValue);
+      std::memcpy(at + 2, &wire, sizeof(Wire));
     } else {
-      writer_.Put(value);  // a list
+      writer_.Put(static_cast<uint8_t>(position));
+      writer_.Put(static_cast<uint8_t>(FieldState::kValue));
+      if constexpr (std::is_same_v<T, std::string>) {
+        writer_.Put(std::string_view(value));
+      } else {
+        writer_.Put(value);  // a list
+      }
     }
   }
   template <auto Member>
@@ -189,13 +229,18 @@ class GpuFrameEncoder {
 
   // The links, one at a time, then EndNvLinks(); nothing at all when the GPU has none.
   void NvLink(const NvLinkInfo& link) {
-    if (links_ == 0) {
-      writer_.Put(probe_wire_detail::kGpuNvLinks);
-      writer_.Put(static_cast<uint8_t>(FieldState::kValue));
-      count_at_ = writer_.Reserve(sizeof(uint32_t));
-    }
-    ++links_;
+    StartNvLink();
     writer_.Put(link);
+  }
+  // A link whose state and four error counters (in the order of
+  // VisitNvLinkFields) were all read: written with one bounds check.
+  void NvLink(uint32_t link, bool active, const uint64_t (&counters)[4]) {
+    StartNvLink();
+    char* at = writer_.Claim(probe_wire_detail::kNvLinkAllValuesSize);
+    std::memcpy(at, &link, sizeof link);
+    at[4] = static_cast<char>(probe_wire_detail::kNvLinkAllValues);
+    at[5] = static_cast<char>(active);
+    std::memcpy(at + 6, counters, sizeof counters);
   }
   void EndNvLinks() {
     if (links_ > 0) writer_.Patch(count_at_, links_);
@@ -214,6 +259,14 @@ class GpuFrameEncoder {
   }
 
  private:
+  void StartNvLink() {
+    if (links_ == 0) {
+      writer_.Put(probe_wire_detail::kGpuNvLinks);
+      writer_.Put(static_cast<uint8_t>(FieldState::kValue));
+      count_at_ = writer_.Reserve(sizeof(uint32_t));
+    }
+    ++links_;
+  }
   void PutFailed(std::string_view message) {
     writer_.Put(static_cast<uint8_t>(FieldState::kError));
     writer_.Put(message);
