@@ -59,11 +59,50 @@ std::optional<double> ParseDouble(std::string_view s) {
   return value;
 }
 
+namespace {
+
+// "%04x:%02x:%02x.%x" of the four parts, each checked: hex digits only, at
+// most as many as the part may have, and within PCI's ranges.
+std::optional<std::string> FormatPciBusId(std::string_view domain, std::string_view bus, std::string_view device,
+                                          std::string_view function) {
+  auto hex = [](std::string_view text, size_t digits) -> std::optional<uint32_t> {
+    if (text.empty() || text.size() > digits) return std::nullopt;
+    uint32_t value = 0;
+    for (char c : text) {
+      uint32_t digit;
+      if (c >= '0' && c <= '9') digit = static_cast<uint32_t>(c - '0');
+      else if (c >= 'a' && c <= 'f') digit = static_cast<uint32_t>(c - 'a' + 10);
+      else if (c >= 'A' && c <= 'F') digit = static_cast<uint32_t>(c - 'A' + 10);
+      else return std::nullopt;
+      value = value * 16 + digit;
+    }
+    return value;
+  };
+  auto d = hex(domain, 8);
+  auto b = hex(bus, 2);
+  auto dev = hex(device, 2);
+  auto f = hex(function, 1);
+  if (!d || !b || !dev || !f || *dev > 0x1f || *f > 7 || *d > 0xffff) return std::nullopt;
+  constexpr char kHex[] = "0123456789abcdef";
+  const char out[] = {kHex[(*d >> 12) & 0xf], kHex[(*d >> 8) & 0xf], kHex[(*d >> 4) & 0xf], kHex[*d & 0xf], ':',
+                      kHex[(*b >> 4) & 0xf],  kHex[*b & 0xf],         ':',                    kHex[(*dev >> 4) & 0xf],
+                      kHex[*dev & 0xf],       '.',                    kHex[*f & 0xf]};
+  return std::string(out, sizeof out);
+}
+
+}  // namespace
+
 std::optional<std::string> NormalizePciBusId(std::string_view text) {
+  // NVML's own form, "00000000:1b:00.0", and the normal form, "0000:1b:00.0",
+  // have their separators at fixed places: the probe reads one for every GPU
+  // on every request, so these skip the general search below.
+  if (text.size() == 16 && text[8] == ':' && text[11] == ':' && text[14] == '.')
+    return FormatPciBusId(text.substr(0, 8), text.substr(9, 2), text.substr(12, 2), text.substr(15, 1));
+  if (text.size() == 12 && text[4] == ':' && text[7] == ':' && text[10] == '.')
+    return FormatPciBusId(text.substr(0, 4), text.substr(5, 2), text.substr(8, 2), text.substr(11, 1));
   text = Trim(text);
   if (StartsWith(text, "PCI:") || StartsWith(text, "pci:")) text.remove_prefix(4);
-  // [domain:]bus:device[.function]; read without allocating, as the probe
-  // normalises every GPU's id on every request.
+  // [domain:]bus:device[.function]
   std::string_view domain = "0";
   std::string_view bus;
   std::string_view rest;
@@ -85,31 +124,7 @@ std::optional<std::string> NormalizePciBusId(std::string_view text) {
     device = rest.substr(0, dot);
     function = rest.substr(dot + 1);
   }
-  // Hex digits only, at most `digits` of them.
-  auto hex = [](std::string_view text, size_t digits) -> std::optional<uint32_t> {
-    if (text.empty() || text.size() > digits) return std::nullopt;
-    uint32_t value = 0;
-    for (char c : text) {
-      uint32_t digit;
-      if (c >= '0' && c <= '9') digit = static_cast<uint32_t>(c - '0');
-      else if (c >= 'a' && c <= 'f') digit = static_cast<uint32_t>(c - 'a' + 10);
-      else if (c >= 'A' && c <= 'F') digit = static_cast<uint32_t>(c - 'A' + 10);
-      else return std::nullopt;
-      value = value * 16 + digit;
-    }
-    return value;
-  };
-  auto d = hex(domain, 8);
-  auto b = hex(bus, 2);
-  auto dev = hex(device, 2);
-  auto f = hex(function, 1);
-  if (!d || !b || !dev || !f || *dev > 0x1f || *f > 7 || *d > 0xffff) return std::nullopt;
-  // "%04x:%02x:%02x.%x"
-  constexpr char kHex[] = "0123456789abcdef";
-  const char out[] = {kHex[(*d >> 12) & 0xf], kHex[(*d >> 8) & 0xf], kHex[(*d >> 4) & 0xf], kHex[*d & 0xf], ':',
-                      kHex[(*b >> 4) & 0xf],  kHex[*b & 0xf],         ':',                    kHex[(*dev >> 4) & 0xf],
-                      kHex[*dev & 0xf],       '.',                    kHex[*f & 0xf]};
-  return std::string(out, sizeof out);
+  return FormatPciBusId(domain, bus, device, function);
 }
 
 std::string FormatIsoUtc(WallTime t) {

@@ -27,6 +27,13 @@ TEST(NormalizePciBusId, RejectsGarbage) {
   EXPECT_EQ(NormalizePciBusId("10000:3b:00.0"), std::nullopt);
   EXPECT_EQ(NormalizePciBusId(":3b:00.0"), std::nullopt);
   EXPECT_EQ(NormalizePciBusId("3b00.0"), std::nullopt);
+  // The two fixed-width forms take a shorter path; it checks just as much.
+  EXPECT_EQ(NormalizePciBusId("0000000g:3b:00.0"), std::nullopt);
+  EXPECT_EQ(NormalizePciBusId("00010000:3b:00.0"), std::nullopt) << "domain beyond 16 bits";
+  EXPECT_EQ(NormalizePciBusId("00000000:3b:00.8"), std::nullopt);
+  EXPECT_EQ(NormalizePciBusId("0000:3b:20.0"), std::nullopt) << "device beyond 0x1f";
+  EXPECT_EQ(NormalizePciBusId("0000: b:00.0"), std::nullopt);
+  EXPECT_EQ(NormalizePciBusId("0000:3b:0-.0"), std::nullopt);
 }
 
 TEST(ParseDuration, UnitsAndGarbage) {

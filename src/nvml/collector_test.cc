@@ -118,6 +118,32 @@ TEST_F(CollectorTest, CollectIntoReplacesEverythingTheSnapshotHeld) {
   EXPECT_TRUE(fewer.gpus == expected.gpus);
 }
 
+TEST_F(CollectorTest, ABusyGpusProcessesAreAllListedAndAnIdleOnesListIsEmpty) {
+  // The probe asks with room for a few dozen processes first; GPU 0 runs
+  // more than that, GPU 1 none, GPU 2 exactly one.
+  std::string scenario = "gpu_count = 3\n[gpu.0]\nprocesses = [\n";
+  for (int pid = 1000; pid < 1050; ++pid)
+    scenario += "  { pid = " + std::to_string(pid) + ", name = \"worker-" + std::to_string(pid) +
+                "\", used_memory_mib = " + std::to_string(pid - 999) + " },\n";
+  scenario += "]\n[gpu.1]\nprocesses = []\n[gpu.2]\nprocesses = [{ pid = 7, name = \"python3\", used_memory_mib = 64 }]\n";
+  NvmlCollector collector(Options(WriteScenario("many-processes.toml", scenario)));
+  for (int round = 0; round < 2; ++round) {  // the second from memory the probe keeps
+    Snapshot s = collector.Collect();
+    ASSERT_EQ(s.gpus.size(), 3u) << s.driver_message;
+    ASSERT_TRUE(s.gpus[0].processes.has_value());
+    const auto& busy = s.gpus[0].processes.value();
+    ASSERT_EQ(busy.size(), 50u);
+    EXPECT_EQ(busy[49].pid, 1049u);
+    EXPECT_EQ(busy[49].name, "worker-1049");
+    EXPECT_EQ(busy[49].used_memory_bytes.value_or(0), uint64_t{50} << 20);
+    ASSERT_TRUE(s.gpus[1].processes.has_value());
+    EXPECT_TRUE(s.gpus[1].processes.value().empty());
+    ASSERT_TRUE(s.gpus[2].processes.has_value());
+    ASSERT_EQ(s.gpus[2].processes.value().size(), 1u);
+    EXPECT_EQ(s.gpus[2].processes.value()[0].name, "python3");
+  }
+}
+
 TEST_F(CollectorTest, UnsupportedFieldsAreNotSupportedNotZero) {
   auto path = WriteScenario("unsupported.toml", R"(
 gpu_count = 2

@@ -371,25 +371,28 @@ class GpuReader {
     }
   }
 
-  // Asks for the process list twice at most: once for the count, once with room.
+  // Asks with room for a few dozen processes first, so one call is enough on
+  // nearly every GPU; when NVML says there are more, again with room for them.
+  // `infos` keeps its size between calls (the thread reuses it); the first
+  // `*found` entries are the answer, none unless NVML succeeded.
   template <typename Info>
   nvmlReturn_t QueryProcesses(NvmlCall name, nvmlReturn_t (*fn)(nvmlDevice_t, unsigned*, Info*),
-                              std::vector<Info>* infos) {
-    unsigned count = 0;
-    nvmlReturn_t rc;
+                              std::vector<Info>* infos, size_t* found) {
+    *found = 0;
+    if (infos->size() < 32) infos->resize(32);
+    nvmlReturn_t rc = NVML_ERROR_UNKNOWN;
     for (int attempt = 0; attempt < 3; ++attempt) {
-      infos->resize(count);
-      unsigned capacity = count;
+      unsigned count = static_cast<unsigned>(infos->size());
       {
         CallScope scope(slot_, name);
-        rc = fn(device_, &capacity, infos->empty() ? nullptr : infos->data());
+        rc = fn(device_, &count, infos->data());
       }
       if (rc == NVML_SUCCESS) {
-        infos->resize(std::min<size_t>(capacity, infos->size()));
+        *found = std::min<size_t>(count, infos->size());
         return rc;
       }
-      if (rc != NVML_ERROR_INSUFFICIENT_SIZE) return rc;
-      count = capacity + 8;  // processes may start between the two calls
+      if (rc != NVML_ERROR_INSUFFICIENT_SIZE || count > 65536) return rc;
+      infos->resize(count + 8);  // processes may start between the two calls
     }
     return rc;
   }
@@ -399,7 +402,10 @@ class GpuReader {
       gpu.ProcessesFailed(lost_message_);
       return;
     }
-    std::vector<ProcessInfo> processes;
+    // Kept by the thread from one GPU to the next, for their memory.
+    thread_local std::vector<ProcessInfo> kept;
+    std::vector<ProcessInfo>& processes = kept;
+    processes.clear();
     nvmlReturn_t rc = NVML_ERROR_FUNCTION_NOT_FOUND;
     auto add = [&processes](unsigned pid, unsigned long long used) {
       ProcessInfo& p = processes.emplace_back();
@@ -407,16 +413,20 @@ class GpuReader {
       // NVML reports "not available" memory (e.g. without permission) as all ones.
       if (used != ~0ULL) p.used_memory_bytes.SetValue(used);
     };
+    size_t found = 0;
     if (nvml_.nvmlDeviceGetComputeRunningProcesses_v3 || nvml_.nvmlDeviceGetComputeRunningProcesses_v2) {
-      std::vector<nvmlProcessInfo_t> infos;
+      thread_local std::vector<nvmlProcessInfo_t> infos;
       rc = nvml_.nvmlDeviceGetComputeRunningProcesses_v3
-               ? QueryProcesses("nvmlDeviceGetComputeRunningProcesses_v3", nvml_.nvmlDeviceGetComputeRunningProcesses_v3, &infos)
-               : QueryProcesses("nvmlDeviceGetComputeRunningProcesses_v2", nvml_.nvmlDeviceGetComputeRunningProcesses_v2, &infos);
-      for (const auto& info : infos) add(info.pid, info.usedGpuMemory);
+               ? QueryProcesses("nvmlDeviceGetComputeRunningProcesses_v3", nvml_.nvmlDeviceGetComputeRunningProcesses_v3,
+                                &infos, &found)
+               : QueryProcesses("nvmlDeviceGetComputeRunningProcesses_v2", nvml_.nvmlDeviceGetComputeRunningProcesses_v2,
+                                &infos, &found);
+      for (size_t i = 0; i < found; ++i) add(infos[i].pid, infos[i].usedGpuMemory);
     } else if (nvml_.nvmlDeviceGetComputeRunningProcesses) {
-      std::vector<nvmlProcessInfoV1_t> infos;
-      rc = QueryProcesses("nvmlDeviceGetComputeRunningProcesses", nvml_.nvmlDeviceGetComputeRunningProcesses, &infos);
-      for (const auto& info : infos) add(info.pid, info.usedGpuMemory);
+      thread_local std::vector<nvmlProcessInfoV1_t> infos;
+      rc = QueryProcesses("nvmlDeviceGetComputeRunningProcesses", nvml_.nvmlDeviceGetComputeRunningProcesses, &infos,
+                          &found);
+      for (size_t i = 0; i < found; ++i) add(infos[i].pid, infos[i].usedGpuMemory);
     }
     if (rc == NVML_SUCCESS && nvml_.nvmlSystemGetProcessName) {
       for (auto& p : processes) {

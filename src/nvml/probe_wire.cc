@@ -63,29 +63,51 @@ class Reader {
     Get(process.name);
     Get(process.used_memory_bytes);
   }
-  // An NVLink (Writer::Put(const NvLinkInfo&)); one with all five values,
-  // nearly every link, is read with one bounds check.
-  void Get(NvLinkInfo& link) {
-    using probe_wire_detail::kNvLinkAllValues;
-    using probe_wire_detail::kNvLinkAllValuesSize;
-    if (ok_ && data_.size() >= kNvLinkAllValuesSize && data_[4] == static_cast<char>(kNvLinkAllValues)) {
-      const char* at = data_.data();
-      const auto active = static_cast<uint8_t>(at[5]);
-      uint64_t counters[4];
-      std::memcpy(&link.link, at, sizeof link.link);
-      std::memcpy(counters, at + 6, sizeof counters);
-      if (active > 1) {
-        ok_ = false;
-        return;
-      }
-      link.active.SetValue(active == 1);
-      link.replay_errors.SetValue(counters[0]);
-      link.recovery_errors.SetValue(counters[1]);
-      link.crc_flit_errors.SetValue(counters[2]);
-      link.crc_data_errors.SetValue(counters[3]);
-      data_.remove_prefix(kNvLinkAllValuesSize);
+  // A GPU's links (Writer::Put(const NvLinkInfo&)). Nearly every link has
+  // all five values and is read with one bounds check, through a local cursor.
+  void Get(std::vector<NvLinkInfo>& links) {
+    uint32_t count = 0;
+    Get(count);
+    if (!ok_ || count > data_.size()) {
+      ok_ = false;
       return;
     }
+    links.resize(count);
+    const char* at = data_.data();
+    size_t left = data_.size();
+    for (NvLinkInfo& link : links) {
+      if (ReadFullNvLink(at, left, link)) {
+        at += probe_wire_detail::kNvLinkAllValuesSize;
+        left -= probe_wire_detail::kNvLinkAllValuesSize;
+        continue;
+      }
+      data_ = std::string_view(at, left);
+      GetAnyNvLink(link);
+      if (!ok_) return;
+      at = data_.data();
+      left = data_.size();
+    }
+    data_ = std::string_view(at, left);
+  }
+  // Reads a link with all five values at `at` into `link`; false when the
+  // bytes there are not one (or not whole), and nothing is read.
+  [[gnu::always_inline]] static bool ReadFullNvLink(const char* at, size_t left, NvLinkInfo& link) {
+    using probe_wire_detail::kNvLinkAllValues;
+    if (left < probe_wire_detail::kNvLinkAllValuesSize || at[4] != static_cast<char>(kNvLinkAllValues)) return false;
+    const auto active = static_cast<uint8_t>(at[5]);
+    if (active > 1) return false;  // the general reader rejects it
+    uint64_t counters[4];
+    std::memcpy(&link.link, at, sizeof link.link);
+    std::memcpy(counters, at + 6, sizeof counters);
+    link.active.SetValue(active == 1);
+    link.replay_errors.SetValue(counters[0]);
+    link.recovery_errors.SetValue(counters[1]);
+    link.crc_flit_errors.SetValue(counters[2]);
+    link.crc_data_errors.SetValue(counters[3]);
+    return true;
+  }
+  [[gnu::noinline]] void GetAnyNvLink(NvLinkInfo& link) {
+    using probe_wire_detail::kNvLinkAllValues;
     uint8_t mask = 0;
     Get(link.link);
     Get(mask);
@@ -120,7 +142,7 @@ class Reader {
   // A field and the position byte after it, as a GPU frame has them: for a
   // number or flag, one bounds check for the three.
   template <typename T>
-  void GetRecord(Field<T>& field, uint8_t& next) {
+  [[gnu::always_inline]] void GetRecord(Field<T>& field, uint8_t& next) {
     if constexpr (std::is_arithmetic_v<T> && !std::is_same_v<T, bool> && !std::is_floating_point_v<T>) {
       if (ok_ && data_.size() >= 2 + sizeof(T) && data_[0] == static_cast<char>(FieldState::kValue)) {
         T value;
@@ -281,7 +303,8 @@ void Read(Reader& r, GpuSnapshot& gpu) {
   uint8_t position = 0;
   // Every field is set, a record or "not supported", so `gpu` may hold an
   // earlier GPU whose memory is reused.
-  auto field = [&r, &next, &position](const char*, auto& value) {
+  // Inlined for each of the ~45 fields: a call per field would cost more than the field.
+  auto field = [&r, &next, &position](const char*, auto& value) __attribute__((always_inline)) {
     if (next == position++) {
       r.GetRecord(value, next);
     } else {
