@@ -24,6 +24,7 @@ scenario=$root/examples/healthy-8xh100.toml
 answer_bytes=8987
 export GPUDOCTOR_SCENARIO=$scenario GPUDOCTOR_FAKE_NOW=60s
 best_floor="" best_ours="" best_ipc=""
+ratios=()
 lowest() { awk -v a="$1" -v b="${2:-$1}" 'BEGIN { print (a < b ? a : b) }'; }
 for round in $(seq 1 "$rounds"); do
   floor=$("$build/bin/nvml_floor" "$lib" "$snapshots")
@@ -39,7 +40,13 @@ for round in $(seq 1 "$rounds"); do
   best_floor=$(lowest "$floor_us" "$best_floor")
   best_ipc=$(lowest "$ipc_us" "$best_ipc")
   best_ours=$(lowest "$ours_us" "$best_ours")
+  ratios+=("$(awk -v a="$ours_us" -v b="$floor_us" 'BEGIN { printf "%.3f", a / b }')")
 done
 awk -v a="$best_ours" -v b="$best_floor" -v c="$best_ipc" 'BEGIN {
   printf "best of each: gpudoctor %.1f us, floor %.1f us, ipc floor %.1f us per snapshot\n", a, b, c
   printf "ratio to the floor %.2f; to floor + ipc floor (%.1f us) %.2f\n", a / b, b + c, a / (b + c) }'
+# Each round's own ratio pairs figures measured moments apart; their median
+# is the figure a noisy machine moves least.
+printf '%s\n' "${ratios[@]}" | sort -n | awk '{ r[NR] = $1 } END {
+  m = NR % 2 ? r[(NR + 1) / 2] : (r[NR / 2] + r[NR / 2 + 1]) / 2
+  printf "ratio to the floor, round by round: from %.2f to %.2f, median %.2f\n", r[1], r[NR], m }'
