@@ -1,13 +1,16 @@
 // libFuzzer target for the probe's wire format: whatever bytes arrive on the
 // pipe, the collector's frame reader and decoder must reject or decode them
 // without a crash, a leak or undefined behaviour, and what decodes must encode
-// back to the same frame.
+// back to the same frame. A GPU frame must also decode over the GPU decoded
+// before it (the collector refills its snapshot's GPUs) to exactly what it
+// decodes to alone.
 //
 //   fuzz_probe_wire -max_total_time=300 corpus/
 
 #include <cstddef>
 #include <cstdint>
 #include <string_view>
+#include <variant>
 
 #include "nvml/probe_wire.h"
 
@@ -19,8 +22,15 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   while (frames.Next()) {
   }
   frames.Append(bytes.substr(size / 2));
+  gpudoctor::GpuSnapshot reused;  // refilled by every GPU frame in turn
   while (auto payload = frames.Next()) {
     gpudoctor::ProbeMessage message, decoded;
+    if (gpudoctor::IsGpuSnapshotFrame(*payload)) {
+      const bool refilled = gpudoctor::DecodeGpuSnapshot(*payload, reused).ok();
+      const bool alone = gpudoctor::DecodeProbeMessage(*payload, message).ok();
+      if (refilled != alone) __builtin_trap();
+      if (alone && !(std::get<gpudoctor::GpuSnapshot>(message) == reused)) __builtin_trap();
+    }
     gpudoctor::Status status = gpudoctor::DecodeProbeMessage(*payload, message);
     if (!status.ok()) {
       if (status.error().message.empty()) __builtin_trap();
