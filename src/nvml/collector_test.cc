@@ -1,6 +1,7 @@
 #include "nvml/collector.h"
 
 #include <gtest/gtest.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -406,6 +407,27 @@ TEST_F(CollectorTest, AProbeThatExitsAtOnceIsAClearErrorNotAHang) {
   EXPECT_LT(steady_clock::now() - start, seconds(2));
   EXPECT_EQ(s.driver_error, AccessError::kOther);
   EXPECT_NE(s.driver_message.find("exited"), std::string::npos) << s.driver_message;
+}
+
+TEST_F(CollectorTest, AnImpossibleGpuCountIsAnErrorNotAnEndlessWait) {
+  // A probe (here a script) that claims 4,294,967,295 GPUs and then goes
+  // quiet: the collector must neither wait for nor list that many.
+  const std::string script = WriteScenario("liar-probe.sh",
+                                           "#!/bin/sh\n"
+                                           "printf '\\011\\000\\000\\000\\002\\000\\000\\000\\001"
+                                           "\\377\\377\\377\\377'\n"
+                                           "exec sleep 30\n");
+  ASSERT_EQ(chmod(script.c_str(), 0755), 0);
+  CollectorOptions options = Options("healthy-8xh100.toml", milliseconds(800));
+  options.probe_executable = script;
+  NvmlCollector collector(options);
+  const auto start = steady_clock::now();
+  Snapshot s = collector.Collect();
+  EXPECT_LT(steady_clock::now() - start, seconds(3));
+  ASSERT_TRUE(s.device_count.failed());
+  EXPECT_NE(s.device_count.error().find("4294967295 GPUs"), std::string::npos) << s.device_count.error();
+  EXPECT_TRUE(s.gpus.empty());
+  EXPECT_TRUE(s.hangs.empty());
 }
 
 TEST_F(CollectorTest, ParentsWithLowDescriptorsFreeStillHandTheProbeTheRightOnes) {

@@ -838,6 +838,9 @@ class Server : public std::enable_shared_from_this<Server> {
     if (rc != NVML_SUCCESS) {
       host.device_count = Field<uint32_t>::Failed(NvmlErrorMessage(rc));
       count = 0;
+    } else if (count > kMaxGpuCount) {
+      host.device_count = Field<uint32_t>::Failed(ImpossibleGpuCountMessage(count));
+      count = 0;
     } else {
       host.device_count = Field<uint32_t>::Value(count);
     }

@@ -386,6 +386,11 @@ std::string EncodeProbeMessage(const ProbeMessage& message) {
   return frame;
 }
 
+std::string ImpossibleGpuCountMessage(uint64_t count) {
+  return "NVML reported " + std::to_string(count) + " GPUs, more than any server holds (at most " +
+         std::to_string(kMaxGpuCount) + ")";
+}
+
 bool IsGpuSnapshotFrame(std::string_view payload) {
   return !payload.empty() && static_cast<Kind>(payload[0]) == Kind::kGpu;
 }

@@ -34,6 +34,11 @@
 
 namespace gpudoctor {
 
+// More GPUs than any server holds: a larger count from NVML (or from a
+// garbled probe) is an error, never a number of GPUs to read or wait for.
+inline constexpr uint32_t kMaxGpuCount = 1024;
+std::string ImpossibleGpuCountMessage(uint64_t count);
+
 // Parent to probe: read everything once.
 struct ProbeRequest {
   std::set<uint32_t> skip_gpus;  // GPUs an older, still-stuck probe is holding
