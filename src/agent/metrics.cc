@@ -171,6 +171,9 @@ const GpuReading kGpuReadings[] = {
      [](const GpuSnapshot& g) { return Number(g.power_draw_w); }},
     {{"gpudoctor_gpu_power_limit_watts", "gauge", "Enforced power limit."},
      [](const GpuSnapshot& g) { return Number(g.power_limit_w); }},
+    {{"gpudoctor_gpu_power_default_limit_watts", "gauge",
+      "The board's default power limit; below it, the enforced limit was lowered."},
+     [](const GpuSnapshot& g) { return Number(g.power_default_limit_w); }},
     {{"gpudoctor_gpu_sm_clock_hertz", "gauge", "Current SM clock."},
      [](const GpuSnapshot& g) { return Scaled(Number(g.sm_clock_mhz), 1e6); }},
     {{"gpudoctor_gpu_memory_clock_hertz", "gauge", "Current memory clock."},
@@ -418,8 +421,13 @@ class Renderer {
     for (const StoredFinding& open : input_.findings) {
       const Finding& f = open.finding;
       std::string gpu = f.gpu && f.gpu->index ? std::to_string(*f.gpu->index) : std::string();
-      std::string labels = FormatLabels(
-          {{"id", f.id}, {"severity", SeverityName(f.severity)}, {"gpu", gpu}, {"hostname", hostname_}});
+      // `subject` tells apart findings one rule raises for several things
+      // (two stalled training jobs); "" for the rest, as `gpu` is for host-wide ones.
+      std::string labels = FormatLabels({{"id", f.id},
+                                         {"severity", SeverityName(f.severity)},
+                                         {"gpu", gpu},
+                                         {"subject", f.subject},
+                                         {"hostname", hostname_}});
       if (seen.insert(labels).second) out_.Sample(labels, 1);
     }
     out_.Begin(kFindingsOpen);

@@ -66,6 +66,7 @@ TEST(Metrics, GpuReadingsCarryUnitsAndIdentityLabels) {
 
   EXPECT_EQ(e.Value("gpudoctor_gpu_power_watts", Gpu(0)), gpu0.power_draw_w.value());
   EXPECT_EQ(e.Value("gpudoctor_gpu_power_limit_watts", Gpu(0)), 700);
+  EXPECT_TRUE(e.Find("gpudoctor_gpu_power_default_limit_watts", Gpu(0)).empty()) << "not read: no series";
   EXPECT_DOUBLE_EQ(*e.Value("gpudoctor_gpu_utilization_ratio", Gpu(0)),
                    gpu0.utilization_gpu_percent.value() / 100.0);
   EXPECT_EQ(e.Value("gpudoctor_gpu_memory_used_bytes", Gpu(0)),
@@ -123,6 +124,15 @@ TEST(Metrics, NvLinkCountersAreSummedOverLinks) {
   EXPECT_EQ(e.Find("gpudoctor_gpu_nvlink_errors_total", Gpu(1)).size(), 4u);
 }
 
+TEST(Metrics, ALoweredPowerLimitShowsAgainstTheDefault) {
+  Scene scene;
+  scene.snapshot.gpus[1].power_limit_w = Field<double>::Value(500);
+  scene.snapshot.gpus[1].power_default_limit_w = Field<double>::Value(700);
+  const PromExposition e = scene.Parse();
+  EXPECT_EQ(e.Value("gpudoctor_gpu_power_limit_watts", Gpu(1)), 500);
+  EXPECT_EQ(e.Value("gpudoctor_gpu_power_default_limit_watts", Gpu(1)), 700);
+}
+
 TEST(Metrics, UnreachableGpuKeepsIdentityOnly) {
   Scene scene;
   scene.snapshot.gpus[4].access_error = AccessError::kGpuLost;
@@ -159,6 +169,22 @@ TEST(Metrics, HostWideFindingsAndDuplicatesStayValid) {
   scene.findings = {host, host};
   const PromExposition e = scene.Parse();  // no repeated series
   EXPECT_EQ(e.Value("gpudoctor_finding", {{"id", "driver_version_mismatch"}, {"gpu", ""}}), 1);
+}
+
+TEST(Metrics, FindingsThatDifferOnlyBySubjectAreSeparateSeries) {
+  Scene scene;
+  StoredFinding first{.key = "training_stalled:2:llama-70b",
+                      .finding = {.id = "training_stalled", .severity = Severity::kWarning, .gpu = GpuRef{2, ""},
+                                  .subject = "llama-70b"}};
+  StoredFinding second = first;
+  second.key = "training_stalled:2:eval";
+  second.finding.subject = "eval";
+  scene.findings = {first, second};
+  const PromExposition e = scene.Parse();
+  EXPECT_EQ(e.Find("gpudoctor_finding").size(), 2u);
+  EXPECT_EQ(e.Value("gpudoctor_finding", {{"id", "training_stalled"}, {"subject", "llama-70b"}}), 1);
+  EXPECT_EQ(e.Value("gpudoctor_finding", {{"id", "training_stalled"}, {"subject", "eval"}}), 1);
+  EXPECT_EQ(e.Value("gpudoctor_findings_open", {{"severity", "warning"}}), 2);
 }
 
 TEST(Metrics, AgentHealthAndStaleSamples) {
