@@ -10,6 +10,7 @@
 #include <cstdlib>
 #include <fstream>
 #include <string>
+#include <thread>
 
 #include "model/gpu_fields.h"
 #include "nvml/probe.h"
@@ -225,6 +226,33 @@ TEST_F(CollectorTest, HungGpuIsReportedWithItsCallAndTheOthersStillAnswer) {
   EXPECT_TRUE(again.hangs[0].still_stuck_from_earlier);
   EXPECT_EQ(again.gpus.size(), 8u);
   EXPECT_TRUE(again.gpus[1].temperature_c.has_value());
+}
+
+TEST_F(CollectorTest, AGpuThatHangsBeforeItsPciReadIsNamedByTheIdReadEarlier) {
+  // GPU 3 sticks in its very first call from scenario minute 20 (2 s of wall
+  // time at this scale): the second request never reaches its PCI read, and
+  // the id the probe stored in the shared tracker on the first still names it.
+  unsetenv("GPUDOCTOR_FAKE_NOW");
+  auto path = WriteScenario("later-hang.toml", R"(
+gpu_count = 4
+time_scale = 600
+[[hang]]
+call = "nvmlDeviceGetHandleByIndex"
+gpu = 3
+from = "20m"
+duration = "forever"
+)");
+  NvmlCollector collector(Options(path, milliseconds(1500)));
+  const auto start = steady_clock::now();
+  Snapshot first = collector.Collect();
+  ASSERT_EQ(first.gpus.size(), 4u) << first.driver_message;
+  ASSERT_TRUE(first.hangs.empty()) << "the first request took over 2 s";
+  std::this_thread::sleep_until(start + milliseconds(2500));
+  Snapshot later = collector.Collect();
+  ASSERT_EQ(later.hangs.size(), 1u) << later.driver_message;
+  EXPECT_EQ(later.hangs[0].gpu_index, 3u);
+  EXPECT_EQ(later.hangs[0].call.rfind("nvmlDeviceGetHandleByIndex", 0), 0u) << later.hangs[0].call;
+  EXPECT_EQ(later.hangs[0].pci_bus_id, "0000:61:00.0");
 }
 
 TEST_F(CollectorTest, TwoStuckGpusAreBothNamedAndTheGpusAfterThemStillAnswer) {
