@@ -339,7 +339,7 @@ void NvmlCollector::CollectInto(Snapshot& snapshot) {
       // The probe checks this too; the parent trusts no count it would loop over.
       if (snapshot.device_count.value_or(0) > kMaxGpuCount)
         snapshot.device_count.SetFailed(ImpossibleGpuCountMessage(snapshot.device_count.value()));
-      const size_t expected = std::min<uint32_t>(host->device_count.value_or(0), CallTracker::kMaxGpus);
+      const size_t expected = std::min<uint32_t>(snapshot.device_count.value_or(0), CallTracker::kMaxGpus);
       if (expected > snapshot.gpus.size()) snapshot.gpus.reserve(expected);
     } else if (auto* failed = std::get_if<ProbeInitFailed>(&message)) {
       host_seen = done = init_failed = true;

@@ -10,6 +10,7 @@
 #include <cstdlib>
 #include <fstream>
 #include <string>
+#include <string_view>
 #include <thread>
 
 #include "model/gpu_fields.h"
@@ -38,6 +39,12 @@ std::string WriteScenario(const std::string& name, const std::string& text) {
   std::string path = ::testing::TempDir() + "/" + name;
   std::ofstream(path) << text;
   return path;
+}
+
+// One snapshot of the scenario `toml`, written to a file called `name`.
+Snapshot CollectScenario(const std::string& name, const std::string& toml) {
+  NvmlCollector collector(Options(WriteScenario(name, toml)));
+  return collector.Collect();
 }
 
 class CollectorTest : public ::testing::Test {
@@ -146,6 +153,52 @@ TEST_F(CollectorTest, ABusyGpusProcessesAreAllListedAndAnIdleOnesListIsEmpty) {
   }
 }
 
+TEST_F(CollectorTest, NvLinkCountersThatFailAreErrorsAndALostGpuStopsAtTheFirst) {
+  // GPU 1's counters all fail; GPU 2 falls off the bus at its first one.
+  const Snapshot s = CollectScenario("nvlink-counter-errors.toml", R"(
+gpu_count = 3
+[[call_error]]
+call = "nvmlDeviceGetNvLinkErrorCounter"
+gpu = 1
+error = "unknown"
+[[call_error]]
+call = "nvmlDeviceGetNvLinkErrorCounter"
+gpu = 2
+error = "gpu_is_lost"
+)");
+  ASSERT_EQ(s.gpus.size(), 3u) << s.driver_message;
+  ASSERT_TRUE(s.gpus[0].nvlinks.has_value());
+  const size_t links = s.gpus[0].nvlinks.value().size();
+  ASSERT_GT(links, 0u);
+  for (const NvLinkInfo& link : s.gpus[0].nvlinks.value()) EXPECT_TRUE(link.crc_data_errors.has_value());
+
+  // GPU 1: every link is listed with its state, and each counter is an error, never 0.
+  ASSERT_TRUE(s.gpus[1].nvlinks.has_value());
+  ASSERT_EQ(s.gpus[1].nvlinks.value().size(), links);
+  for (const NvLinkInfo& link : s.gpus[1].nvlinks.value()) {
+    EXPECT_TRUE(link.active.has_value());
+    auto failed = [](const char* name, const auto& field) {
+      if (std::string_view(name) != "active") {
+        EXPECT_TRUE(field.failed()) << name;
+      }
+    };
+    VisitNvLinkFields(failed, link);
+  }
+  EXPECT_EQ(s.gpus[1].access_error, AccessError::kNone);
+
+  // GPU 2: lost at its first counter; that link's counters all say so, and no later link is read.
+  EXPECT_EQ(s.gpus[2].access_error, AccessError::kGpuLost);
+  ASSERT_TRUE(s.gpus[2].nvlinks.has_value());
+  ASSERT_EQ(s.gpus[2].nvlinks.value().size(), 1u);
+  const NvLinkInfo& first = s.gpus[2].nvlinks.value()[0];
+  EXPECT_TRUE(first.active.has_value());
+  for (const Field<uint64_t>* counter :
+       {&first.replay_errors, &first.recovery_errors, &first.crc_flit_errors, &first.crc_data_errors}) {
+    ASSERT_TRUE(counter->failed());
+    EXPECT_EQ(counter->error(), s.gpus[2].access_message);
+  }
+}
+
 TEST_F(CollectorTest, UnsupportedFieldsAreNotSupportedNotZero) {
   auto path = WriteScenario("unsupported.toml", R"(
 gpu_count = 2
@@ -161,7 +214,7 @@ not_supported = ["fan_speeds_percent", "memory_temperature_c", "power_draw_w"]
 }
 
 TEST_F(CollectorTest, DefaultPowerLimitIsReadInWattsNotSupportedOrFailed) {
-  auto path = WriteScenario("default-power-limit.toml", R"(
+  const Snapshot s = CollectScenario("default-power-limit.toml", R"(
 gpu_count = 3
 [defaults]
 power_limit_w = 300
@@ -173,8 +226,6 @@ call = "nvmlDeviceGetPowerManagementDefaultLimit"
 gpu = 2
 error = "unknown"
 )");
-  NvmlCollector collector(Options(path));
-  Snapshot s = collector.Collect();
   ASSERT_EQ(s.gpus.size(), 3u) << s.driver_message;
   EXPECT_EQ(s.gpus[0].power_default_limit_w, Field<double>::Value(350.0));
   EXPECT_EQ(s.gpus[0].power_limit_w, Field<double>::Value(300.0));

@@ -115,9 +115,9 @@ class CallScope {
 // lost GPU is where drivers hang.
 class GpuReader {
  public:
-  // `slot` (may be null) is where the call in progress is marked, and `pci`
-  // (may be null) where the GPU's PCI id goes as soon as it is known, so a
-  // GPU that hangs later can still be named by its bus id.
+  // `slot` (never null) is where the call in progress is marked, and `pci`
+  // (null for a GPU beyond the tracker) where the GPU's PCI id goes as soon
+  // as it is known, so a GPU that hangs later can still be named by its bus.
   GpuReader(const NvmlLibrary& nvml, uint32_t index, std::atomic<uint16_t>* slot, SharedPciId* pci)
       : nvml_(nvml), index_(index), slot_(slot), pci_(pci) {}
 
