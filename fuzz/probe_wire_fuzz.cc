@@ -25,13 +25,12 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   gpudoctor::GpuSnapshot reused;  // refilled by every GPU frame in turn
   while (auto payload = frames.Next()) {
     gpudoctor::ProbeMessage message, decoded;
+    gpudoctor::Status status = gpudoctor::DecodeProbeMessage(*payload, message);
     if (gpudoctor::IsGpuSnapshotFrame(*payload)) {
       const bool refilled = gpudoctor::DecodeGpuSnapshot(*payload, reused).ok();
-      const bool alone = gpudoctor::DecodeProbeMessage(*payload, message).ok();
-      if (refilled != alone) __builtin_trap();
-      if (alone && !(std::get<gpudoctor::GpuSnapshot>(message) == reused)) __builtin_trap();
+      if (refilled != status.ok()) __builtin_trap();
+      if (refilled && !(std::get<gpudoctor::GpuSnapshot>(message) == reused)) __builtin_trap();
     }
-    gpudoctor::Status status = gpudoctor::DecodeProbeMessage(*payload, message);
     if (!status.ok()) {
       if (status.error().message.empty()) __builtin_trap();
       continue;

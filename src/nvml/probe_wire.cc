@@ -66,13 +66,7 @@ class Reader {
   // A GPU's links (Writer::Put(const NvLinkInfo&)). Nearly every link has
   // all five values and is read with one bounds check, through a local cursor.
   void Get(std::vector<NvLinkInfo>& links) {
-    uint32_t count = 0;
-    Get(count);
-    if (!ok_ || count > data_.size()) {
-      ok_ = false;
-      return;
-    }
-    links.resize(count);
+    if (!GetCount(links)) return;
     const char* at = data_.data();
     size_t left = data_.size();
     for (NvLinkInfo& link : links) {
@@ -92,13 +86,13 @@ class Reader {
   // Reads a link with all five values at `at` into `link`; false when the
   // bytes there are not one (or not whole), and nothing is read.
   [[gnu::always_inline]] static bool ReadFullNvLink(const char* at, size_t left, NvLinkInfo& link) {
-    using probe_wire_detail::kNvLinkAllValues;
-    if (left < probe_wire_detail::kNvLinkAllValuesSize || at[4] != static_cast<char>(kNvLinkAllValues)) return false;
-    const auto active = static_cast<uint8_t>(at[5]);
+    using namespace probe_wire_detail;
+    if (left < kNvLinkAllValuesSize || at[kNvLinkMaskAt] != static_cast<char>(kNvLinkAllValues)) return false;
+    const auto active = static_cast<uint8_t>(at[kNvLinkActiveAt]);
     if (active > 1) return false;  // the general reader rejects it
     uint64_t counters[4];
     std::memcpy(&link.link, at, sizeof link.link);
-    std::memcpy(counters, at + 6, sizeof counters);
+    std::memcpy(counters, at + kNvLinkCountersAt, sizeof counters);
     link.active.SetValue(active == 1);
     link.replay_errors.SetValue(counters[0]);
     link.recovery_errors.SetValue(counters[1]);
@@ -129,15 +123,21 @@ class Reader {
   }
   template <typename T>
   void Get(std::vector<T>& items) {
+    if (!GetCount(items)) return;
+    for (T& item : items) Get(item);
+  }
+  // A list's count, checked, and `items` sized to it; false when the frame is bad.
+  template <typename T>
+  bool GetCount(std::vector<T>& items) {
     uint32_t count = 0;
     Get(count);
     // Each item takes at least one byte: a count beyond what is left is garbage.
     if (!ok_ || count > data_.size()) {
       ok_ = false;
-      return;
+      return false;
     }
     items.resize(count);
-    for (T& item : items) Get(item);
+    return true;
   }
   // A field and the position byte after it, as a GPU frame has them: for a
   // number or flag, one bounds check for the three.

@@ -313,7 +313,8 @@ TEST(ProbeWire, AnNvLinkWrittenTwoWaysOrOutOfRangeIsRejected) {
   full.nvlinks = Field<std::vector<NvLinkInfo>>::Value({FullGpu().nvlinks.value()[1]});
   std::string bad_state = EncodeProbeMessage(full);
   // The link record is the last thing before the end marker, access error and empty message (6 bytes).
-  const size_t active_at = bad_state.size() - 6 - probe_wire_detail::kNvLinkAllValuesSize + 5;
+  const size_t active_at =
+      bad_state.size() - 6 - probe_wire_detail::kNvLinkAllValuesSize + probe_wire_detail::kNvLinkActiveAt;
   ASSERT_EQ(bad_state[active_at - 1], '\x1f');
   bad_state[active_at] = 2;
   EXPECT_FALSE(DecodeGpuSnapshot(Payload(bad_state), decoded).ok());

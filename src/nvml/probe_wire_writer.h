@@ -22,8 +22,12 @@ enum class Kind : uint8_t { kRequest = 1, kHost = 2, kInitFailed = 3, kGpu = 5, 
 
 // An NVLink's value mask when all five of its fields have values: the common case.
 inline constexpr uint8_t kNvLinkAllValues = 0x1f;
-// An NVLink record with all five values: number, mask, the state, four counters.
-inline constexpr size_t kNvLinkAllValuesSize = sizeof(uint32_t) + 1 + 1 + 4 * sizeof(uint64_t);
+// An NVLink record with all five values: u32 number, u8 mask, u8 state, then
+// the four u64 counters, at these offsets.
+inline constexpr size_t kNvLinkMaskAt = sizeof(uint32_t);
+inline constexpr size_t kNvLinkActiveAt = kNvLinkMaskAt + 1;
+inline constexpr size_t kNvLinkCountersAt = kNvLinkActiveAt + 1;
+inline constexpr size_t kNvLinkAllValuesSize = kNvLinkCountersAt + 4 * sizeof(uint64_t);
 
 // A GPU frame is a list of records, each a field's position in
 // kScalarGpuFields (then these two for the lists) and the field; positions
@@ -236,11 +240,12 @@ class GpuFrameEncoder {
   // VisitNvLinkFields) were all read: written with one bounds check.
   void NvLink(uint32_t link, bool active, const uint64_t (&counters)[4]) {
     StartNvLink();
-    char* at = writer_.Claim(probe_wire_detail::kNvLinkAllValuesSize);
+    using namespace probe_wire_detail;
+    char* at = writer_.Claim(kNvLinkAllValuesSize);
     std::memcpy(at, &link, sizeof link);
-    at[4] = static_cast<char>(probe_wire_detail::kNvLinkAllValues);
-    at[5] = static_cast<char>(active);
-    std::memcpy(at + 6, counters, sizeof counters);
+    at[kNvLinkMaskAt] = static_cast<char>(kNvLinkAllValues);
+    at[kNvLinkActiveAt] = static_cast<char>(active);
+    std::memcpy(at + kNvLinkCountersAt, counters, sizeof counters);
   }
   void EndNvLinks() {
     if (links_ > 0) writer_.Patch(count_at_, links_);
