@@ -42,9 +42,14 @@ std::string AggregateInsertSql(Resolution resolution) {
          " FROM samples_raw WHERE t >= ?1 AND t < ?2 GROUP BY t - t % " + width + ", gpu_id";
 }
 
-constexpr const char* kIncidentColumns =
-    "id, incident_key, rule_id, has_gpu, gpu_index, gpu_uuid, gpu_pci_bus_id, gpu_serial, severity, summary, "
-    "evidence, cause, actions, opened_at, last_seen, resolved_at, subject";
+// The columns ReadIncident reads, in its order. A version-1 history, read
+// without upgrading it, has no subject: every finding's is empty there.
+std::string IncidentColumns(int schema_version) {
+  return std::string(
+             "id, incident_key, rule_id, has_gpu, gpu_index, gpu_uuid, gpu_pci_bus_id, gpu_serial, severity, summary, "
+             "evidence, cause, actions, opened_at, last_seen, resolved_at, ") +
+         (schema_version >= 2 ? "subject" : "'' AS subject");
+}
 
 std::vector<std::string> StringsFromJson(const std::string& text) {
   nlohmann::json parsed = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
@@ -115,8 +120,9 @@ class FullSyncScope {
 
 }  // namespace
 
-SqliteHistoryStore::SqliteHistoryStore(std::unique_ptr<SqliteConnection> db, SqliteStoreOptions options)
-    : db_(std::move(db)), options_(options) {}
+SqliteHistoryStore::SqliteHistoryStore(std::unique_ptr<SqliteConnection> db, SqliteStoreOptions options,
+                                       int schema_version)
+    : db_(std::move(db)), options_(options), incident_columns_(IncidentColumns(schema_version)) {}
 
 SqliteHistoryStore::~SqliteHistoryStore() = default;
 
@@ -129,14 +135,19 @@ Result<std::unique_ptr<SqliteHistoryStore>> SqliteHistoryStore::Open(const std::
 
   auto state = InspectDatabase(**db);
   if (!state) return Error{path + ": " + state.error().message};
+  int schema_version = kSchemaVersion;
   if (options.read_only) {
+    // Read as it is, never upgraded: the file may be evidence copied off a
+    // dead machine, or on read-only media. Older versions lack only columns
+    // the queries then read as empty (IncidentColumns).
     if (*state == DatabaseState::kEmpty) return Error{path + ": not a gpudoctor history database (empty)"};
     auto version = SchemaVersion(**db);
     if (!version) return Error{path + ": " + version.error().message};
-    if (*version != kSchemaVersion) {
-      return Error{path + ": history schema version " + std::to_string(*version) + ", this gpudoctor reads " +
-                   std::to_string(kSchemaVersion) + (*version < kSchemaVersion ? " (the agent upgrades it)" : "")};
+    if (*version < 1 || *version > kSchemaVersion) {
+      return Error{path + ": history schema version " + std::to_string(*version) + ", this gpudoctor reads 1 to " +
+                   std::to_string(kSchemaVersion) + (*version > kSchemaVersion ? "; upgrade gpudoctor" : "")};
     }
+    schema_version = *version;
   } else {
     // auto_vacuum takes effect only before the file is first written; it lets
     // Maintain hand freed pages back with PRAGMA incremental_vacuum.
@@ -151,7 +162,7 @@ Result<std::unique_ptr<SqliteHistoryStore>> SqliteHistoryStore::Open(const std::
     if (Status status = MigrateSchema(**db, ToUnixMillis(now)); !status)
       return Error{path + ": " + status.error().message};
   }
-  return std::unique_ptr<SqliteHistoryStore>(new SqliteHistoryStore(std::move(*db), options));
+  return std::unique_ptr<SqliteHistoryStore>(new SqliteHistoryStore(std::move(*db), options, schema_version));
 }
 
 Result<int64_t> SqliteHistoryStore::GpuId(uint32_t index, const std::string& uuid, int64_t time_ms) {
@@ -210,7 +221,7 @@ Status SqliteHistoryStore::Append(std::span<const GpuSample> gpus, std::span<con
 }
 
 Result<std::vector<StoredFinding>> SqliteHistoryStore::OpenIncidents() const {
-  auto select = db_->Prepared(std::string("SELECT ") + kIncidentColumns + " FROM findings WHERE state = 'open' ORDER BY id");
+  auto select = db_->Prepared("SELECT " + incident_columns_ + " FROM findings WHERE state = 'open' ORDER BY id");
   if (!select) return select.error();
   std::vector<StoredFinding> incidents;
   for (;;) {
@@ -545,7 +556,7 @@ Result<std::vector<ProcessMemorySample>> SqliteHistoryStore::QueryProcessMemory(
 
 Result<std::vector<StoredFinding>> SqliteHistoryStore::QueryFindings(const FindingQuery& query) const {
   std::lock_guard lock(mutex_);
-  auto select = db_->Prepared(std::string("SELECT ") + kIncidentColumns +
+  auto select = db_->Prepared("SELECT " + incident_columns_ +
                               " FROM findings WHERE opened_at < ?1 AND (resolved_at IS NULL OR resolved_at >= ?2) "
                               "ORDER BY id DESC");
   if (!select) return select.error();

@@ -25,7 +25,7 @@ class SqliteConnection;
 struct SqliteStoreOptions {
   RetentionPolicy retention;
   // Open an existing history for queries only: never creates, migrates or
-  // writes the file.
+  // writes the file. An older schema version is read as it is.
   bool read_only = false;
   Duration busy_timeout = std::chrono::seconds(5);
 };
@@ -53,7 +53,7 @@ class SqliteHistoryStore final : public HistoryStore {
   Result<std::string> IntegrityCheck() const;
 
  private:
-  SqliteHistoryStore(std::unique_ptr<SqliteConnection> db, SqliteStoreOptions options);
+  SqliteHistoryStore(std::unique_ptr<SqliteConnection> db, SqliteStoreOptions options, int schema_version);
 
   Result<int64_t> GpuId(uint32_t index, const std::string& uuid, int64_t time_ms);
   Result<std::optional<GpuIdentity>> FindGpu(std::string_view selector, int64_t* id) const;
@@ -69,6 +69,7 @@ class SqliteHistoryStore final : public HistoryStore {
   // its cached statements are not part of the store's observable state.
   std::unique_ptr<SqliteConnection> db_;
   SqliteStoreOptions options_;
+  std::string incident_columns_;  // for the file's schema version (read-only stores read older ones)
   mutable std::mutex mutex_;
 };
 

@@ -77,6 +77,48 @@ TEST(SqliteStore, UpgradesAVersion1History) {
   EXPECT_EQ(findings->front().finding.subject, "");
 }
 
+TEST(SqliteStore, ReadsAVersion1HistoryWithoutUpgradingIt) {
+  ScratchDir dir;
+  const std::string path = dir.File("h.db");
+  {
+    auto store = SqliteHistoryStore::Open(path, {}, T0());
+    ASSERT_TRUE(store.ok());
+    ASSERT_TRUE((*store)->Append(std::vector{Sample(T0(), 0, 55, 99)}, {}).ok());
+    ASSERT_TRUE((*store)->UpsertFindings(std::vector{MakeFinding("temperature_high", 0)}, T0()).ok());
+  }
+  RawSql(path, "ALTER TABLE findings DROP COLUMN subject");
+  RawSql(path, "DELETE FROM schema_migrations WHERE version = 2");
+
+  SqliteStoreOptions read_only;
+  read_only.read_only = true;
+  auto store = SqliteHistoryStore::Open(path, read_only, T0() + 1h);
+  ASSERT_TRUE(store.ok()) << store.error().message;
+  auto findings = (*store)->QueryFindings({.from = T0(), .until = T0() + 1s, .open_only = true});
+  ASSERT_TRUE(findings.ok()) << findings.error().message;
+  ASSERT_EQ(findings->size(), 1u);
+  EXPECT_EQ(findings->front().finding, MakeFinding("temperature_high", 0));
+  auto gpus = (*store)->ListGpus();
+  ASSERT_TRUE(gpus.ok()) << gpus.error().message;
+  EXPECT_EQ(gpus->size(), 1u);
+  // Read as it was: no migration, no new column.
+  EXPECT_EQ(RawSql(path, "SELECT max(version) FROM schema_migrations"), std::vector<std::string>{"1"});
+  EXPECT_EQ(RawSql(path, "SELECT count(*) FROM pragma_table_info('findings') WHERE name = 'subject'"),
+            std::vector<std::string>{"0"});
+}
+
+TEST(SqliteStore, ReadOnlyRefusesAHistoryFromANewerGpudoctor) {
+  ScratchDir dir;
+  const std::string path = dir.File("h.db");
+  ASSERT_TRUE(SqliteHistoryStore::Open(path, {}, T0()).ok());
+  RawSql(path, "INSERT INTO schema_migrations (version, applied_at) VALUES (99, 0)");
+  SqliteStoreOptions read_only;
+  read_only.read_only = true;
+  auto store = SqliteHistoryStore::Open(path, read_only, T0());
+  ASSERT_FALSE(store.ok());
+  EXPECT_NE(store.error().message.find("version 99"), std::string::npos) << store.error().message;
+  EXPECT_NE(store.error().message.find("upgrade gpudoctor"), std::string::npos) << store.error().message;
+}
+
 TEST(SqliteStore, EveryMetricHasAColumnAtEveryResolution) {
   ScratchDir dir;
   const std::string path = dir.File("h.db");
