@@ -36,9 +36,14 @@ CC=clang CXX=clang++ cmake -S . -B build-fuzz -G Ninja -DCMAKE_BUILD_TYPE=RelWit
 cmake --build build-fuzz -j"$jobs" --target fuzz_targets
 for target in build-fuzz/bin/fuzz_*; do
   corpus_dir=$(mktemp -d)
-  seeds="testdata/fuzz_seeds/$(basename "$target")"
-  [[ -d $seeds ]] || seeds=""
-  "$target" -max_total_time="${FUZZ_SECONDS:-20}" -rss_limit_mb=2048 "$corpus_dir" ${seeds:+"$seeds"} \
+  # Seeds: real inputs from the test data, so the run starts from valid files.
+  case $(basename "$target") in
+    fuzz_smi) seeds=(testdata/nvidia_smi) ;;
+    fuzz_logs) seeds=(testdata/kernel_logs) ;;
+    *) seeds=("testdata/fuzz_seeds/$(basename "$target")") ;;
+  esac
+  [[ -d ${seeds[0]} ]] || seeds=()
+  "$target" -max_total_time="${FUZZ_SECONDS:-20}" -rss_limit_mb=2048 "$corpus_dir" "${seeds[@]}" \
     >"$corpus_dir.log" 2>&1 || { tail -50 "$corpus_dir.log"; echo "fuzz target $target failed"; exit 1; }
   echo "$(basename "$target"): $(grep -Eo 'Done [0-9]+ runs' "$corpus_dir.log" || echo ran)"
 done
