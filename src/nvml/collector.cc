@@ -250,18 +250,15 @@ void NvmlCollector::CollectInto(Snapshot& snapshot) {
   snapshot = Snapshot{};
   snapshot.gpus = std::move(spare);
   size_t filled = 0;
-  bool spare_dropped = false;
-  auto drop_spare_gpus = [&] {
-    if (!spare_dropped) snapshot.gpus.resize(filled);
-    spare_dropped = true;
-  };
   snapshot.source = options.scenario_path.empty() ? "nvml" : "simulate:" + options.scenario_path;
   snapshot.taken_at = options.clock->Now();
   char hostname[256] = {};
   if (gethostname(hostname, sizeof hostname - 1) == 0) snapshot.hostname = hostname;
-  auto finish = [&] {
-    drop_spare_gpus();
-    snapshot.collection_time = options.clock->Steady() - started;
+  auto finish = [&] { snapshot.collection_time = options.clock->Steady() - started; };
+  // For the ways out before the probe answers: no GPU of this snapshot was read.
+  auto finish_unread = [&] {
+    snapshot.gpus.clear();
+    finish();
   };
 
   // Forget probes that have exited; kill the ones stuck for too long.
@@ -281,7 +278,7 @@ void NvmlCollector::CollectInto(Snapshot& snapshot) {
       snapshot.driver_error = AccessError::kHang;
       snapshot.driver_message = "an earlier probe is still stuck in " + probe.host_call;
       snapshot.hangs.push_back({std::nullopt, "", probe.host_call, options.deadline, true});
-      finish();
+      finish_unread();
       return;
     }
     for (const auto& [gpu, call] : probe.calls) {
@@ -300,7 +297,7 @@ void NvmlCollector::CollectInto(Snapshot& snapshot) {
       if (!spawned) {
         snapshot.driver_error = AccessError::kOther;
         snapshot.driver_message = spawned.error().message;
-        finish();
+        finish_unread();
         return;
       }
       state.worker = std::move(*spawned);
@@ -319,7 +316,7 @@ void NvmlCollector::CollectInto(Snapshot& snapshot) {
     snapshot.driver_error = AccessError::kOther;
     snapshot.driver_message = "the NVML probe exited before it accepted a request";
     if (!refused_stderr.empty()) snapshot.driver_message += " (" + refused_stderr + ")";
-    finish();
+    finish_unread();
     return;
   }
   ProbeProcess& probe = *state.worker;
@@ -407,7 +404,7 @@ void NvmlCollector::CollectInto(Snapshot& snapshot) {
       }
     }
   }
-  drop_spare_gpus();
+  snapshot.gpus.resize(filled);  // the spare GPUs left over from the snapshot refilled
   const std::string probe_stderr(Trim(probe.stderr_text));
 
   if (done && !init_failed) {

@@ -200,13 +200,11 @@ error = "gpu_is_lost"
 }
 
 TEST_F(CollectorTest, UnsupportedFieldsAreNotSupportedNotZero) {
-  auto path = WriteScenario("unsupported.toml", R"(
+  const Snapshot s = CollectScenario("unsupported.toml", R"(
 gpu_count = 2
 [defaults]
 not_supported = ["fan_speeds_percent", "memory_temperature_c", "power_draw_w"]
 )");
-  NvmlCollector collector(Options(path));
-  Snapshot s = collector.Collect();
   ASSERT_EQ(s.gpus.size(), 2u) << s.driver_message;
   EXPECT_TRUE(s.gpus[0].memory_temperature_c.not_supported());
   EXPECT_TRUE(s.gpus[0].power_draw_w.not_supported());

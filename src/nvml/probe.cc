@@ -402,7 +402,8 @@ class GpuReader {
       gpu.ProcessesFailed(lost_message_);
       return;
     }
-    // Kept by the thread from one GPU to the next, for their memory.
+    // Kept by the thread from one GPU to the next, for their memory; named
+    // again by reference because a lambda cannot capture a thread_local.
     thread_local std::vector<ProcessInfo> kept;
     std::vector<ProcessInfo>& processes = kept;
     processes.clear();
