@@ -2,6 +2,7 @@
 # CPU and memory of `gpudoctor agent` sampling 8 simulated GPUs every second.
 #
 #   bench/agent.sh [BUILD_DIR] [SECONDS]     (defaults: build, 60)
+#   BUILD_DIR must be configured with -DGPUDOCTOR_BENCH=ON (docs/benchmarks.md).
 #
 # Reports, for the agent process and for its NVML probe process (the fake
 # NVML library runs inside the probe), the CPU used over the window as a

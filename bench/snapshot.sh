@@ -8,6 +8,7 @@
 # isolated collector pays.
 #
 #   bench/snapshot.sh [BUILD_DIR] [SNAPSHOTS] [ROUNDS]     (defaults: build, 2000, 5)
+#   BUILD_DIR must be configured with -DGPUDOCTOR_BENCH=ON (docs/benchmarks.md).
 #
 # The programs alternate for ROUNDS rounds of SNAPSHOTS snapshots each, so all
 # see the same machine; each round's figures are printed, then the ratio of the

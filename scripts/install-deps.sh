@@ -8,11 +8,11 @@ set -euo pipefail
 packages=(
   build-essential cmake ninja-build pkg-config
   libcli11-dev libfmt-dev nlohmann-json3-dev libtomlplusplus-dev libpugixml-dev
-  libre2-dev libvectorscan-dev zlib1g-dev libsqlite3-dev libcpp-httplib-dev
+  libre2-dev libvectorscan-dev zlib1g-dev libsqlite3-dev libcpp-httplib-dev libmicrohttpd-dev
 )
 # Tests, fuzzing and benchmarks.
 if [[ "${1:-}" == "--test" ]]; then
-  packages+=(libgtest-dev libgmock-dev libbenchmark-dev clang libclang-rt-14-dev python3 sqlite3 chromium
+  packages+=(libgtest-dev libgmock-dev clang libclang-rt-14-dev python3 sqlite3 chromium
              procps psmisc prometheus)
 fi
 
@@ -26,11 +26,15 @@ if ((${#missing[@]} == 0)); then
   exit 0
 fi
 
-as_root=()
+# sudo resets the environment, so the frontend is set on apt-get's command line.
+apt_get=(env DEBIAN_FRONTEND=noninteractive apt-get)
 if [[ $(id -u) -ne 0 ]]; then
-  as_root=(sudo)
+  if ! command -v sudo >/dev/null; then
+    echo "install-deps.sh: installing ${missing[*]} needs root: run it as root, or install sudo" >&2
+    exit 1
+  fi
+  apt_get=(sudo "${apt_get[@]}")
 fi
 echo "Installing: ${missing[*]}" >&2
-export DEBIAN_FRONTEND=noninteractive
-"${as_root[@]}" apt-get update -q
-"${as_root[@]}" apt-get install -y -q --no-install-recommends "${missing[@]}"
+"${apt_get[@]}" update -q
+"${apt_get[@]}" install -y -q --no-install-recommends "${missing[@]}"

@@ -4,7 +4,8 @@
 # builds the libFuzzer targets and runs each one briefly.
 #
 #   scripts/test.sh            the full run (what CI runs)
-#   scripts/test.sh --quick    an optimised build and the tests, without sanitizers or fuzzing
+#   scripts/test.sh --quick    an optimised build of the tests and benchmarks in build-dev/, and the
+#                              tests, without sanitizers or fuzzing (build/ stays the product alone)
 #
 # Tests that need an NVIDIA GPU are reported as skipped, never as passed.
 set -euo pipefail
@@ -17,16 +18,17 @@ run_tests() {
 
 if [[ "${1:-}" == "--quick" ]]; then
   echo "== build (warnings are errors) and test"
-  cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DGPUDOCTOR_WERROR=ON >/dev/null
-  cmake --build build -j"$jobs"
-  run_tests build
+  cmake -S . -B build-dev -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DGPUDOCTOR_WERROR=ON \
+    -DGPUDOCTOR_TESTS=ON -DGPUDOCTOR_BENCH=ON >/dev/null
+  cmake --build build-dev -j"$jobs"
+  run_tests build-dev
   exit 0
 fi
 
 echo "== build (warnings are errors) under AddressSanitizer + UndefinedBehaviorSanitizer, and test"
 # -g1 keeps line numbers for sanitizer reports at a fraction of the build time of -g.
 cmake -S . -B build-sanitize -G Ninja -DCMAKE_BUILD_TYPE=Debug -DCMAKE_C_FLAGS_DEBUG=-g1 -DCMAKE_CXX_FLAGS_DEBUG=-g1 \
-  -DGPUDOCTOR_WERROR=ON -DGPUDOCTOR_SANITIZE=ON -DGPUDOCTOR_BENCH=OFF >/dev/null
+  -DGPUDOCTOR_WERROR=ON -DGPUDOCTOR_SANITIZE=ON -DGPUDOCTOR_TESTS=ON -DGPUDOCTOR_BENCH=OFF >/dev/null
 cmake --build build-sanitize -j"$jobs"
 ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 run_tests build-sanitize
 
@@ -40,6 +42,8 @@ for target in build-fuzz/bin/fuzz_*; do
   case $(basename "$target") in
     fuzz_smi) seeds=(testdata/nvidia_smi) ;;
     fuzz_logs) seeds=(testdata/kernel_logs) ;;
+    fuzz_config) seeds=(testdata/fuzz_seeds/fuzz_config data) ;;  # the defaults, docs' examples, the catalog
+    fuzz_scenario) seeds=(examples) ;;
     *) seeds=("testdata/fuzz_seeds/$(basename "$target")") ;;
   esac
   [[ -d ${seeds[0]} ]] || seeds=()

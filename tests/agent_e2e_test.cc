@@ -1,17 +1,21 @@
 // End-to-end tests of `gpudoctor agent`: the real binary against the fake
 // NVML library, queried over HTTP, stopped with SIGTERM.
 
+#include <fcntl.h>
 #include <signal.h>
 #include <stdlib.h>
+#include <sys/mount.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <chrono>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <functional>
+#include <memory>
 #include <mutex>
 #include <optional>
 #include <regex>
@@ -25,6 +29,7 @@
 #include <httplib.h>
 #include <nlohmann/json.hpp>
 
+#include "common/scratch_dir.h"
 #include "store/sqlite_store.h"
 #include "tests/run_binary.h"
 
@@ -66,30 +71,10 @@ bool Eventually(const std::function<bool()>& done, std::chrono::seconds timeout)
   return done();
 }
 
-// A fresh directory for a test's files, removed at the end.
-class ScratchDir {
- public:
-  ScratchDir() {
-    std::string pattern = (std::filesystem::temp_directory_path() / "gpudoctor-agent-XXXXXX").string();
-    path_ = mkdtemp(pattern.data());
-  }
-  ~ScratchDir() {
-    std::error_code ignored;
-    std::filesystem::remove_all(path_, ignored);
-  }
-  std::string File(const std::string& name) const { return (path_ / name).string(); }
-  std::string Write(const std::string& name, const std::string& text) const {
-    std::ofstream(File(name)) << text;
-    return File(name);
-  }
-
- private:
-  std::filesystem::path path_;
-};
-
 struct AgentSetup {
   std::string scenario = "healthy-8xh100.toml";
   std::vector<std::string> args;  // after `agent`; "--log none" unless they name --log
+  std::string db;                 // empty: a fresh database in the agent's own directory
   std::vector<std::pair<std::string, std::string>> env;
 };
 
@@ -100,6 +85,7 @@ class RunningAgent {
   explicit RunningAgent(AgentSetup setup) {
     std::vector<std::string> args = {Binary(), "--simulate", Example(setup.scenario), "--probe-timeout", "1", "agent",
                                      "--interval", "1s", "--listen", "127.0.0.1:0", "--db", db_path()};
+    if (!setup.db.empty()) args.back() = db_ = setup.db;
     if (std::find(setup.args.begin(), setup.args.end(), "--log") == setup.args.end()) {
       args.insert(args.end(), {"--log", "none"});
     }
@@ -124,7 +110,7 @@ class RunningAgent {
     }
   }
 
-  std::string db_path() const { return dir_.File("sub/history.db"); }
+  std::string db_path() const { return db_.empty() ? dir_.File("sub/history.db") : db_; }
   std::string stderr_path() const { return dir_.File("stderr.txt"); }
   std::string log() const { return ReadAll(stderr_path()); }
 
@@ -210,6 +196,7 @@ class RunningAgent {
 
  private:
   ScratchDir dir_;
+  std::string db_;
   pid_t pid_ = -1;
   std::unique_ptr<httplib::Client> client_;
 };
@@ -601,6 +588,167 @@ TEST(AgentE2E, CoolingFailureOpensOnceItsWindowHasPassed) {
   ASSERT_TRUE(cooling) << agent.log();
   EXPECT_GE((*cooling)["opened_at_ms"].get<int64_t>() - started, 7200) << cooling->dump(2);
   ExpectCleanStop(agent);
+}
+
+// ---- The history is a record, not a gate -------------------------------------
+
+// A 2 MiB tmpfs to keep a history on, filled, freed or remounted at will.
+// Mounting needs root (CAP_SYS_ADMIN), as in CI; the tests skip without it.
+class SmallDisk {
+ public:
+  static std::unique_ptr<SmallDisk> Mount(const std::string& path, bool read_only = false) {
+    std::filesystem::create_directories(path);
+    if (mount("tmpfs", path.c_str(), "tmpfs", read_only ? MS_RDONLY : 0, "size=2m,mode=0755") != 0) return nullptr;
+    return std::unique_ptr<SmallDisk>(new SmallDisk(path));
+  }
+  ~SmallDisk() { umount2(path_.c_str(), MNT_DETACH); }
+
+  std::string File(const std::string& name) const { return path_ + "/" + name; }
+  // Writes a file until the disk has no room left.
+  void Fill() const {
+    const int fd = open(File("filler").c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
+    ASSERT_GE(fd, 0) << strerror(errno);
+    const std::string block(4096, 'x');
+    for (size_t size = block.size(); size > 0; size /= 2) {
+      while (write(fd, block.data(), size) == static_cast<ssize_t>(size)) {
+      }
+    }
+    close(fd);
+  }
+  void Free() const { std::filesystem::remove(File("filler")); }
+  bool MakeWritable() const { return mount(nullptr, path_.c_str(), nullptr, MS_REMOUNT, "size=2m,mode=0755") == 0; }
+
+ private:
+  explicit SmallDisk(std::string path) : path_(std::move(path)) {}
+  std::string path_;
+};
+
+bool StoreOk(RunningAgent& agent, int expected) {
+  auto metrics = agent.client().Get("/metrics");
+  return metrics && metrics->body.find("gpudoctor_store_ok " + std::to_string(expected) + "\n") != std::string::npos;
+}
+
+TEST(AgentE2E, AFullDiskUnderTheHistoryHidesNoFindingAndTheAgentRecoversWhenItHasRoom) {
+  ScratchDir dir;
+  auto disk = SmallDisk::Mount(dir.File("disk"));
+  if (!disk) GTEST_SKIP() << "mounting a tmpfs needs root: " << strerror(errno);
+  disk->Fill();
+  const std::string hook_output = dir.File("hook.txt");
+  const std::string config = dir.Write("agent.toml", "[alerts]\nmin_interval = \"0s\"\n"
+                                                     "[[alerts.exec]]\nargv = [\"/bin/sh\", \"-c\", "
+                                                     "'echo \"$GPUDOCTOR_EVENT $GPUDOCTOR_FINDING_KEY\" >> \"$1\"', "
+                                                     "\"hook\", \"" + hook_output + "\"]\n");
+  // GPU 4 has overheated (93 C, thermal slowdown): `check` calls it critical.
+  RunningAgent agent({.scenario = "overheating.toml", .args = {"--config", config}, .db = disk->File("history.db")});
+  ASSERT_TRUE(agent.WaitUntilHealthy()) << agent.log();
+
+  // The finding reaches the API, the metrics and the alerts although nothing can be stored...
+  std::optional<json> hot = agent.WaitForFinding("temperature_high", 4, 15s);
+  ASSERT_TRUE(hot) << agent.log();
+  std::optional<json> failing = agent.WaitForFinding("history_store_failing", std::nullopt, 15s);
+  ASSERT_TRUE(failing) << agent.log();
+  EXPECT_EQ((*failing)["severity"], "warning");
+  EXPECT_NE(failing->dump().find("database or disk is full"), std::string::npos) << failing->dump(2);
+  EXPECT_NE(failing->dump().find(disk->File("history.db")), std::string::npos) << failing->dump(2);
+  auto metrics = agent.client().Get("/metrics");
+  ASSERT_TRUE(metrics);
+  EXPECT_TRUE(std::regex_search(metrics->body, std::regex(R"(gpudoctor_finding\{[^}]*id="temperature_high"[^}]*\} 1)")))
+      << metrics->body;
+  EXPECT_TRUE(StoreOk(agent, 0)) << metrics->body;
+  EXPECT_NE(metrics->body.find("gpudoctor_store_errors_total "), std::string::npos);
+  auto health = agent.client().Get("/healthz");
+  ASSERT_TRUE(health);
+  EXPECT_EQ(health->status, 200);  // a liveness probe must not kill the monitor over a full disk
+  EXPECT_NE(health->body.find("\"degraded\""), std::string::npos) << health->body;
+  EXPECT_TRUE(Eventually([&] { return ReadAll(hook_output).find("opened temperature_high@") != std::string::npos; },
+                         15s))
+      << ReadAll(hook_output) << agent.log();
+  EXPECT_TRUE(agent.LogShows("is failing")) << agent.log();
+
+  // ...and once the disk has room again, the agent opens the history by itself and writes what waited.
+  disk->Free();
+  ASSERT_TRUE(Eventually([&] { return !Has(agent.Findings(), "history_store_failing"); }, 45s)) << agent.log();
+  EXPECT_TRUE(StoreOk(agent, 1));
+  EXPECT_TRUE(agent.LogShows("works again")) << agent.log();
+  // Numbered by the history now that it exists (provisional ids are negative).
+  EXPECT_LT((*hot)["incident_id"].get<int64_t>(), 0);
+  std::optional<json> numbered = agent.WaitForFinding("temperature_high", 4, 5s);
+  ASSERT_TRUE(numbered);
+  EXPECT_GT((*numbered)["incident_id"].get<int64_t>(), 0);
+  ExpectCleanStop(agent);
+
+  SqliteStoreOptions read_only;
+  read_only.read_only = true;
+  auto store = SqliteHistoryStore::Open(disk->File("history.db"), read_only);
+  ASSERT_TRUE(store.ok()) << store.error().message;
+  auto incidents = (*store)->QueryFindings({.from = FromUnixMillis(0), .until = FromUnixMillis(NowMs() + 1000)});
+  ASSERT_TRUE(incidents.ok());
+  bool hot_open = false, failure_recorded = false;
+  for (const StoredFinding& incident : *incidents) {
+    hot_open |= incident.finding.id == "temperature_high" && incident.open() &&
+                incident.incident_id == (*numbered)["incident_id"].get<int64_t>();
+    failure_recorded |= incident.finding.id == "history_store_failing" && !incident.open();
+  }
+  EXPECT_TRUE(hot_open);
+  EXPECT_TRUE(failure_recorded);
+}
+
+TEST(AgentE2E, SamplesTakenWhileTheDiskIsFullAreWrittenOnceItHasRoom) {
+  ScratchDir dir;
+  auto disk = SmallDisk::Mount(dir.File("disk"));
+  if (!disk) GTEST_SKIP() << "mounting a tmpfs needs root: " << strerror(errno);
+  RunningAgent agent(AgentSetup{.db = disk->File("history.db")});
+  ASSERT_TRUE(agent.WaitUntilHealthy()) << agent.log();
+  ASSERT_TRUE(Eventually([&] { return StoreOk(agent, 1); }, 10s)) << agent.log();
+
+  disk->Fill();
+  const int64_t full_at = NowMs();
+  ASSERT_TRUE(agent.WaitForFinding("history_store_failing", std::nullopt, 30s)) << agent.log();
+  std::this_thread::sleep_for(2s);  // a few samples that can only wait in memory
+  const int64_t freed_at = NowMs();
+  disk->Free();
+  ASSERT_TRUE(Eventually([&] { return !Has(agent.Findings(), "history_store_failing"); }, 15s)) << agent.log();
+  ExpectCleanStop(agent);
+
+  SqliteStoreOptions read_only;
+  read_only.read_only = true;
+  auto store = SqliteHistoryStore::Open(disk->File("history.db"), read_only);
+  ASSERT_TRUE(store.ok()) << store.error().message;
+  auto series = (*store)->QuerySeries({.gpu = "0",
+                                       .metric = Metric::kTemperatureC,
+                                       .from = FromUnixMillis(full_at),
+                                       .until = FromUnixMillis(freed_at),
+                                       .resolution = Resolution::kRaw});
+  ASSERT_TRUE(series.ok()) << series.error().message;
+  EXPECT_GE(series->points.size(), 2u) << "the samples of the outage were lost";
+}
+
+TEST(AgentE2E, AReadOnlyHistoryDirectoryDoesNotStopTheAgent) {
+  ScratchDir dir;
+  auto disk = SmallDisk::Mount(dir.File("disk"), /*read_only=*/true);
+  if (!disk) GTEST_SKIP() << "mounting a tmpfs needs root: " << strerror(errno);
+  RunningAgent agent({.scenario = "overheating.toml", .db = disk->File("history.db")});
+  ASSERT_TRUE(agent.WaitUntilHealthy()) << agent.log();
+  ASSERT_TRUE(agent.WaitForFinding("temperature_high", 4, 15s)) << agent.log();
+  std::optional<json> failing = agent.WaitForFinding("history_store_failing", std::nullopt, 15s);
+  ASSERT_TRUE(failing) << agent.log();
+  EXPECT_NE(failing->dump().find("cannot open it"), std::string::npos) << failing->dump(2);
+
+  ASSERT_TRUE(disk->MakeWritable()) << strerror(errno);
+  ASSERT_TRUE(Eventually([&] { return !Has(agent.Findings(), "history_store_failing"); }, 45s)) << agent.log();
+  EXPECT_TRUE(std::filesystem::exists(disk->File("history.db")));
+  ExpectCleanStop(agent);
+}
+
+TEST(AgentE2E, OnceExits73WhenItsCycleCannotBeStored) {
+  ScratchDir dir;
+  auto disk = SmallDisk::Mount(dir.File("disk"), /*read_only=*/true);
+  if (!disk) GTEST_SKIP() << "mounting a tmpfs needs root: " << strerror(errno);
+  auto result = RunGpudoctor("--simulate " + Example("healthy-8xh100.toml") + " agent --once --log none --db " +
+                                 disk->File("history.db"),
+                             Stderr::kCapture);
+  EXPECT_EQ(result.exit_code, 73) << result.output;
+  EXPECT_NE(result.output.find("was not written"), std::string::npos) << result.output;
 }
 
 }  // namespace

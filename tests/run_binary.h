@@ -25,10 +25,14 @@ inline std::string Example(const std::string& name) {
 enum class Stderr { kDiscard, kCapture };
 
 // `arguments` is passed through the shell; callers quote what needs it.
-inline RunResult RunGpudoctor(const std::string& arguments, Stderr stderr_mode = Stderr::kDiscard) {
+// `prefix` comes before the binary: "timeout 20", "printf x |".
+inline RunResult RunGpudoctor(const std::string& arguments, Stderr stderr_mode = Stderr::kDiscard,
+                              const std::string& prefix = "") {
   RunResult result;
   auto start = std::chrono::steady_clock::now();
-  std::FILE* pipe = popen((Binary() + " " + arguments + (stderr_mode == Stderr::kCapture ? " 2>&1" : " 2>/dev/null")).c_str(), "r");
+  const std::string command = prefix + (prefix.empty() ? "" : " ") + Binary() + " " + arguments +
+                              (stderr_mode == Stderr::kCapture ? " 2>&1" : " 2>/dev/null");
+  std::FILE* pipe = popen(command.c_str(), "r");
   if (pipe == nullptr) return result;
   std::array<char, 65536> buffer;
   size_t n;

@@ -15,11 +15,13 @@ void AgentState::PublishSnapshot(std::shared_ptr<const Snapshot> snapshot) {
   status_.probe_hangs_total += snapshot->hangs.size();
   for (const XidEvent& xid : snapshot->xid_events) CountXidLocked(xid.gpu_index, xid.xid, xid.time);
   snapshot_ = std::move(snapshot);
+  ++status_.generation;
 }
 
 void AgentState::RecordXid(uint32_t gpu_index, uint64_t xid, WallTime time) {
   std::lock_guard lock(mutex_);
   CountXidLocked(gpu_index, xid, time);
+  ++status_.generation;
 }
 
 void AgentState::CountXidLocked(uint32_t gpu_index, uint64_t xid, WallTime time) {
@@ -37,6 +39,14 @@ void AgentState::SetOpenFindings(std::vector<StoredFinding> open) {
   SortBySeverity(open);
   std::lock_guard lock(mutex_);
   open_ = std::move(open);
+  ++status_.generation;
+}
+
+void AgentState::SetStoreHealth(StoreHealth health) {
+  std::lock_guard lock(mutex_);
+  if (status_.store == health) return;
+  status_.store = std::move(health);
+  ++status_.generation;
 }
 
 std::shared_ptr<const Snapshot> AgentState::LatestSnapshot() const {

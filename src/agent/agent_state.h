@@ -35,6 +35,9 @@ class AgentState final : public AgentView {
   // Replaces the open findings; resolved incidents in `open` are dropped.
   void SetOpenFindings(std::vector<StoredFinding> open);
 
+  // Records how the history store is doing (AgentStatus::store).
+  void SetStoreHealth(StoreHealth health);
+
   std::shared_ptr<const Snapshot> LatestSnapshot() const override;
   std::vector<StoredFinding> OpenFindings() const override;
   AgentStatus Status() const override;

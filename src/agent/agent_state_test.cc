@@ -64,6 +64,21 @@ TEST(AgentState, OpenFindingsAreSortedAndResolvedOnesDropped) {
   EXPECT_TRUE(state.OpenFindings().empty());
 }
 
+TEST(AgentState, StoreHealthAndAGenerationThatMovesWithEveryChange) {
+  AgentState state(kStart);
+  EXPECT_FALSE(state.Status().store.has_value());  // no history kept
+  const uint64_t start = state.Status().generation;
+  state.SetStoreHealth({.ok = false, .errors_total = 1, .last_error = "database or disk is full"});
+  const AgentStatus failing = state.Status();
+  ASSERT_TRUE(failing.store.has_value());
+  EXPECT_FALSE(failing.store->ok);
+  EXPECT_GT(failing.generation, start);
+  state.SetStoreHealth(*failing.store);  // the same again: nothing changed
+  EXPECT_EQ(state.Status().generation, failing.generation);
+  state.PublishSnapshot(std::make_shared<Snapshot>(SyntheticSnapshot(1, kStart)));
+  EXPECT_GT(state.Status().generation, failing.generation);
+}
+
 TEST(AgentState, ReadersSeeWholeSnapshotsWhileTheWriterPublishes) {
   AgentState state(kStart);
   std::atomic<bool> stop{false};

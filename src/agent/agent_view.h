@@ -34,6 +34,19 @@ struct GpuXidTally {
   bool operator==(const GpuXidTally&) const = default;
 };
 
+// The history store as the sampling loop last found it. The store is a
+// record, not a gate: findings reach the API and the alerts whatever it says.
+struct StoreHealth {
+  bool ok = true;                // the last write (or retry) succeeded
+  uint64_t errors_total = 0;     // failed writes since the agent started
+  std::string path;              // the database file
+  std::string last_error;        // SQLite's message for the latest failure; empty while ok
+  std::optional<WallTime> failing_since;  // when the current run of failures began
+  size_t queued = 0;             // writes held in memory, waiting for the store to recover
+  uint64_t dropped_total = 0;    // writes lost because that queue was full
+  bool operator==(const StoreHealth&) const = default;
+};
+
 // Counters about the agent itself.
 struct AgentStatus {
   WallTime started_at;
@@ -41,6 +54,10 @@ struct AgentStatus {
   uint64_t samples_total = 0;
   uint64_t probe_hangs_total = 0;  // probes that missed their deadline
   std::vector<GpuXidTally> xids;   // ordered by gpu_index
+  std::optional<StoreHealth> store;  // nullopt: the agent keeps no history
+  // Changes whenever anything above or the snapshot or findings change, so
+  // presenters can cache what they render from one state.
+  uint64_t generation = 0;
 };
 
 class AgentView {

@@ -4,11 +4,26 @@
 #include <toml++/toml.h>
 
 #include <algorithm>
+#include <span>
 
 #include "common/text.h"
 
 namespace gpudoctor {
 namespace {
+
+// The keys each table may hold; ParseAlertConfig rejects any other.
+constexpr std::string_view kAlertsKeys[] = {"dry_run", "min_interval", "webhook", "syslog", "exec"};
+constexpr std::string_view kWebhookKeys[] = {"url", "timeout", "attempts", "backoff", "max_backoff", "headers"};
+constexpr std::string_view kSyslogKeys[] = {"enabled", "facility"};
+constexpr std::string_view kExecKeys[] = {"argv", "timeout"};
+
+// The keys of the sink table `name`; empty for a plain [alerts] setting.
+std::span<const std::string_view> SinkKeys(std::string_view name) {
+  if (name == "webhook") return kWebhookKeys;
+  if (name == "syslog") return kSyslogKeys;
+  if (name == "exec") return kExecKeys;
+  return {};
+}
 
 // Reads typed values out of one TOML table, collecting the first error with
 // the full key path ("alerts.webhook[1].timeout").
@@ -19,7 +34,7 @@ class TableReader {
   std::string Key(std::string_view key) const { return fmt::format("{}.{}", path_, key); }
 
   // Rejects keys outside `known`, so a typo is an error rather than a default.
-  Status OnlyKeys(std::initializer_list<std::string_view> known) const {
+  Status OnlyKeys(std::span<const std::string_view> known) const {
     for (const auto& [key, value] : table_) {
       if (std::find(known.begin(), known.end(), key.str()) == known.end()) {
         return Error{fmt::format("{}: unknown setting", Key(key.str()))};
@@ -127,7 +142,7 @@ class TableReader {
 Result<AlertConfig> ReadAlerts(const toml::table& alerts) {
   AlertConfig config;
   TableReader reader(alerts, "alerts");
-  GPUDOCTOR_TRY(reader.OnlyKeys({"dry_run", "min_interval", "webhook", "syslog", "exec"}));
+  GPUDOCTOR_TRY(reader.OnlyKeys(kAlertsKeys));
   GPUDOCTOR_TRY(reader.Bool("dry_run", config.dry_run));
   GPUDOCTOR_TRY(reader.Time("min_interval", config.min_interval));
 
@@ -136,7 +151,7 @@ Result<AlertConfig> ReadAlerts(const toml::table& alerts) {
   for (size_t i = 0; i < webhooks->size(); ++i) {
     TableReader w(*(*webhooks)[i], fmt::format("alerts.webhook[{}]", i));
     WebhookOptions options;
-    GPUDOCTOR_TRY(w.OnlyKeys({"url", "timeout", "attempts", "backoff", "max_backoff", "headers"}));
+    GPUDOCTOR_TRY(w.OnlyKeys(kWebhookKeys));
     GPUDOCTOR_TRY(w.String("url", options.url, /*required=*/true));
     GPUDOCTOR_TRY(w.Time("timeout", options.timeout));
     GPUDOCTOR_TRY(w.Int("attempts", options.max_attempts, 1, 20));
@@ -151,7 +166,7 @@ Result<AlertConfig> ReadAlerts(const toml::table& alerts) {
   if (syslogs->size() > 1) return Error{"alerts.syslog: give it once"};
   if (!syslogs->empty()) {
     TableReader s(*syslogs->front(), "alerts.syslog");
-    GPUDOCTOR_TRY(s.OnlyKeys({"enabled", "facility"}));
+    GPUDOCTOR_TRY(s.OnlyKeys(kSyslogKeys));
     bool enabled = true;
     GPUDOCTOR_TRY(s.Bool("enabled", enabled));
     SyslogOptions options;
@@ -164,7 +179,7 @@ Result<AlertConfig> ReadAlerts(const toml::table& alerts) {
   for (size_t i = 0; i < hooks->size(); ++i) {
     TableReader h(*(*hooks)[i], fmt::format("alerts.exec[{}]", i));
     ExecHookOptions options;
-    GPUDOCTOR_TRY(h.OnlyKeys({"argv", "timeout"}));
+    GPUDOCTOR_TRY(h.OnlyKeys(kExecKeys));
     GPUDOCTOR_TRY(h.Strings("argv", options.argv, /*required=*/true));
     GPUDOCTOR_TRY(h.Time("timeout", options.timeout));
     config.exec_hooks.push_back(std::move(options));
@@ -196,6 +211,16 @@ Result<AlertConfig> ParseAlertConfig(std::string_view toml_text) {
   if (!alerts) return AlertConfig{};
   if (!alerts->is_table()) return Error{"alerts: expected a table"};
   return ReadAlerts(*alerts->as_table());
+}
+
+std::vector<std::string> AlertConfigKeys() {
+  std::vector<std::string> keys;
+  for (std::string_view key : kAlertsKeys) {
+    std::span<const std::string_view> sink_keys = SinkKeys(key);
+    if (sink_keys.empty()) keys.push_back(fmt::format("alerts.{}", key));
+    for (std::string_view sink_key : sink_keys) keys.push_back(fmt::format("alerts.{}.{}", key, sink_key));
+  }
+  return keys;
 }
 
 Result<std::vector<std::unique_ptr<AlertSink>>> MakeAlertSinks(const AlertConfig& config) {

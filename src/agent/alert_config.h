@@ -24,6 +24,7 @@
 
 #include <memory>
 #include <optional>
+#include <string>
 #include <string_view>
 #include <vector>
 
@@ -47,5 +48,10 @@ struct AlertConfig {
 Result<AlertConfig> ParseAlertConfig(std::string_view toml_text);
 
 Result<std::vector<std::unique_ptr<AlertSink>>> MakeAlertSinks(const AlertConfig& config);
+
+// Every setting ParseAlertConfig reads, by its path ("alerts.webhook.url");
+// any other key is an error, so the list is complete. Tests walk it to check
+// that each setting that can hold a secret is masked (src/redact/secrets.h).
+std::vector<std::string> AlertConfigKeys();
 
 }  // namespace gpudoctor

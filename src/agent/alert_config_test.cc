@@ -2,6 +2,10 @@
 
 #include <gtest/gtest.h>
 
+#include <map>
+
+#include "redact/secrets.h"
+
 namespace gpudoctor {
 namespace {
 
@@ -114,6 +118,60 @@ TEST(AlertConfig, SinkErrorsSurfaceWhenBuilding) {
   config = ParseAlertConfig("[alerts.syslog]\nfacility = \"kern\"\n");
   ASSERT_TRUE(config.ok());
   EXPECT_FALSE(MakeAlertSinks(*config).ok());
+}
+
+
+// A value for every [alerts] setting: a distinctive secret wherever the setting
+// takes free text, a valid typed value elsewhere. A setting added to the parser
+// fails here until it is listed; if it can hold a secret, it also needs a line
+// in kConfigSecrets (src/redact/secrets.h).
+const std::map<std::string, std::string>& SettingValues() {
+  static const std::map<std::string, std::string> values = {
+      {"alerts.dry_run", "true"},
+      {"alerts.min_interval", "\"7m\""},
+      {"alerts.webhook.url", "\"https://alerts.example:8443/hook/Zq8-SECRET-1?key=Zq8-SECRET-2#Zq8-SECRET-3\""},
+      {"alerts.webhook.timeout", "\"7s\""},
+      {"alerts.webhook.attempts", "17"},
+      {"alerts.webhook.backoff", "\"3s\""},
+      {"alerts.webhook.max_backoff", "\"70s\""},
+      {"alerts.webhook.headers", "{ Authorization = \"Bearer Zq8-SECRET-4\", X-Team = \"Zq8-SECRET-5\" }"},
+      {"alerts.syslog.enabled", "true"},
+      {"alerts.syslog.facility", "\"local3\""},
+      {"alerts.exec.argv", "[\"/usr/local/bin/page-oncall\", \"--team\", \"Zq8-SECRET-6\"]"},
+      {"alerts.exec.timeout", "\"13s\""},
+  };
+  return values;
+}
+
+// A config that sets every setting, each table under its own header.
+std::string ConfigWithEverySetting() {
+  std::string config, table;
+  for (const std::string& key : AlertConfigKeys()) {
+    const size_t dot = key.rfind('.');
+    if (key.substr(0, dot) != table) config += "[" + (table = key.substr(0, dot)) + "]\n";
+    auto value = SettingValues().find(key);
+    config += key.substr(dot + 1) + " = " + (value == SettingValues().end() ? "\"unlisted\"" : value->second) + "\n";
+  }
+  return config;
+}
+
+TEST(AlertConfig, ASupportBundleShowsEverySettingButNoSecret) {
+  for (const std::string& key : AlertConfigKeys()) EXPECT_TRUE(SettingValues().contains(key)) << key << " has no test value";
+  const std::string config = ConfigWithEverySetting();
+  Result<AlertConfig> parsed = ParseAlertConfig(config);
+  ASSERT_TRUE(parsed.ok()) << parsed.error().message << "\n" << config;
+  ASSERT_TRUE(MakeAlertSinks(*parsed).ok()) << config;
+
+  const std::string redacted = RedactConfigSecrets(config);
+  EXPECT_EQ(redacted.find("Zq8-SECRET"), std::string::npos) << redacted;
+  for (const auto& [key, value] : SettingValues()) {
+    if (value.find("Zq8-SECRET") != std::string::npos) continue;
+    std::string shown = key.substr(key.rfind('.') + 1) + " = " + value;  // re-emitted with single quotes
+    std::replace(shown.begin(), shown.end(), '"', '\'');
+    EXPECT_NE(redacted.find(shown), std::string::npos) << shown << " not in\n" << redacted;
+  }
+  for (const char* kept : {"alerts.example:8443", "Authorization", "X-Team", "'/usr/local/bin/page-oncall'"})
+    EXPECT_NE(redacted.find(kept), std::string::npos) << kept << " not in\n" << redacted;
 }
 
 }  // namespace

@@ -10,6 +10,7 @@
 
 #include "agent/finding_json.h"
 #include "agent/subprocess.h"
+#include "redact/secrets.h"
 #include "common/text.h"
 
 namespace gpudoctor {
@@ -23,18 +24,20 @@ struct ParsedUrl {
 };
 
 Result<ParsedUrl> ParseHttpUrl(std::string_view url) {
+  // Messages show the url without its credentials: they end up in logs.
+  const std::string shown = RedactTextSecrets(url);
   const size_t scheme_end = url.find("://");
-  if (scheme_end == std::string_view::npos) return Error{fmt::format("webhook url '{}': no scheme", url)};
+  if (scheme_end == std::string_view::npos) return Error{fmt::format("webhook url '{}': no scheme", shown)};
   const std::string scheme = ToLower(url.substr(0, scheme_end));
   if (scheme != "http" && scheme != "https") {
-    return Error{fmt::format("webhook url '{}': only http and https are supported", url)};
+    return Error{fmt::format("webhook url '{}': only http and https are supported", shown)};
   }
   const std::string_view rest = url.substr(scheme_end + 3);
   const size_t slash = rest.find('/');
   const std::string_view authority = rest.substr(0, slash);
-  if (authority.empty()) return Error{fmt::format("webhook url '{}': no host", url)};
+  if (authority.empty()) return Error{fmt::format("webhook url '{}': no host", shown)};
   if (authority.find('@') != std::string_view::npos) {
-    return Error{fmt::format("webhook url '{}': put credentials in a header, not the url", url)};
+    return Error{fmt::format("webhook url '{}': put credentials in a header, not the url", shown)};
   }
   return ParsedUrl{scheme + "://" + std::string(authority),
                    slash == std::string_view::npos ? "/" : std::string(rest.substr(slash))};
@@ -45,7 +48,7 @@ class WebhookSink final : public AlertSink {
   WebhookSink(WebhookOptions options, ParsedUrl url) : options_(std::move(options)), url_(std::move(url)) {}
 
   std::string_view kind() const override { return "webhook"; }
-  std::string Describe() const override { return "webhook " + options_.url; }
+  std::string Describe() const override { return "webhook " + RedactTextSecrets(options_.url); }
 
   Status Deliver(const Alert& alert) override {
     const std::string body = AlertJson(alert);

@@ -210,6 +210,17 @@ TEST(WebhookSink, RejectsBadUrls) {
   EXPECT_TRUE(MakeWebhookSink({.url = "http://alerts.example"}).ok());
 }
 
+TEST(WebhookSink, NeverNamesCredentialsInMessages) {
+  auto refused = MakeWebhookSink({.url = "http://oncall:hunter2@alerts.example/hook?api_key=s3cret"});
+  ASSERT_FALSE(refused.ok());
+  EXPECT_EQ(refused.error().message.find("hunter2"), std::string::npos) << refused.error().message;
+  EXPECT_EQ(refused.error().message.find("s3cret"), std::string::npos) << refused.error().message;
+  auto sink = MakeWebhookSink({.url = "https://alerts.example/hook?api_key=s3cret"});
+  ASSERT_TRUE(sink.ok());
+  EXPECT_EQ((*sink)->Describe().find("s3cret"), std::string::npos) << (*sink)->Describe();
+  EXPECT_NE((*sink)->Describe().find("alerts.example"), std::string::npos) << (*sink)->Describe();
+}
+
 TEST(SyslogSink, PriorityFollowsSeverityAndTransition) {
   std::vector<std::pair<int, std::string>> lines;
   auto make = [&](std::string facility) {

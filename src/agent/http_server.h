@@ -3,9 +3,10 @@
 //
 // It only reads the published AgentView and the HistorySource, never NVML, so
 // it keeps answering while a probe is hung. It binds 127.0.0.1:9847 unless
-// told otherwise, runs a fixed number of worker threads with a bounded
-// backlog, enforces read/write timeouts and a request size limit, and can
-// require a bearer token.
+// told otherwise and can require a bearer token. Two parts: AgentRoutes
+// (http_routes.h) decides what each endpoint answers; HttpTransport
+// (http_transport.h) carries requests on an event loop with deadlines and size
+// limits (HttpLimits), so slow or hostile clients cannot hold it.
 //
 //   HttpServer server({.view = state, .history = &history}, options, SystemClock::Instance());
 //   Result<int> port = server.Start();  // listening in the background
@@ -15,6 +16,7 @@
 
 #include <chrono>
 #include <cstddef>
+#include <cstdint>
 #include <functional>
 #include <memory>
 #include <optional>
@@ -22,6 +24,7 @@
 #include <string_view>
 
 #include "agent/agent_view.h"
+#include "agent/http_transport.h"
 #include "agent/metrics.h"
 #include "common/clock.h"
 #include "common/result.h"
@@ -31,18 +34,15 @@ namespace gpudoctor {
 inline constexpr int kDefaultHttpPort = 9847;
 inline constexpr std::string_view kDefaultListenAddress = "127.0.0.1:9847";
 
-struct ListenAddress {
-  std::string host;  // "127.0.0.1", "0.0.0.0", "::1"
-  int port = kDefaultHttpPort;
-  bool operator==(const ListenAddress&) const = default;
-};
-
 // Parses "HOST:PORT", "[IPv6]:PORT", ":PORT" (all IPv4 interfaces) or
 // "HOST" (default port). Port 0 picks a free port.
 Result<ListenAddress> ParseListenAddress(std::string_view text);
 
-// Reads a bearer token from a file (first line, surrounding space trimmed).
-// Refuses empty tokens.
+// The largest token file read: a token is one line.
+inline constexpr uint64_t kMaxBearerTokenFileBytes = 64 * 1024;
+
+// Reads a bearer token from a file (first line, surrounding space trimmed),
+// under the input rule (common/input_file.h). Refuses empty tokens.
 Result<std::string> ReadBearerTokenFile(const std::string& path);
 
 struct HttpServerOptions {
@@ -50,12 +50,7 @@ struct HttpServerOptions {
   // When set, every endpoint but /healthz and the dashboard's static files
   // requires "Authorization: Bearer <token>".
   std::optional<std::string> bearer_token;
-  Duration read_timeout = std::chrono::seconds(5);
-  Duration write_timeout = std::chrono::seconds(5);
-  Duration keep_alive_timeout = std::chrono::seconds(5);
-  size_t max_request_body_bytes = 16 * 1024;  // the API takes no bodies
-  size_t worker_threads = 4;
-  size_t max_queued_connections = 64;  // beyond this, accepting pauses
+  HttpLimits limits;  // threads, connections, sizes and deadlines
   // /healthz answers 200 while the latest sample is at most this old.
   Duration stale_after = std::chrono::seconds(15);
   bool dcgm_compatible_metrics = false;
@@ -76,10 +71,11 @@ class HttpServer {
   HttpServer(const HttpServer&) = delete;
   HttpServer& operator=(const HttpServer&) = delete;
 
-  // Binds and starts serving on a background thread. Returns the bound port
+  // Binds and starts serving on background threads. Returns the bound port
   // (useful with port 0). Fails when the address cannot be bound.
   Result<int> Start();
-  // Stops accepting, finishes requests in flight, joins the threads. Idempotent.
+  // Closes every connection and joins the threads; a request being answered
+  // is finished first. Idempotent.
   void Stop();
 
  private:

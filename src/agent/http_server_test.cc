@@ -241,6 +241,18 @@ TEST_F(HttpServerTest, BearerTokenGuardsDataButNotHealthOrThePage) {
   EXPECT_EQ(Get("/app.js")->status, 200);
 }
 
+// RFC 9110 section 11.1: the scheme is case-insensitive.
+TEST_F(HttpServerTest, BearerSchemeInAnyCase) {
+  StartServer({.bearer_token = "s3cret"});
+  PublishSample(kStart);
+  for (const char* header : {"bearer s3cret", "BEARER s3cret", "bEaReR s3cret", "Bearer   s3cret"}) {
+    EXPECT_EQ(Get("/metrics", {{"Authorization", header}})->status, 200) << header;
+  }
+  for (const char* header : {"Bearers3cret", "Bearer", "Bearer ", "bearer S3CRET", "Bear s3cret"}) {
+    EXPECT_EQ(Get("/metrics", {{"Authorization", header}})->status, 401) << header;
+  }
+}
+
 TEST_F(HttpServerTest, ServesTheEmbeddedDashboard) {
   StartServer();
   httplib::Result page = Get("/");
@@ -289,7 +301,8 @@ TEST_F(HttpServerTest, RefusesOtherMethodsAndOversizedRequests) {
   ASSERT_TRUE(long_uri);
   EXPECT_EQ(long_uri->status, 414);
   httplib::Result big_header = Get("/healthz", {{"X-Padding", std::string(20000, 'b')}});
-  EXPECT_TRUE(!big_header || big_header->status >= 400);
+  ASSERT_TRUE(big_header);
+  EXPECT_EQ(big_header->status, 431);
 }
 
 // The server only reads published state, so a sampler stuck inside NVML
@@ -331,8 +344,8 @@ TEST_F(HttpServerTest, KeepsAnsweringWhileSamplingIsStuck) {
   stuck_sampler.join();
 }
 
-TEST_F(HttpServerTest, ManyClientsThroughASmallPool) {
-  StartServer({.worker_threads = 2, .max_queued_connections = 2});
+TEST_F(HttpServerTest, ManyClientsThroughFewConnectionSlots) {
+  StartServer({.limits = {.threads = 2, .max_connections = 4}});
   PublishSample(kStart);
   std::atomic<int> ok{0};
   std::vector<std::thread> clients;
@@ -351,15 +364,100 @@ TEST_F(HttpServerTest, ManyClientsThroughASmallPool) {
 }
 
 TEST_F(HttpServerTest, StopsPromptlyWithAnIdleKeepAliveClient) {
-  StartServer({.keep_alive_timeout = seconds(2)});
+  StartServer({.limits = {.idle_timeout = seconds(60)}});
   httplib::Client client("127.0.0.1", port_);
   client.set_keep_alive(true);
   ASSERT_TRUE(client.Get("/healthz"));
   const auto started = std::chrono::steady_clock::now();
   server_->Stop();
-  // Workers notice at their next keep-alive check.
   EXPECT_LT(std::chrono::steady_clock::now() - started, seconds(5));
   server_->Stop();  // idempotent
+}
+
+TEST_F(HttpServerTest, MetricsAreGzippedWhenAskedAndVaryOnIt) {
+  StartServer();
+  PublishSample(kStart);
+  httplib::Client client("127.0.0.1", port_);
+  client.set_decompress(false);  // see the bytes as sent
+  httplib::Result plain = client.Get("/metrics", {{"Accept-Encoding", "identity"}});
+  ASSERT_TRUE(plain);
+  EXPECT_EQ(plain->get_header_value("Vary"), "Accept-Encoding");
+  EXPECT_FALSE(plain->has_header("Content-Encoding"));
+  ASSERT_TRUE(ParsePrometheusText(plain->body).ok());
+
+  httplib::Result packed = client.Get("/metrics", {{"Accept-Encoding", "gzip"}});
+  ASSERT_TRUE(packed);
+  EXPECT_EQ(packed->get_header_value("Content-Encoding"), "gzip");
+  EXPECT_EQ(packed->get_header_value("Vary"), "Accept-Encoding");
+  EXPECT_EQ(packed->body.substr(0, 2), "\x1f\x8b");
+  EXPECT_LT(packed->body.size(), plain->body.size() / 5);
+
+  httplib::Result refused = client.Get("/metrics", {{"Accept-Encoding", "gzip;q=0, deflate"}});
+  ASSERT_TRUE(refused);
+  EXPECT_FALSE(refused->has_header("Content-Encoding"));
+  EXPECT_EQ(refused->body, plain->body);
+
+  httplib::Client decoding("127.0.0.1", port_);  // asks for gzip and decodes, as Prometheus does
+  httplib::Result decoded = decoding.Get("/metrics");
+  ASSERT_TRUE(decoded);
+  EXPECT_EQ(decoded->body, plain->body);
+}
+
+TEST_F(HttpServerTest, HeadOfMetricsHasNoBody) {
+  StartServer();
+  PublishSample(kStart);
+  httplib::Client client("127.0.0.1", port_);
+  httplib::Result head = client.Head("/metrics");
+  ASSERT_TRUE(head);
+  EXPECT_EQ(head->status, 200);
+  EXPECT_TRUE(head->body.empty());
+  EXPECT_EQ(head->get_header_value("Content-Type"), "text/plain; version=0.0.4; charset=utf-8");
+}
+
+// A full disk must not make a liveness probe restart the agent: the GPUs are
+// still watched, and a restart cannot free the disk.
+TEST_F(HttpServerTest, HealthzIsDegradedNotDownWhileTheStoreFails) {
+  StartServer({.stale_after = seconds(15)});
+  const StoreHealth failing{.ok = false,
+                            .errors_total = 7,
+                            .path = "/var/lib/gpudoctor/history.db",
+                            .last_error = "database or disk is full",
+                            .failing_since = kStart - seconds(30),
+                            .queued = 12,
+                            .dropped_total = 3};
+  state_.SetStoreHealth(failing);
+  json body = GetJson("/healthz", 503);
+  EXPECT_EQ(body["status"], "no_sample");
+
+  PublishSample(kStart);
+  body = GetJson("/healthz", 200);
+  EXPECT_EQ(body["status"], "degraded");
+  const json expected_store = {{"ok", false},
+                               {"errors_total", 7},
+                               {"last_error", "database or disk is full"},
+                               {"path", "/var/lib/gpudoctor/history.db"},
+                               {"queued", 12},
+                               {"dropped_total", 3},
+                               {"failing_since_ms", ToUnixMillis(kStart) - 30000}};
+  EXPECT_EQ(body["store"], expected_store);
+  EXPECT_EQ(GetJson("/api/v1/status")["store"], expected_store);
+
+  clock_.Set(kStart + seconds(16));
+  EXPECT_EQ(GetJson("/healthz", 503)["status"], "stale");
+
+  clock_.Set(kStart);
+  state_.SetStoreHealth({.ok = true, .path = "/var/lib/gpudoctor/history.db"});
+  body = GetJson("/healthz", 200);
+  EXPECT_EQ(body["status"], "ok");
+  EXPECT_EQ(body["store"]["ok"], true);
+  EXPECT_TRUE(body["store"]["failing_since_ms"].is_null());
+}
+
+TEST_F(HttpServerTest, WithoutAStoreStatusSaysSo) {
+  StartServer();
+  PublishSample(kStart);
+  EXPECT_TRUE(GetJson("/api/v1/status")["store"].is_null());
+  EXPECT_FALSE(GetJson("/healthz").contains("store"));
 }
 
 TEST_F(HttpServerTest, ReportsAPortInUse) {

@@ -296,6 +296,14 @@ constexpr Family kSamples{"gpudoctor_samples_total", "counter", "Samples taken s
 constexpr Family kProbeHangs{"gpudoctor_probe_hangs_total", "counter",
                              "NVML probes that missed their deadline (driver hangs)."};
 constexpr Family kGpus{"gpudoctor_gpus", "gauge", "GPUs in the latest sample."};
+constexpr Family kStoreOk{"gpudoctor_store_ok", "gauge",
+                          "1 while the history database takes every write, 0 while it fails."};
+constexpr Family kStoreErrors{"gpudoctor_store_errors_total", "counter",
+                              "Failed history database operations since start."};
+constexpr Family kStoreQueued{"gpudoctor_store_queued", "gauge",
+                              "Writes waiting in memory for the history database."};
+constexpr Family kStoreDropped{"gpudoctor_store_dropped_total", "counter",
+                               "Writes lost because they waited longer than the queue holds."};
 constexpr Family kFinding{"gpudoctor_finding", "gauge", "1 for each open finding."};
 constexpr Family kFindingsOpen{"gpudoctor_findings_open", "gauge", "Open findings by severity."};
 constexpr Family kAlertsDelivered{"gpudoctor_alerts_delivered_total", "counter",
@@ -407,6 +415,16 @@ class Renderer {
     out_.Sample(static_cast<double>(status.samples_total));
     out_.Begin(kProbeHangs);
     out_.Sample(static_cast<double>(status.probe_hangs_total));
+    if (status.store) {
+      out_.Begin(kStoreOk);
+      out_.Sample(status.store->ok ? 1 : 0);
+      out_.Begin(kStoreErrors);
+      out_.Sample(static_cast<double>(status.store->errors_total));
+      out_.Begin(kStoreQueued);
+      out_.Sample(static_cast<double>(status.store->queued));
+      out_.Begin(kStoreDropped);
+      out_.Sample(static_cast<double>(status.store->dropped_total));
+    }
     if (fresh_) {
       out_.Begin(kNvmlUp);
       out_.Sample(input_.snapshot->driver_error == AccessError::kNone ? 1 : 0);
@@ -609,7 +627,8 @@ std::vector<std::string_view> MetricFamilyNames() {
         &kSamples,      &kProbeHangs,       &kGpus,          &kFinding,    &kFindingsOpen,  &kAlertsDelivered,
         &kAlertsFailed, &kAlertsSuppressed, &kAlertsDropped, &kGpuInfo,    &kGpuAccessible, &kFanSpeed,
         &kEccErrors,    &kRetiredPages,     &kRemappedRows,  &kClockEvent, &kNvLinkActive,  &kNvLinkErrors,
-        &kXidErrors,    &kLastXid,          &kDcgmXid}) {
+        &kXidErrors,    &kLastXid,          &kDcgmXid,       &kStoreOk,    &kStoreErrors,   &kStoreQueued,
+        &kStoreDropped}) {
     names.push_back(f->name);
   }
   for (const GpuReading& r : kGpuReadings) names.push_back(r.family.name);

@@ -4,8 +4,9 @@
 // Names carry their units (gpudoctor_gpu_temperature_celsius,
 // gpudoctor_gpu_power_watts, gpudoctor_gpu_memory_used_bytes). A reading the
 // GPU does not support, or that failed, has no sample at all: Prometheus sees
-// it as absent, never as 0. Everything is rendered from the current state on
-// each scrape, so a resolved finding's series simply disappears.
+// it as absent, never as 0. Everything is rendered from the current state
+// (MetricsCache shares one rendering among the scrapes of a state and second),
+// so a resolved finding's series simply disappears.
 //
 // With dcgm_compatible set, the same readings are also emitted under
 // dcgm-exporter's names, units and labels (DCGM_FI_DEV_GPU_TEMP{gpu,UUID,
@@ -32,10 +33,12 @@ struct AlertCounters {
     std::string name;  // "webhook", "syslog", "exec"
     uint64_t delivered = 0;
     uint64_t failed = 0;  // gave up after its retries
+    bool operator==(const Sink&) const = default;
   };
   std::vector<Sink> sinks;
   uint64_t suppressed = 0;  // held back by the rate limit
   uint64_t dropped = 0;     // lost because the delivery queue was full
+  bool operator==(const AlertCounters&) const = default;
 };
 
 struct MetricsOptions {

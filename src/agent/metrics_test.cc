@@ -208,6 +208,29 @@ TEST(Metrics, AgentHealthAndStaleSamples) {
   EXPECT_EQ(e.Find("gpudoctor_gpu_info").size(), 8u);
 }
 
+TEST(Metrics, HistoryStoreHealth) {
+  Scene scene;
+  EXPECT_FALSE(scene.Parse().families.contains("gpudoctor_store_ok"));  // no history kept
+
+  scene.status.store = StoreHealth{.path = "/var/lib/gpudoctor/history.db"};
+  PromExposition e = scene.Parse();
+  EXPECT_EQ(e.Value("gpudoctor_store_ok"), 1);
+  EXPECT_EQ(e.Value("gpudoctor_store_errors_total"), 0);
+  EXPECT_EQ(e.Value("gpudoctor_store_queued"), 0);
+
+  scene.status.store = StoreHealth{.ok = false,
+                                   .errors_total = 5,
+                                   .path = "/var/lib/gpudoctor/history.db",
+                                   .last_error = "cannot write samples: database or disk is full",
+                                   .queued = 640,
+                                   .dropped_total = 20};
+  e = scene.Parse();
+  EXPECT_EQ(e.Value("gpudoctor_store_ok"), 0);
+  EXPECT_EQ(e.Value("gpudoctor_store_errors_total"), 5);
+  EXPECT_EQ(e.Value("gpudoctor_store_queued"), 640);
+  EXPECT_EQ(e.Value("gpudoctor_store_dropped_total"), 20);
+}
+
 TEST(Metrics, BeforeTheFirstSample) {
   AgentStatus status;
   status.started_at = kNow;
@@ -272,6 +295,7 @@ std::string RenderEverything(bool dcgm) {
   scene.with_alerts = true;
   scene.alerts = {.sinks = {{"webhook", 1, 0}}};
   scene.status.xids = {{.gpu_index = 1, .count = 1, .last_xid = 79, .last_seen = kNow}};
+  scene.status.store = StoreHealth{.ok = false, .errors_total = 3, .queued = 12, .dropped_total = 1};
   scene.snapshot.gpus[0].fan_speeds_percent = Field<std::vector<uint32_t>>::Value({40, 45});
   scene.snapshot.gpus[0].retired_pages_sbe = Field<uint32_t>::Value(1);
   scene.findings = SyntheticIncidents(scene.snapshot, kNow);

@@ -17,8 +17,10 @@ std::vector<std::string> StoreHistorySource::MetricNames() const {
 Result<HistorySeries> StoreHistorySource::Query(const HistoryQuery& query) const {
   std::optional<Metric> metric = MetricFromName(query.metric);
   if (!metric) return Error{fmt::format("unknown metric '{}'", query.metric)};
+  std::shared_ptr<const HistoryStore> store = store_();
+  if (!store) return Error{"the history database is not open (see the history_store_failing finding)"};
   // The API's `to` is inclusive; the store's `until` is not.
-  Result<Series> series = store_.QuerySeries({.gpu = std::to_string(query.gpu_index),
+  Result<Series> series = store->QuerySeries({.gpu = std::to_string(query.gpu_index),
                                               .metric = *metric,
                                               .from = query.from,
                                               .until = query.to + std::chrono::milliseconds(1)});
@@ -27,7 +29,7 @@ Result<HistorySeries> StoreHistorySource::Query(const HistoryQuery& query) const
   out.unit = std::string(kMetrics[MetricSlot(*metric)].unit);
   if (!series) {
     // A GPU the store has never seen has no history, which is not an error.
-    Result<std::vector<GpuIdentity>> gpus = store_.ListGpus();
+    Result<std::vector<GpuIdentity>> gpus = store->ListGpus();
     if (gpus && std::none_of(gpus->begin(), gpus->end(),
                              [&](const GpuIdentity& g) { return g.index == query.gpu_index; })) {
       return out;

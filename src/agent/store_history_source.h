@@ -5,9 +5,12 @@
 // this adapter plots each bucket's average and, when a range still holds more
 // points than asked for, averages neighbours down to about max_points.
 //
-//   StoreHistorySource history(*store);
+//   StoreHistorySource history([&recorder] { return recorder.store(); });
 //   HttpServer server({.view = state, .history = &history}, options, clock);
 #pragma once
+
+#include <functional>
+#include <memory>
 
 #include "agent/agent_view.h"
 #include "store/history_store.h"
@@ -16,15 +19,17 @@ namespace gpudoctor {
 
 class StoreHistorySource final : public HistorySource {
  public:
-  // `store` must outlive this object and be safe to query from several
-  // threads (SqliteHistoryStore serialises its calls).
-  explicit StoreHistorySource(const HistoryStore& store) : store_(store) {}
+  // `store` gives the store to query, or null while there is none (the agent
+  // could not open its history yet). The store must be safe to query from
+  // several threads (SqliteHistoryStore serialises its calls).
+  using StoreAccess = std::function<std::shared_ptr<const HistoryStore>()>;
+  explicit StoreHistorySource(StoreAccess store) : store_(std::move(store)) {}
 
   std::vector<std::string> MetricNames() const override;  // every store metric
   Result<HistorySeries> Query(const HistoryQuery& query) const override;
 
  private:
-  const HistoryStore& store_;
+  StoreAccess store_;
 };
 
 // Averages consecutive points so that at most `max_points` remain, each at

@@ -14,11 +14,16 @@ using std::chrono::seconds;
 
 const WallTime kStart = FromUnixMillis(1'714'564'800'000);
 
+// Lends a store the test owns.
+StoreHistorySource::StoreAccess Borrow(const HistoryStore& store) {
+  return [&store] { return std::shared_ptr<const HistoryStore>(std::shared_ptr<void>(), &store); };
+}
+
 TEST(StoreHistorySource, PlotsStoredSamples) {
   MemoryHistoryStore store;
   for (int i = 0; i < 60; ++i)
     ASSERT_TRUE(AppendSnapshot(store, SyntheticSnapshot(2, kStart + seconds(5 * i))).ok());
-  StoreHistorySource history(store);
+  StoreHistorySource history(Borrow(store));
 
   Result<HistorySeries> temps = history.Query({.gpu_index = 1,
                                                .metric = "temperature_c",
@@ -41,7 +46,7 @@ TEST(StoreHistorySource, PlotsStoredSamples) {
 TEST(StoreHistorySource, UnknownGpuHasNoHistoryAndUnknownMetricIsAnError) {
   MemoryHistoryStore store;
   ASSERT_TRUE(AppendSnapshot(store, SyntheticSnapshot(1, kStart)).ok());
-  StoreHistorySource history(store);
+  StoreHistorySource history(Borrow(store));
   Result<HistorySeries> none =
       history.Query({.gpu_index = 7, .metric = "power_w", .from = kStart, .to = kStart + seconds(1)});
   ASSERT_TRUE(none.ok());
@@ -63,6 +68,19 @@ TEST(ThinHistory, AveragesNeighbours) {
   EXPECT_EQ(thin[3].value, 9);
   EXPECT_EQ(ThinHistory(points, 10).size(), 10u);
   EXPECT_EQ(ThinHistory(points, 0).size(), 10u);
+}
+
+}  // namespace
+}  // namespace gpudoctor
+
+namespace gpudoctor {
+namespace {
+
+TEST(StoreHistorySource, SaysSoWhileTheHistoryIsNotOpen) {
+  StoreHistorySource history([] { return std::shared_ptr<const HistoryStore>(); });
+  auto series = history.Query({.gpu_index = 0, .metric = "temperature_c", .from = kStart, .to = kStart + minutes(1)});
+  ASSERT_FALSE(series.ok());
+  EXPECT_NE(series.error().message.find("not open"), std::string::npos) << series.error().message;
 }
 
 }  // namespace

@@ -1,7 +1,6 @@
 #include "cli/check_inputs.h"
 
 #include <algorithm>
-#include <sys/stat.h>
 
 #include <fmt/format.h>
 
@@ -17,15 +16,14 @@
 namespace gpudoctor {
 namespace {
 
-// Reads the captured logs; an error names the first file that cannot be opened.
+// Reads the captured logs; an error names the first file that cannot be
+// opened under the input rule (common/input_file.h).
 std::optional<SourceError> ReadCapturedLogs(const std::vector<std::string>& files, std::vector<LogEvent>& events,
                                             std::string& detail) {
   uint64_t lines = 0;
   for (const std::string& file : files) {
-    struct stat info {};
-    if (file != "-" && ::stat(file.c_str(), &info) != 0) return SourceError{file + ": no such file", exit_code::kNoInput};
     auto contents = ReadLogFile(file);
-    if (!contents) return SourceError{contents.error().message, exit_code::kNoInput};
+    if (!contents) return SourceError{"--logs: " + contents.error().message, exit_code::kNoInput};
     lines += contents->stats.lines;
     for (LogEvent& event : contents->events) events.push_back(std::move(event));
   }
@@ -61,12 +59,12 @@ CheckRun RunChecks(const CommandContext& context, const CheckOptions& options) {
     run.error = SourceError{"--since: not a duration: " + options.since, exit_code::kUsage};
     return run;
   }
-  auto config = LoadCommandConfig(context);
-  if (!config) {
-    run.error = SourceError{config.error().message, exit_code::kDataError};
+  CommandConfig config = LoadCommandConfig(context);
+  if (config.error) {
+    run.error = config.error;
     return run;
   }
-  run.config = std::move(*config);
+  run.config = std::move(config.config);
   run.config.thresholds.xid_recent.window = *since;
   run.config.thresholds.log_errors.window = *since;
 

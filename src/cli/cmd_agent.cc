@@ -1,8 +1,7 @@
-// `gpudoctor agent`: watches the GPUs continuously. Each cycle collects a
-// snapshot (hang-proof probe), the host signals and the new kernel-log
-// events, runs the rules and trend detectors, stores samples and findings
-// (durably, before any alert), sends alerts for the findings that opened or
-// resolved, and publishes the new state to the HTTP server.
+// `gpudoctor agent`: watches the GPUs continuously. Parses its options,
+// reads the config, and runs AgentLoop (src/agent/agent_loop.h) every
+// interval, with the HTTP server, the alerts and the kernel-log follower
+// around it. The history is a record, not a gate (agent/history_recorder.h).
 //
 //   gpudoctor agent --simulate examples/healthy-8xh100.toml --interval 1s --db /tmp/h.db
 //
@@ -15,47 +14,35 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <atomic>
 #include <cerrno>
 #include <cstdio>
-#include <cstdlib>
 #include <cstring>
-#include <deque>
-#include <filesystem>
-#include <fstream>
 #include <memory>
-#include <mutex>
 #include <optional>
-#include <sstream>
 #include <string>
-#include <thread>
 #include <utility>
 
 #include <fmt/format.h>
 
+#include "agent/agent_loop.h"
 #include "agent/agent_state.h"
 #include "agent/alert_config.h"
 #include "agent/alert_hub.h"
+#include "agent/history_recorder.h"
 #include "agent/http_server.h"
+#include "agent/kernel_log_follower.h"
 #include "agent/store_history_source.h"
 #include "cli/commands.h"
 #include "cli/sources.h"
+#include "common/input_file.h"
 #include "common/text.h"
-#include "health/catalog_event_grader.h"
 #include "health/detectors/trend_detectors.h"
 #include "health/health_config.h"
-#include "health/rules.h"
 #include "host/command_runner.h"
-#include "host/host_signals.h"
-#include "logs/catalog.h"
-#include "logs/follow.h"
-#include "store/snapshot_samples.h"
-#include "store/sqlite_store.h"
+#include "host/host_env.h"
 
 namespace gpudoctor {
 namespace {
-
-constexpr auto kMaintainEvery = std::chrono::minutes(1);
 
 struct AgentOptions {
   std::string interval = "5s";
@@ -121,18 +108,11 @@ class SignalPipe {
 // ---------------------------------------------------------------------------
 // Configuration: the one --config file feeds the rules, detectors and alerts.
 
-struct AgentConfig {
-  HealthConfig health;
-  TrendConfig trends;
-  AlertConfig alerts;
-};
-
-// Why a file an option names cannot be read (exit 66), or nothing.
+// Why a file an option names cannot be opened under the input rule (exit 66), or nothing.
 std::optional<std::string> Unreadable(const std::string& path) {
-  std::error_code error;
-  if (std::filesystem::is_directory(path, error)) return "is a directory";
-  if (access(path.c_str(), R_OK) != 0) return std::strerror(errno);
-  return std::nullopt;
+  auto file = InputFile::Open(path);
+  if (file) return std::nullopt;
+  return file.error().message.substr(path.size() + 2);  // the reason, after "PATH: "
 }
 
 // Reads `path` once for all three parts, so a reload never mixes two
@@ -140,194 +120,19 @@ std::optional<std::string> Unreadable(const std::string& path) {
 Result<AgentConfig> LoadAgentConfig(const std::string& path) {
   AgentConfig config{.health = DefaultHealthConfig()};
   if (path.empty()) return config;
-  if (auto why = Unreadable(path)) return Error{fmt::format("cannot read config file {}: {}", path, *why)};
-  std::ifstream in(path, std::ios::binary);
-  std::ostringstream text;
-  text << in.rdbuf();  // an empty file reads as "": every default
-  auto health = ApplyHealthConfig(DefaultHealthConfig(), text.str(), path);
+  auto text = ReadInputFile(path, kMaxConfigFileBytes);  // an empty file reads as "": every default
+  if (!text) return Error{"cannot read config file " + text.error().message};
+  auto health = ApplyHealthConfig(DefaultHealthConfig(), *text, path);
   if (!health) return health.error();
-  auto trends = ParseTrendConfig(text.str());
+  auto trends = ParseTrendConfig(*text);
   if (!trends) return Error{path + ": " + trends.error().message};
-  auto alerts = ParseAlertConfig(text.str());
+  auto alerts = ParseAlertConfig(*text);
   if (!alerts) return Error{path + ": " + alerts.error().message};
   config.health = std::move(*health);
   config.trends = std::move(*trends);
   config.alerts = std::move(*alerts);
   return config;
 }
-
-// ---------------------------------------------------------------------------
-// The kernel log, followed on its own thread; the loop takes what arrived.
-
-class KernelLogFollower {
- public:
-  // `path` empty: the live kernel log, when this machine has a readable one.
-  explicit KernelLogFollower(std::string path) : path_(std::move(path)) {}
-  ~KernelLogFollower() { Stop(); }
-
-  // Starts following, or returns an error saying why nothing is followed.
-  // A file is announced once it is open: lines appended after "following
-  // FILE" are never missed.
-  Status Start() {
-    std::optional<LiveLog> live;
-    if (path_.empty()) {
-      std::vector<std::string> notes;
-      auto found = FindLiveLog(&notes);
-      if (!found) return found.error();
-      live = *found;
-      Say("following " + live->description);
-    } else if (std::error_code error; !std::filesystem::exists(path_, error)) {
-      Say("waiting for " + path_ + " to appear");
-    }
-    thread_ = std::thread([this, live] {
-      const EventSink sink = [this](LogEvent&& event) {
-        std::lock_guard lock(mutex_);
-        events_.push_back(std::move(event));
-      };
-      const StopRequested stop = [this] { return stop_.load(); };
-      FollowOptions follow;
-      follow.start_at_end = true;
-      Status status;
-      if (live) {
-        status = ReadLiveLog(*live, ReadOptions{}, true, follow, sink, stop);
-      } else {
-        follow.on_open = [this, announced = false]() mutable {
-          if (!std::exchange(announced, true)) Say("following " + path_);
-        };
-        status = FollowFile(path_, ReadOptions{}, follow, sink, stop);
-      }
-      if (!status) Say("kernel log: " + status.error().message);
-    });
-    return {};
-  }
-
-  std::vector<LogEvent> TakeEvents() {
-    std::lock_guard lock(mutex_);
-    return std::exchange(events_, {});
-  }
-
-  void Stop() {
-    stop_ = true;
-    if (thread_.joinable()) thread_.join();
-  }
-
- private:
-  std::string path_;
-  std::thread thread_;
-  std::atomic<bool> stop_{false};
-  std::mutex mutex_;
-  std::vector<LogEvent> events_;
-};
-
-// ---------------------------------------------------------------------------
-// One sampling cycle after another.
-
-class AgentLoop {
- public:
-  AgentLoop(SnapshotSource& source, HistoryStore& store, AgentState& state, AlertHub& alerts, AgentConfig config,
-            KernelLogFollower* log)
-      : source_(source),
-        store_(store),
-        state_(state),
-        alerts_(alerts),
-        config_(std::move(config)),
-        detectors_(config_.trends),
-        log_(log),
-        host_env_("/", runner_),
-        grader_(LogCatalog::Builtin()) {}
-
-  // The rules read config_ afresh every cycle. The trend detectors keep
-  // what they have observed and judge it by the new thresholds from the next
-  // cycle on (TrendDetectors::Reconfigure), so a reload neither resolves nor
-  // re-opens a finding that still holds.
-  void Reconfigure(AgentConfig config) {
-    config_ = std::move(config);
-    detectors_.Reconfigure(config_.trends);
-  }
-
-  void RunCycle() {
-    // The snapshot before the last is refilled in place when nothing else
-    // holds it any more (the dashboard may, while it answers a request).
-    std::shared_ptr<Snapshot> snapshot =
-        spare_ && spare_.use_count() == 1 ? std::move(spare_) : std::make_shared<Snapshot>();
-    spare_.reset();
-    source_.CollectInto(*snapshot);
-    const WallTime now = SystemClock::Instance().Now();
-    HostSignals host = CollectHostSignals(config_.health.host, host_env_);
-    TakeLogEvents(*snapshot, now);
-
-    HealthInput input{.snapshot = snapshot.get(),
-                      .previous = previous_.get(),
-                      .host = &host,
-                      .log_events = log_ ? &recent_events_ : nullptr,
-                      .event_grader = &grader_,
-                      .now = now};
-    std::vector<Finding> findings = EvaluateRules(input, config_.health);
-    detectors_.Observe(*snapshot, now);
-    for (Finding& finding : detectors_.Evaluate(now)) findings.push_back(std::move(finding));
-    std::erase_if(findings, [](const Finding& f) { return f.severity == Severity::kOk; });
-
-    if (Status stored = AppendSnapshot(store_, *snapshot); !stored) Say("storing samples: " + stored.error().message);
-    // Durable before alerting: an alert never names an incident a crash could lose.
-    auto transitions = store_.UpsertFindings(findings, now);
-    if (!transitions) Say("storing findings: " + transitions.error().message);
-    alerts_.Submit(transitions ? *transitions : std::vector<FindingTransition>{});
-
-    state_.PublishSnapshot(snapshot);
-    auto open = store_.QueryFindings({.from = now, .until = now + std::chrono::milliseconds(1), .open_only = true});
-    if (open) state_.SetOpenFindings(std::move(*open));
-    spare_ = std::move(previous_);
-    previous_ = std::move(snapshot);
-    open_findings_ = open ? open->size() : 0;
-
-    if (now - last_maintained_ >= kMaintainEvery || maintain_more_) {
-      auto report = store_.Maintain(now);
-      if (!report) Say("store maintenance: " + report.error().message);
-      maintain_more_ = report && report->more_work;
-      last_maintained_ = now;
-    }
-  }
-
-  size_t open_findings() const { return open_findings_; }
-  size_t gpu_count() const { return previous_ ? previous_->gpus.size() : 0; }
-
- private:
-  // Adds the new log events to the window the log rules judge, and counts
-  // their Xids against the GPU on that bus.
-  void TakeLogEvents(const Snapshot& snapshot, WallTime now) {
-    if (!log_) return;
-    for (LogEvent& event : log_->TakeEvents()) {
-      if (event.xid) {
-        auto bus = NormalizePciBusId(event.pci_bus_id);
-        for (const GpuSnapshot& gpu : snapshot.gpus) {
-          if (bus && gpu.pci_bus_id.has_value() && NormalizePciBusId(gpu.pci_bus_id.value()) == bus)
-            state_.RecordXid(gpu.index, *event.xid, now);
-        }
-      }
-      recent_events_.push_back(std::move(event));
-    }
-    const Duration window = std::max(config_.health.thresholds.xid_recent.window,
-                                     config_.health.thresholds.log_errors.window);
-    std::erase_if(recent_events_, [&](const LogEvent& e) { return e.time && *e.time < now - window; });
-  }
-
-  SnapshotSource& source_;
-  HistoryStore& store_;
-  AgentState& state_;
-  AlertHub& alerts_;
-  AgentConfig config_;
-  TrendDetectors detectors_;
-  KernelLogFollower* log_;
-  SubprocessRunner runner_;
-  LinuxHostEnv host_env_;
-  CatalogEventGrader grader_;
-  std::shared_ptr<Snapshot> previous_;
-  std::shared_ptr<Snapshot> spare_;  // the one before previous_, for the next cycle to refill
-  std::vector<LogEvent> recent_events_;
-  WallTime last_maintained_{};
-  bool maintain_more_ = false;
-  size_t open_findings_ = 0;
-};
 
 // ---------------------------------------------------------------------------
 
@@ -376,20 +181,6 @@ int RunAgent(CommandContext& context, const AgentOptions& options) {
     return exit_code::kDataError;
   }
 
-  std::error_code ec;
-  const auto db_dir = std::filesystem::path(options.db_path).parent_path();
-  if (!db_dir.empty()) std::filesystem::create_directories(db_dir, ec);
-  if (ec) {
-    Say(fmt::format("cannot create {}: {}", db_dir.string(), ec.message()));
-    return exit_code::kCannotCreate;
-  }
-  SqliteStoreOptions store_options;
-  auto store = SqliteHistoryStore::Open(options.db_path, store_options);
-  if (!store) {
-    Say(fmt::format("cannot open history {}: {}", options.db_path, store.error().message));
-    return exit_code::kCannotCreate;
-  }
-
   auto made = MakeSnapshotSource(context, "");
   if (made.error) {
     Say(made.error->message);
@@ -404,7 +195,7 @@ int RunAgent(CommandContext& context, const AgentOptions& options) {
 
   std::unique_ptr<KernelLogFollower> log;
   if (options.log_path != "none") {
-    log = std::make_unique<KernelLogFollower>(options.log_path);
+    log = std::make_unique<KernelLogFollower>(options.log_path, Say);
     if (Status followed = log->Start(); !followed) {
       Say("not following the kernel log: " + followed.error().message);
       log.reset();
@@ -419,23 +210,42 @@ int RunAgent(CommandContext& context, const AgentOptions& options) {
     return exit_code::kDataError;
   }
 
+  // The history is a record, not a gate: when it cannot be opened or written
+  // the agent goes on, reports history_store_failing and keeps trying.
+  HistoryRecorder history(OpenSqliteHistory(options.db_path), {.path = options.db_path});
   AgentState state(SystemClock::Instance().Now());
-  StoreHistorySource history(**store);
+  StoreHistorySource history_source([&history] { return history.store(); });
   HttpServerOptions server_options;
   server_options.listen = *listen;
   server_options.bearer_token = token;
   server_options.dcgm_compatible_metrics = options.dcgm_names;
   server_options.stale_after = std::max<Duration>(std::chrono::seconds(15), 3 * *interval);
   server_options.version = GPUDOCTOR_VERSION;
-  HttpServer server({.view = state, .history = &history, .alert_counters = [&alerts] { return alerts.Counters(); }},
-                    server_options, SystemClock::Instance());
+  HttpServer server(
+      {.view = state, .history = &history_source, .alert_counters = [&alerts] { return alerts.Counters(); }},
+      server_options, SystemClock::Instance());
 
-  AgentLoop loop(*made.source, **store, state, alerts, std::move(*config), log.get());
+  SubprocessRunner runner;
+  LinuxHostEnv host_env("/", runner);
+  AgentLoop loop({.source = *made.source,
+                  .history = history,
+                  .state = state,
+                  .alerts = alerts,
+                  .log = log.get(),
+                  .host = host_env,
+                  .clock = SystemClock::Instance(),
+                  .note = Say},
+                 std::move(*config));
   if (options.once) {
     loop.RunCycle();
     Say(fmt::format("sampled {} GPUs ({}); {} open findings", loop.gpu_count(), made.description,
                     loop.open_findings()));
     alerts.Stop();
+    // One cycle is all there is: its record must be stored, or the run failed.
+    if (history.Flush(SystemClock::Instance().Now()) > 0 || !history.health().ok) {
+      Say(fmt::format("the history {} was not written: {}", options.db_path, history.health().last_error));
+      return exit_code::kCannotCreate;
+    }
     return exit_code::kOk;
   }
 
@@ -480,6 +290,10 @@ int RunAgent(CommandContext& context, const AgentOptions& options) {
   server.Stop();
   if (log) log->Stop();
   alerts.Stop();
+  if (size_t unwritten = history.Flush(SystemClock::Instance().Now()); unwritten > 0) {
+    Say(fmt::format("{} writes could not be stored in {}: {}", unwritten, options.db_path,
+                    history.health().last_error));
+  }
   return exit_code::kOk;
 }
 
@@ -509,9 +323,11 @@ void RegisterAgentCommand(CLI::App& app, CommandContext& context) {
   command->footer(
       "Serves /metrics (Prometheus), /api/v1/ (JSON), /healthz and a dashboard at /.\n"
       "SIGTERM or SIGINT stop it; SIGHUP reloads --config (rules, [detectors], [alerts]).\n"
+      "The history (--db) is a record, not a gate: when it cannot be opened or written, sampling,\n"
+      "findings, alerts and metrics go on, history_store_failing is reported and writes wait in memory.\n"
       "Exit status: 0 after a clean stop, 64 bad options, 65 bad config or empty token file,\n"
       "66 config or token file missing or unreadable, 69 cannot listen or no NVML,\n"
-      "73 the history database cannot be created.");
+      "73 with --once, when the cycle could not be stored in the history.");
   command->callback([&context, options] { context.exit_code = RunAgent(context, *options); });
 }
 

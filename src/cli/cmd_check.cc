@@ -64,7 +64,8 @@ void RegisterCheckCommand(CLI::App& app, CommandContext& context) {
       "Reads the GPUs (NVML, --simulate or --from-smi), this machine's host signals and the kernel log of\n"
       "the last --since (or the --logs files), then runs every rule once.\n"
       "Exit status (Nagios/NHC): 0 ok, 1 warning, 2 critical, 3 unknown;\n"
-      "64 bad command line, 65 unreadable input or config, 66 input file missing.");
+      "64 bad command line, 65 an input or config too large or in no known format, 66 an input file\n"
+      "that cannot be opened (missing, unreadable, not a regular file).");
   command->callback([&context, options] {
     CheckRun run = RunChecks(context, *options);
     if (run.error) {

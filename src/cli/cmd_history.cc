@@ -5,21 +5,20 @@
 //   gpudoctor history --gpu 0 --metric temperature_c --since 6h
 //   gpudoctor history --findings --since 7d --json
 //
-// Exit codes: 66 the file is missing or unreadable, 65 it is not a gpudoctor
-// history, 64 bad arguments (unknown metric or GPU, unreadable time).
+// Exit codes: 66 the file cannot be opened (missing, unreadable, not a regular
+// file), 65 it is not a gpudoctor history or cannot be read where it lies,
+// 64 bad arguments (unknown metric or GPU, unreadable time).
 
 #include <time.h>
-#include <unistd.h>
 
 #include <cstdio>
-#include <cstring>
-#include <filesystem>
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
 #include "cli/commands.h"
 #include "cli/terminal.h"
+#include "common/input_file.h"
 #include "common/text.h"
 #include "health/finding_json.h"
 #include "store/sqlite_store.h"
@@ -116,11 +115,8 @@ class HistoryCommand {
     from_ = *from;
     until_ = *until;
 
-    std::error_code error;
-    if (!std::filesystem::exists(options_.database, error))
-      return Fail(exit_code::kNoInput, options_.database + ": no such history file (see --db)");
-    if (access(options_.database.c_str(), R_OK) != 0)
-      return Fail(exit_code::kNoInput, options_.database + ": not readable (" + std::strerror(errno) + ")");
+    if (auto file = InputFile::Open(options_.database); !file)
+      return Fail(exit_code::kNoInput, "--db: " + file.error().message);
     SqliteStoreOptions store_options;
     store_options.read_only = true;
     auto store = SqliteHistoryStore::Open(options_.database, store_options);

@@ -127,7 +127,7 @@ TEST_F(HistoryCommandTest, OverviewListsGpusAndOpenFindings) {
 TEST_F(HistoryCommandTest, ClearErrorsWithTheirExitCodes) {
   Outcome missing = RunHistory({"--db", dir_.File("nope.db")});
   EXPECT_EQ(missing.exit_code, exit_code::kNoInput);
-  EXPECT_NE(missing.err.find("no such history file"), std::string::npos) << missing.err;
+  EXPECT_NE(missing.err.find("--db: " + dir_.File("nope.db") + ": no such file"), std::string::npos) << missing.err;
   EXPECT_FALSE(std::filesystem::exists(dir_.File("nope.db")));
 
   const std::string text = dir_.File("notes.txt");

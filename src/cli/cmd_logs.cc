@@ -6,7 +6,6 @@
 //   gpudoctor logs --follow                      this machine's live kernel log
 
 #include <signal.h>
-#include <sys/stat.h>
 
 #include <atomic>
 #include <cstdio>
@@ -18,6 +17,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/commands.h"
+#include "cli/sources.h"
 #include "cli/terminal.h"
 #include "common/text.h"
 #include "logs/event_json.h"
@@ -182,6 +182,18 @@ void PrintSummary(const std::string& name, const ReadStats& stats) {
   std::fprintf(stderr, "%s\n", line.c_str());
 }
 
+// Reads one file named on the command line ("-": standard input) through `sink`.
+Result<ReadStats> ScanNamedLog(const std::string& file, ReadOptions options, const EventSink& sink) {
+  options.parse.source = file;
+  if (file == "-") return ScanLogFile(file, std::move(options), sink);
+  auto opened = InputFile::Open(file);
+  if (!opened) return opened.error();
+  // A year-less date in a file is dated relative to the file's last change.
+  if (!options.parse.prefix.year)
+    options.parse.prefix.reference_time = WallTime{std::chrono::seconds{opened->status().st_mtim.tv_sec}};
+  return ScanLogFile(std::move(*opened), std::move(options), sink);
+}
+
 int RunLogs(const LogsOptions& options, const GlobalOptions& global) {
   const bool json = global.json;
   Style style(global.color, stdout);
@@ -189,7 +201,12 @@ int RunLogs(const LogsOptions& options, const GlobalOptions& global) {
   // The catalog: built in, or a replacement file.
   std::shared_ptr<const LineMatcher> matcher = LineMatcher::Builtin();
   if (!options.catalog_path.empty()) {
-    auto catalog = LogCatalog::LoadFile(options.catalog_path);
+    InputText text = ReadOptionInput("--catalog", options.catalog_path, kMaxCatalogFileBytes);
+    if (text.error) {
+      std::fprintf(stderr, "gpudoctor logs: %s\n", text.error->message.c_str());
+      return text.error->exit_code;
+    }
+    auto catalog = LogCatalog::FromToml(text.text, options.catalog_path);
     if (!catalog) {
       std::fprintf(stderr, "gpudoctor logs: %s\n", catalog.error().message.c_str());
       return exit_code::kDataError;
@@ -270,6 +287,11 @@ int RunLogs(const LogsOptions& options, const GlobalOptions& global) {
       std::fprintf(stderr, "Following %s (Ctrl-C to stop)\n", live->description.c_str());
       status = ReadLiveLog(*live, read, /*follow=*/true, follow, sink, stop);
     } else {
+      // The file must be there when following starts; only the agent waits for one to appear.
+      if (auto file = InputFile::Open(options.files[0]); !file) {
+        std::fprintf(stderr, "gpudoctor logs: %s\n", file.error().message.c_str());
+        return exit_code::kNoInput;
+      }
       std::fprintf(stderr, "Following %s (Ctrl-C to stop)\n", options.files[0].c_str());
       status = FollowFile(options.files[0], read, follow, sink, stop);
     }
@@ -303,31 +325,17 @@ int RunLogs(const LogsOptions& options, const GlobalOptions& global) {
     if (!json) PrintSummary(live->path, stats);
   }
   for (const std::string& file : options.files) {
-    struct stat info {};
-    if (file != "-" && ::stat(file.c_str(), &info) != 0) {
-      std::fprintf(stderr, "gpudoctor logs: %s: no such file\n", file.c_str());
+    Result<ReadStats> stats = ScanNamedLog(file, read, keep);
+    if (!stats) {
+      std::fprintf(stderr, "gpudoctor logs: %s\n", stats.error().message.c_str());
       exit_status = exit_code::kNoInput;
       continue;
     }
-    ReadOptions per_file = read;
-    per_file.parse.source = file;
-    // A year-less date in a file is dated relative to the file's last change.
-    if (file != "-" && !per_file.parse.prefix.year) {
-      per_file.parse.prefix.reference_time = WallTime{std::chrono::seconds{info.st_mtim.tv_sec}};
-    }
-    auto contents = ReadLogFile(file, per_file);
-    if (!contents) {
-      std::fprintf(stderr, "gpudoctor logs: %s\n", contents.error().message.c_str());
-      exit_status = exit_code::kNoInput;
-      continue;
-    }
-    for (LogEvent& event : contents->events) keep(std::move(event));
-    if (!contents->stats.error.empty()) {
-      std::fprintf(stderr, "gpudoctor logs: %s (events before that point are reported)\n",
-                   contents->stats.error.c_str());
+    if (!stats->error.empty()) {
+      std::fprintf(stderr, "gpudoctor logs: %s (events before that point are reported)\n", stats->error.c_str());
       if (exit_status == exit_code::kOk) exit_status = exit_code::kDataError;
     }
-    if (!json) PrintSummary(file, contents->stats);
+    if (!json) PrintSummary(file, *stats);
   }
 
   if (json) {
@@ -376,7 +384,8 @@ void RegisterLogsCommand(CLI::App& app, CommandContext& context) {
   command->add_option("--catalog", options->catalog_path, "Event catalog to use instead of the built-in one (TOML)");
   command->footer(
       "Exit codes: 0 read fine (events or not), 64 bad option, 65 a file was only partly readable\n"
-      "(truncated .gz) or the catalog is invalid, 66 a file is missing, 69 no live kernel log is readable.");
+      "(truncated .gz) or the catalog is invalid or too large, 66 a file is missing, unreadable or not a\n"
+      "regular file (read a pipe as standard input: -), 69 no live kernel log is readable.");
   command->callback([&context, options] { context.exit_code = RunLogs(*options, context.options); });
 }
 

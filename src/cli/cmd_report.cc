@@ -3,8 +3,11 @@
 // versions, an excerpt of the kernel log, `nvidia-smi -q` and the config.
 //
 // The bundle is written atomically (a temporary file in the target directory,
-// fsync, rename), so a reader never sees half a bundle. --redact replaces
-// host names, GPU serials and UUIDs and IP addresses with placeholders.
+// fsync, rename), so a reader never sees half a bundle, and privately (0600
+// less the umask). Secrets never enter it (src/redact): the config's webhook
+// credentials, exec hook arguments and secret-named keys, and credentials in
+// any text. --redact also replaces host names, GPU serials and UUIDs and IP
+// addresses with placeholders.
 //
 // The archive is plain ustar (POSIX.1-1988) compressed with zlib: a few
 // regular files need no more than a 512-byte header each.
@@ -20,17 +23,16 @@
 #include <ctime>
 #include <deque>
 #include <filesystem>
-#include <fstream>
 #include <memory>
-#include <sstream>
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 #include <re2/re2.h>
-#include <zlib.h>
 
 #include "cli/check_inputs.h"
 #include "cli/commands.h"
+#include "common/gzip.h"
+#include "common/input_file.h"
 #include "common/text.h"
 #include "health/checklist.h"
 #include "health/embedded_data.h"
@@ -39,6 +41,7 @@
 #include "logs/byte_source.h"
 #include "logs/follow.h"
 #include "model/snapshot_json.h"
+#include "redact/secrets.h"
 
 namespace gpudoctor {
 namespace {
@@ -56,11 +59,12 @@ void PutOctal(char* field, size_t width, uint64_t value) {
   std::memcpy(field, digits.data(), std::min(digits.size(), width - 1));
 }
 
-// One ustar member: `directory/name`, mode 0644, owned by root.
+// One ustar member: `directory/name`, owned by root, mode 0600: unpacked, it
+// stays as private as the bundle.
 void AppendTarMember(std::string& tar, const std::string& directory, const BundleFile& file, int64_t mtime) {
   std::array<char, 512> header{};
   std::memcpy(header.data(), file.name.data(), std::min<size_t>(file.name.size(), 99));
-  PutOctal(&header[100], 8, 0644);
+  PutOctal(&header[100], 8, 0600);
   PutOctal(&header[108], 8, 0);
   PutOctal(&header[116], 8, 0);
   PutOctal(&header[124], 12, file.contents.size());
@@ -81,23 +85,8 @@ void AppendTarMember(std::string& tar, const std::string& directory, const Bundl
   tar.append((512 - file.contents.size() % 512) % 512, '\0');
 }
 
-Result<std::string> Gzip(const std::string& data) {
-  z_stream stream{};
-  if (deflateInit2(&stream, Z_BEST_COMPRESSION, Z_DEFLATED, 15 + 16, 8, Z_DEFAULT_STRATEGY) != Z_OK)
-    return Error{"zlib: cannot start compression"};
-  std::string out(deflateBound(&stream, data.size()), '\0');
-  stream.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(data.data()));
-  stream.avail_in = static_cast<uInt>(data.size());
-  stream.next_out = reinterpret_cast<Bytef*>(out.data());
-  stream.avail_out = static_cast<uInt>(out.size());
-  int rc = deflate(&stream, Z_FINISH);
-  out.resize(stream.total_out);
-  deflateEnd(&stream);
-  if (rc != Z_STREAM_END) return Error{"zlib: compression failed"};
-  return out;
-}
-
 // Writes `bytes` to `path` through a temporary file in the same directory.
+// mkstemp creates it 0600 less the umask, and its mode is never widened.
 Status WriteAtomically(const std::string& path, const std::string& bytes) {
   std::filesystem::path target(path);
   std::string directory = target.has_parent_path() ? target.parent_path().string() : ".";
@@ -112,7 +101,7 @@ Status WriteAtomically(const std::string& path, const std::string& bytes) {
     written += static_cast<size_t>(n);
   }
   const int error = written < bytes.size() ? errno : 0;
-  const bool ok = written == bytes.size() && fchmod(fd, 0644) == 0 && fsync(fd) == 0;
+  const bool ok = written == bytes.size() && fsync(fd) == 0;
   close(fd);
   if (!ok || rename(temp.c_str(), path.c_str()) != 0) {
     std::string why = std::strerror(error != 0 ? error : errno);
@@ -245,11 +234,11 @@ std::string KernelLogExcerpt(const CheckRun& run, const CheckOptions& options, s
   return text;
 }
 
-std::string ReadWholeFile(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::ostringstream contents;
-  contents << in.rdbuf();
-  return contents.str();
+// The config file as `check` read it (the same rule and limit) with its
+// secrets masked, or why it cannot be.
+std::string ConfigFileText(const std::string& path) {
+  auto text = ReadInputFile(path, kMaxConfigFileBytes);
+  return text ? RedactConfigSecrets(*text) : "# " + text.error().message + "\n";
 }
 
 std::string TimeStamp(WallTime time) {
@@ -282,11 +271,14 @@ void RegisterReportCommand(CLI::App& app, CommandContext& context) {
   AddCheckInputOptions(command, options->check);
   command->add_option("--output,-o", options->output,
                       "Bundle to write (default gpudoctor-report-<host>-<time>.tar.gz in the current directory)");
-  command->add_flag("--redact", options->redact, "Replace host names, GPU serials and UUIDs and IP addresses");
+  command->add_flag("--redact", options->redact,
+                    "Also replace host names, GPU serials and UUIDs and IP addresses (secrets are always masked)");
   command->add_option("--log-lines", options->log_lines, "Kernel log lines to include")->capture_default_str();
   command->footer(
       "The bundle holds snapshot.json, findings.json, versions.txt, kernel-log.txt, nvidia-smi-q.txt (when\n"
-      "nvidia-smi is installed), config.toml and sources.json. It is written atomically.\n"
+      "nvidia-smi is installed), config.toml and sources.json. It is written atomically, mode 0600.\n"
+      "Secrets are always masked: webhook URL credentials, paths and queries, header values, exec hook\n"
+      "arguments, any config key named like a password, token or key, and credentials in logs.\n"
       "Exit status: 0 written, 73 the bundle could not be written, 64/65/66 bad input.");
   command->callback([&context, options] {
     CheckRun run = RunChecks(context, options->check);
@@ -335,17 +327,18 @@ void RegisterReportCommand(CLI::App& app, CommandContext& context) {
                        {"detail", smi.status == CommandStatus::kNotInstalled ? "not installed" : smi.message}});
     files.push_back({"config.toml", context.options.config_path.empty()
                                         ? std::string("# built-in defaults (no --config given)\n") + kRulesToml
-                                        : ReadWholeFile(context.options.config_path)});
+                                        : ConfigFileText(context.options.config_path)});
     files.push_back({"sources.json", sources.dump(2) + "\n"});
 
     std::string tar;
     const int64_t mtime = std::chrono::duration_cast<std::chrono::seconds>(now.time_since_epoch()).count();
     for (BundleFile& file : files) {
+      file.contents = RedactTextSecrets(file.contents);
       if (options->redact) file.contents = redactor.Apply(std::move(file.contents));
       AppendTarMember(tar, directory, file, mtime);
     }
     tar.append(1024, '\0');  // two empty blocks end the archive
-    auto compressed = Gzip(tar);
+    auto compressed = Gzip(tar, GzipLevel::kSmallest);
     Status written = compressed ? WriteAtomically(output, *compressed) : Status(compressed.error());
     if (!written.ok()) {
       std::fprintf(stderr, "gpudoctor report: %s\n", written.error().message.c_str());

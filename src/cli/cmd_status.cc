@@ -144,14 +144,14 @@ void RegisterStatusCommand(CLI::App& app, CommandContext& context) {
       context.exit_code = made.error->exit_code;
       return;
     }
-    auto config = LoadCommandConfig(context);
-    if (!config) {
-      std::fprintf(stderr, "gpudoctor: %s\n", config.error().message.c_str());
-      context.exit_code = exit_code::kDataError;
+    CommandConfig config = LoadCommandConfig(context);
+    if (config.error) {
+      std::fprintf(stderr, "gpudoctor: %s\n", config.error->message.c_str());
+      context.exit_code = config.error->exit_code;
       return;
     }
     Snapshot snapshot = made.source->Collect();
-    std::vector<Finding> findings = StatusFindings(snapshot, *config, SystemClock::Instance().Now());
+    std::vector<Finding> findings = StatusFindings(snapshot, config.config, SystemClock::Instance().Now());
     const bool unavailable = DriverUnavailable(snapshot);
     if (options.json) {
       nlohmann::json json = SnapshotToJson(snapshot);

@@ -14,6 +14,8 @@
 #include <string_view>
 
 #include "cli/commands.h"
+#include "cli/sources.h"
+#include "common/input_file.h"
 #include "common/text.h"
 #include "nvml/probe.h"
 
@@ -93,7 +95,15 @@ int main(int argc, char** argv) {
   app.add_option("--color", options.color, "Colour output: auto, always or never")
       ->check(CLI::IsMember({"auto", "always", "never"}))
       ->capture_default_str();
-  app.add_option("--config", options.config_path, "Configuration file (TOML)");
+  app.add_option("--config", options.config_path,
+                 "Configuration file (TOML, at most " + FormatSizeLimit(kMaxConfigFileBytes) + ")");
+  // Every command holds --config to the input rule, those that read no
+  // config too, so a wrong path is never passed over in silence.
+  app.parse_complete_callback([&options] {
+    if (options.config_path.empty()) return;
+    InputText config = ReadOptionInput("--config", options.config_path, kMaxConfigFileBytes);
+    if (config.error) throw CLI::RuntimeError(config.error->message, config.error->exit_code);
+  });
 
   RegisterStatusCommand(app, context);
   RegisterLogsCommand(app, context);
@@ -106,6 +116,9 @@ int main(int argc, char** argv) {
 
   try {
     app.parse(argc, argv);
+  } catch (const CLI::RuntimeError& e) {  // an input the command line names cannot be used
+    std::fprintf(stderr, "gpudoctor: %s\n", e.what());
+    return e.get_exit_code();
   } catch (const CLI::ParseError& e) {
     int code = app.exit(e);
     return code == 0 ? exit_code::kOk : exit_code::kUsage;

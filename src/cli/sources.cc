@@ -1,12 +1,11 @@
 #include "cli/sources.h"
 
-#include <unistd.h>
-
 #include <cstdlib>
 #include <filesystem>
 
+#include "common/input_file.h"
+#include "scenario.h"  // the fake NVML library's scenario format
 #include "smi/nvidia_smi.h"
-#include <cstring>
 
 namespace gpudoctor {
 
@@ -22,9 +21,25 @@ Result<std::string> FindFakeNvmlLibrary(const std::string& executable_path) {
   return Error{"the fake NVML library libgpudoctor_fake_nvml.so is not installed beside " + executable_path};
 }
 
-Result<HealthConfig> LoadCommandConfig(const CommandContext& context) {
-  if (context.options.config_path.empty()) return DefaultHealthConfig();
-  return LoadHealthConfigFile(context.options.config_path);
+InputText ReadOptionInput(std::string_view option, const std::string& path, uint64_t max_bytes) {
+  auto fail = [&](const Error& error, int exit_status) {
+    return InputText{{}, SourceError{std::string(option) + ": " + error.message, exit_status}};
+  };
+  auto file = InputFile::Open(path);
+  if (!file) return fail(file.error(), exit_code::kNoInput);
+  auto text = file->ReadAll(max_bytes);
+  if (!text) return fail(text.error(), exit_code::kDataError);
+  return InputText{std::move(*text), std::nullopt};
+}
+
+CommandConfig LoadCommandConfig(const CommandContext& context) {
+  const std::string& path = context.options.config_path;
+  if (path.empty()) return {DefaultHealthConfig(), std::nullopt};
+  InputText input = ReadOptionInput("--config", path, kMaxConfigFileBytes);
+  if (input.error) return {{}, input.error};
+  auto config = ApplyHealthConfig(DefaultHealthConfig(), input.text, path);
+  if (!config) return {{}, SourceError{config.error().message, exit_code::kDataError}};
+  return {std::move(*config), std::nullopt};
 }
 
 Result<CollectorOptions> CollectorOptionsFor(const CommandContext& context) {
@@ -34,32 +49,48 @@ Result<CollectorOptions> CollectorOptionsFor(const CommandContext& context) {
   collector.deadline = std::chrono::milliseconds(static_cast<int64_t>(options.probe_deadline_s * 1000));
   collector.library_path = options.nvml_library;
   if (!options.simulate.empty()) {
-    std::error_code ec;
-    if (access(options.simulate.c_str(), R_OK) != 0)
-      return Error{"cannot read scenario " + options.simulate + ": " + std::strerror(errno)};
     auto fake = FindFakeNvmlLibrary(context.executable_path);
     if (!fake) return fake.error();
     collector.library_path = *fake;
     // One timeline for every probe this command starts (see docs/scenarios.md).
     if (std::getenv("GPUDOCTOR_FAKE_EPOCH_MS") == nullptr)
       setenv("GPUDOCTOR_FAKE_EPOCH_MS", std::to_string(ToUnixMillis(std::chrono::system_clock::now())).c_str(), 1);
+    std::error_code ec;
     collector.scenario_path = std::filesystem::absolute(options.simulate, ec).string();
   }
   return collector;
 }
 
+// The --simulate scenario, read as the fake library will read it in the
+// probe, where a mistake would only show as NVML failing to start.
+std::optional<SourceError> CheckScenario(const std::string& path) {
+  InputText text = ReadOptionInput("--simulate", path, fake_nvml::kMaxScenarioFileBytes);
+  if (text.error) return text.error;
+  auto scenario = fake_nvml::ParseScenario(text.text, path);
+  if (!scenario) return SourceError{"--simulate: " + scenario.error().message, exit_code::kDataError};
+  return std::nullopt;
+}
+
 SnapshotSourceResult MakeSnapshotSource(const CommandContext& context, const std::string& from_smi) {
   SnapshotSourceResult result;
   if (!from_smi.empty()) {
-    auto snapshot = ReadNvidiaSmiFile(from_smi);
+    InputText capture = ReadOptionInput("--from-smi", from_smi, kMaxNvidiaSmiFileBytes);
+    if (capture.error) {
+      result.error = capture.error;
+      return result;
+    }
+    auto snapshot = ParseNvidiaSmi(capture.text, from_smi);
     if (!snapshot) {
-      bool unreadable = access(from_smi.c_str(), R_OK) != 0;
-      result.error = SourceError{snapshot.error().message, unreadable ? exit_code::kNoInput : exit_code::kDataError};
+      result.error = SourceError{"--from-smi: " + from_smi + ": " + snapshot.error().message, exit_code::kDataError};
       return result;
     }
     result.description = "captured nvidia-smi output: " + from_smi;
     result.source = std::make_unique<FixedSnapshotSource>(std::move(*snapshot));
     return result;
+  }
+  if (!context.options.simulate.empty()) {
+    result.error = CheckScenario(context.options.simulate);
+    if (result.error) return result;
   }
   auto options = CollectorOptionsFor(context);
   if (!options) {

@@ -2,8 +2,11 @@
 // (--simulate), or captured nvidia-smi output (--from-smi).
 #pragma once
 
+#include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
+#include <string_view>
 
 #include "cli/commands.h"
 #include "common/result.h"
@@ -24,14 +27,31 @@ struct SnapshotSourceResult {
   std::optional<SourceError> error;
 };
 
-// `from_smi` empty: live or simulated NVML per the global options.
+// `from_smi` empty: live or simulated NVML per the global options. A capture
+// or scenario that cannot be opened is exit 66; one over its size limit or
+// not in its format, 65.
 SnapshotSourceResult MakeSnapshotSource(const CommandContext& context, const std::string& from_smi);
 
 // The collector options the global options imply (library, scenario, deadline).
 Result<CollectorOptions> CollectorOptionsFor(const CommandContext& context);
 
+// The text of a file an option names, read under the input rule
+// (common/input_file.h). The error names the option and carries exit 66
+// when the file cannot be opened (missing, permission denied, not a regular
+// file) and 65 when it is over `max_bytes` or a read fails.
+struct InputText {
+  std::string text;
+  std::optional<SourceError> error;
+};
+InputText ReadOptionInput(std::string_view option, const std::string& path, uint64_t max_bytes);
+
 // The health configuration: built-in defaults, with --config applied on top.
-Result<HealthConfig> LoadCommandConfig(const CommandContext& context);
+// Errors: 66 the file cannot be opened, 65 it is too large or not a valid config.
+struct CommandConfig {
+  HealthConfig config;
+  std::optional<SourceError> error;  // set: `config` must not be used
+};
+CommandConfig LoadCommandConfig(const CommandContext& context);
 
 // The fake NVML library shipped beside this binary, or an error naming where it looked.
 Result<std::string> FindFakeNvmlLibrary(const std::string& executable_path);

@@ -1,17 +1,13 @@
 #include "cli/triage_history.h"
 
-#include <unistd.h>
-
 #include <algorithm>
-#include <cerrno>
-#include <cstring>
-#include <filesystem>
 #include <set>
 #include <tuple>
 
 #include <fmt/format.h>
 
 #include "agent/finding_json.h"
+#include "common/input_file.h"
 #include "common/text.h"
 #include "store/sqlite_store.h"
 
@@ -119,17 +115,13 @@ RecentHistory ReadRecentHistory(const std::string& database, WallTime now, Durat
     return history;
   };
 
-  std::error_code error;
-  const bool exists = std::filesystem::exists(database, error);
-  if (error) return unreadable(database + ": " + error.message());
-  if (!exists) {
+  InputFailure failure{};
+  if (auto file = InputFile::Open(database, &failure); !file) {
+    if (failure != InputFailure::kMissing) return unreadable(file.error().message);
     history.state = RecentHistory::State::kMissing;
     history.note = database + " does not exist: no agent has recorded here (--db names another file)";
     return history;
   }
-  if (std::filesystem::is_directory(database, error)) return unreadable(database + ": is a directory");
-  if (access(database.c_str(), R_OK) != 0)
-    return unreadable(database + ": not readable (" + std::strerror(errno) + ")");
 
   SqliteStoreOptions options;
   options.read_only = true;

@@ -5,6 +5,7 @@
 
 #include <fstream>
 
+#include "common/input_test_support.h"
 #include "store/memory_store.h"
 #include "store/sqlite_store.h"
 #include "store/test_support.h"
@@ -144,6 +145,18 @@ TEST(ReadRecentHistory, AFileThatIsNoHistoryIsANote) {
   RecentHistory directory = ReadRecentHistory(dir.File(""), T0());
   EXPECT_EQ(directory.state, RecentHistory::State::kUnreadable);
   EXPECT_NE(directory.note.find("is a directory"), std::string::npos) << directory.note;
+}
+
+// A FIFO, socket or device at the path is a note with the reason: triage
+// goes on without history rather than waiting on it.
+TEST(ReadRecentHistory, APathThatIsNoRegularFileIsANoteNotAWait) {
+  input_testing::RefusedInputs refused;
+  for (const input_testing::RefusedInput& input : refused.All()) {
+    if (input.kind == "missing") continue;
+    RecentHistory history = ReadRecentHistory(input.path, T0());
+    EXPECT_EQ(history.state, RecentHistory::State::kUnreadable) << input.kind;
+    EXPECT_EQ(history.note, input.path + ": " + input.message) << input.kind;
+  }
 }
 
 TEST(ReadRecentHistory, ReadsTheAgentsFile) {

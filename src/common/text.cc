@@ -28,11 +28,19 @@ std::string ToLower(std::string_view s) {
   return out;
 }
 
+namespace {
+bool SameLetterIgnoringCase(char a, char b) {
+  return std::tolower(static_cast<unsigned char>(a)) == std::tolower(static_cast<unsigned char>(b));
+}
+}  // namespace
+
 bool ContainsIgnoreCase(std::string_view haystack, std::string_view needle) {
-  auto it = std::search(haystack.begin(), haystack.end(), needle.begin(), needle.end(), [](char a, char b) {
-    return std::tolower(static_cast<unsigned char>(a)) == std::tolower(static_cast<unsigned char>(b));
-  });
-  return it != haystack.end();
+  return std::search(haystack.begin(), haystack.end(), needle.begin(), needle.end(), SameLetterIgnoringCase) !=
+         haystack.end();
+}
+
+bool EqualsIgnoreCase(std::string_view a, std::string_view b) {
+  return std::equal(a.begin(), a.end(), b.begin(), b.end(), SameLetterIgnoringCase);
 }
 
 std::vector<std::string_view> Split(std::string_view s, char separator) {

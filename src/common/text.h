@@ -16,6 +16,7 @@ std::string_view Trim(std::string_view s);
 bool StartsWith(std::string_view s, std::string_view prefix);
 bool EndsWith(std::string_view s, std::string_view suffix);
 bool ContainsIgnoreCase(std::string_view haystack, std::string_view needle);
+bool EqualsIgnoreCase(std::string_view a, std::string_view b);  // ASCII letters only
 std::string ToLower(std::string_view s);
 std::vector<std::string_view> Split(std::string_view s, char separator);
 

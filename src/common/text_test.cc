@@ -58,5 +58,12 @@ TEST(ParseInt, StrictWholeString) {
   EXPECT_EQ(ParseInt<uint32_t>("ff", 16), 255u);
 }
 
+TEST(EqualsIgnoreCase, FoldsAsciiLettersOnly) {
+  EXPECT_TRUE(EqualsIgnoreCase("Bearer", "bEARER"));
+  EXPECT_TRUE(EqualsIgnoreCase("", ""));
+  EXPECT_FALSE(EqualsIgnoreCase("Bearer", "Bearer "));
+  EXPECT_FALSE(EqualsIgnoreCase("gzip", "x-gzip"));
+}
+
 }  // namespace
 }  // namespace gpudoctor

@@ -4,11 +4,11 @@
 
 #include <cassert>
 #include <cmath>
-#include <fstream>
 #include <limits>
 #include <sstream>
 #include <variant>
 
+#include "common/input_file.h"
 #include "common/text.h"
 #include "health/cuda_compat.h"
 #include "health/embedded_data.h"
@@ -348,11 +348,9 @@ const HealthConfig& DefaultHealthConfig() {
 }
 
 Result<HealthConfig> LoadHealthConfigFile(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return Error{"cannot read config file " + path};
-  std::ostringstream text;
-  text << in.rdbuf();
-  return ApplyHealthConfig(DefaultHealthConfig(), text.str(), path);
+  auto text = ReadInputFile(path, kMaxConfigFileBytes);
+  if (!text) return text.error();
+  return ApplyHealthConfig(DefaultHealthConfig(), *text, path);
 }
 
 std::vector<std::string> HealthConfigKeys() {

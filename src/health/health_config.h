@@ -148,7 +148,12 @@ const HealthConfig& DefaultHealthConfig();
 // `origin` names the text in error messages (a file name).
 Result<HealthConfig> ApplyHealthConfig(HealthConfig base, std::string_view text, std::string_view origin);
 
-// DefaultHealthConfig() with the file at `path` applied.
+// The largest config file gpudoctor reads (every command's --config, the
+// agent's too); data/rules.toml, the whole default set, is about 25 KiB.
+inline constexpr uint64_t kMaxConfigFileBytes = 1 << 20;
+
+// DefaultHealthConfig() with the file at `path` applied. The file is read
+// under the input rule (common/input_file.h), at most kMaxConfigFileBytes.
 Result<HealthConfig> LoadHealthConfigFile(const std::string& path);
 
 // "[rules.temperature_high] warning_c", ... : every threshold key, for docs and tests.

@@ -81,6 +81,8 @@ TEST(DefaultHealthConfig, FindingsDocumentEveryRuleAndKey) {
   // Trend detectors each have an entry of their own, with a pointer to docs/detectors.md.
   for (std::string_view id : kTrendDetectorIds)
     EXPECT_NE(docs.find("#### `" + std::string(id) + "`"), std::string::npos) << id;
+  for (std::string_view id : kAgentFindingIds)
+    EXPECT_NE(docs.find("#### `" + std::string(id) + "`"), std::string::npos) << id;
   for (const std::string& key : HealthConfigKeys()) {
     const std::string name = key.substr(key.find("] ") + 2);
     EXPECT_NE(docs.find("`" + name + "`"), std::string::npos) << key;

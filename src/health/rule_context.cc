@@ -19,6 +19,16 @@ Finding& RuleContext::Report(std::string_view rule_id, Severity severity, std::o
                              std::string summary, std::vector<std::string> evidence, std::string_view case_name) {
   const Remedy& remedy =
       severity == Severity::kUnknown ? config.RemedyFor("field_error") : config.RemedyFor(rule_id, case_name);
+  return Add(rule_id, severity, std::move(gpu), std::move(summary), std::move(evidence), remedy);
+}
+
+Finding& RuleContext::ReportUnknown(std::string_view rule_id, std::string summary, std::vector<std::string> evidence) {
+  return Add(rule_id, Severity::kUnknown, std::nullopt, std::move(summary), std::move(evidence),
+             config.RemedyFor(rule_id));
+}
+
+Finding& RuleContext::Add(std::string_view rule_id, Severity severity, std::optional<GpuRef> gpu, std::string summary,
+                          std::vector<std::string> evidence, const Remedy& remedy) {
   Finding finding;
   finding.id = std::string(rule_id);
   finding.severity = severity;

@@ -25,6 +25,9 @@ class RuleContext {
   // findings - a reading the rule needs failed - get field_error's remedy.
   Finding& Report(std::string_view rule_id, Severity severity, std::optional<GpuRef> gpu, std::string summary,
                   std::vector<std::string> evidence, std::string_view case_name = {});
+  // Adds an unknown finding with the rule's own remedy, for a rule whose
+  // verdict is that its input cannot be judged whole (not a failed reading).
+  Finding& ReportUnknown(std::string_view rule_id, std::string summary, std::vector<std::string> evidence);
   // Adds the rule's ok result: what it checked and found in order.
   void Pass(std::string_view rule_id, std::string summary, std::vector<std::string> evidence = {});
 
@@ -40,6 +43,9 @@ class RuleContext {
   bool WithinWindow(const std::optional<WallTime>& time, Duration window) const;
 
  private:
+  Finding& Add(std::string_view rule_id, Severity severity, std::optional<GpuRef> gpu, std::string summary,
+               std::vector<std::string> evidence, const Remedy& remedy);
+
   std::vector<Finding>& findings_;
   std::vector<const GpuSnapshot*> readable_;
 };
@@ -80,6 +86,7 @@ void GpuMissing(RuleContext& context);
 void GpuLost(RuleContext& context);
 void GpuUnreachable(RuleContext& context);
 void FieldErrors(RuleContext& context);
+void CaptureIncomplete(RuleContext& context);
 
 void TemperatureHigh(RuleContext& context);
 void FanFailure(RuleContext& context);

@@ -21,6 +21,7 @@ inline constexpr std::string_view kRuleIds[] = {
     "gpu_lost",
     "gpu_unreachable",
     "field_error",
+    "capture_incomplete",
     // Thermal, fans and power.
     "temperature_high",
     "fan_failure",
@@ -102,5 +103,10 @@ inline bool IsRuleCase(std::string_view rule_id, std::string_view case_name) {
   return std::any_of(std::begin(kRuleCases), std::end(kRuleCases),
                      [&](const RuleCase& c) { return c.rule_id == rule_id && c.case_name == case_name; });
 }
+
+// Findings the agent raises about itself. Like the trend detectors they are
+// the agent's alone, have no [rules.<id>] table and never share an id.
+inline constexpr std::string_view kHistoryStoreFailingId = "history_store_failing";
+inline constexpr std::string_view kAgentFindingIds[] = {kHistoryStoreFailingId};
 
 }  // namespace gpudoctor

@@ -26,6 +26,7 @@ constexpr RuleEntry kRules[] = {
     {"gpu_lost", rules_internal::GpuLost},
     {"gpu_unreachable", rules_internal::GpuUnreachable},
     {"field_error", rules_internal::FieldErrors},
+    {"capture_incomplete", rules_internal::CaptureIncomplete},
     {"temperature_high", rules_internal::TemperatureHigh},
     {"fan_failure", rules_internal::FanFailure},
     {"clock_throttle", rules_internal::ClockThrottle},

@@ -35,6 +35,9 @@ struct HealthInput {
   const Snapshot* previous = nullptr;
   const HostSignals* host = nullptr;                  // nullptr: host signals not collected
   const std::vector<LogEvent>* log_events = nullptr;  // nullptr: logs not read
+  // The Xids NVML's event API delivered over the rules' window, when the
+  // caller keeps them across snapshots (the agent). nullptr: the snapshot's own.
+  const std::vector<XidEvent>* nvml_xid_events = nullptr;
   const EventGrader* event_grader = nullptr;          // nullptr: events graded by their own severity
   WallTime now;                                       // from the caller's Clock
 };

@@ -386,4 +386,22 @@ void FieldErrors(RuleContext& context) {
   }
 }
 
+// A source that holds less than it names (a capture cut short) was judged
+// only in part: what it left out can be neither ok nor a problem.
+void CaptureIncomplete(RuleContext& context) {
+  const Snapshot* snapshot = context.input.snapshot;
+  if (snapshot == nullptr) return;
+  if (snapshot->incomplete_reasons.empty()) {
+    if (!snapshot->gpus.empty())
+      context.Pass("capture_incomplete", AllOf(snapshot->gpus.size(), "GPU", "GPUs") + " described in full");
+    return;
+  }
+  std::vector<std::string> evidence{"source: " + snapshot->source};
+  evidence.insert(evidence.end(), snapshot->incomplete_reasons.begin(), snapshot->incomplete_reasons.end());
+  context.ReportUnknown("capture_incomplete",
+                        fmt::format("The capture is incomplete: the findings cover only the {} it describes",
+                                    Plural(snapshot->gpus.size(), "GPU", "GPUs")),
+                        std::move(evidence));
+}
+
 }  // namespace gpudoctor::rules_internal

@@ -207,6 +207,21 @@ TEST(GpuCountMismatch, FewerGpusThanExpectedIsCritical) {
   EXPECT_EQ(finding.summary, "NVML sees 2 GPUs, 8 expected");
 }
 
+TEST(CaptureIncomplete, ACaptureCutShortIsUnknownWithItsOwnRemedy) {
+  Snapshot snapshot = HealthySnapshot(1);
+  snapshot.source = "nvidia-smi:node7.xml";
+  snapshot.incomplete_reasons = {"the XML is cut short or damaged: Start-end tags mismatch at byte 2999 of 3000",
+                                 "it names 2 attached GPUs but describes 1"};
+  Finding finding = Single(Evaluate(&snapshot), "capture_incomplete");
+  EXPECT_EQ(finding.severity, Severity::kUnknown);
+  EXPECT_EQ(finding.summary, "The capture is incomplete: the findings cover only the 1 GPU it describes");
+  EXPECT_EQ(finding.evidence, (std::vector<std::string>{"source: nvidia-smi:node7.xml",
+                                                        snapshot.incomplete_reasons[0], snapshot.incomplete_reasons[1]}));
+  EXPECT_EQ(finding.cause, DefaultHealthConfig().RemedyFor("capture_incomplete").cause);
+  EXPECT_NE(finding.cause, DefaultHealthConfig().RemedyFor("field_error").cause);
+  EXPECT_FALSE(finding.actions.empty());
+}
+
 TEST(GpuMissing, GpuOnBusButNotInNvmlIsCritical) {
   Snapshot snapshot = HealthySnapshot(2);
   HostSignals host = HealthyHost(3);

@@ -51,6 +51,7 @@ class LogRulesTest : public ::testing::Test {
     HealthInput input;
     input.snapshot = &snapshot;
     input.log_events = &events;
+    input.nvml_xid_events = nvml_window;
     input.event_grader = grader;
     input.now = clock.Now();
     return EvaluateRules(input, DefaultHealthConfig());
@@ -58,6 +59,7 @@ class LogRulesTest : public ::testing::Test {
   FakeClock clock{kNow};
   Snapshot snapshot = HealthySnapshot();
   std::vector<LogEvent> events;
+  const std::vector<XidEvent>* nvml_window = nullptr;
 };
 
 TEST_F(LogRulesTest, RecentXidIsGradedByTheEvent) {
@@ -107,6 +109,15 @@ TEST_F(LogRulesTest, NvmlXidEventsCount) {
   EXPECT_EQ(finding.severity, Severity::kWarning);
   EXPECT_EQ(finding.gpu->index, 0u);
   EXPECT_TRUE(EvidenceHas(finding, "NVML event: Xid 94 on GPU 0"));
+}
+
+TEST_F(LogRulesTest, NvmlXidEventsKeptOverTheWindowCountInsteadOfTheSnapshotsOwn) {
+  // The agent keeps what earlier samples delivered; this sample delivered none.
+  const std::vector<XidEvent> window = {{2, 48, kNow - hours(20)}, {2, 48, kNow - minutes(1)}, {3, 13, kNow - hours(30)}};
+  nvml_window = &window;
+  Finding finding = Single(Run(), "xid_recent");
+  EXPECT_EQ(finding.gpu->index, 2u);
+  EXPECT_NE(finding.summary.find("2 times"), std::string::npos) << finding.summary;  // the 30 h old one is out
 }
 
 TEST_F(LogRulesTest, OtherHardwareErrorsInTheLog) {

@@ -123,8 +123,10 @@ void XidRecent(RuleContext& context) {
       group.log_events.push_back(&event);
     }
   }
-  if (context.input.snapshot != nullptr) {
-    for (const XidEvent& event : context.input.snapshot->xid_events) {
+  const std::vector<XidEvent>* nvml_events = context.input.nvml_xid_events;
+  if (nvml_events == nullptr && context.input.snapshot != nullptr) nvml_events = &context.input.snapshot->xid_events;
+  if (nvml_events != nullptr) {
+    for (const XidEvent& event : *nvml_events) {
       if (!context.WithinWindow(event.time, window) || event.xid > UINT32_MAX) continue;
       Device device = DeviceOf(context, event);
       XidGroup& group = groups[{device.key, static_cast<uint32_t>(event.xid)}];

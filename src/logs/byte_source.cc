@@ -1,7 +1,5 @@
 #include "logs/byte_source.h"
 
-#include <fcntl.h>
-#include <sys/stat.h>
 #include <unistd.h>
 #include <zlib.h>
 
@@ -174,14 +172,14 @@ Result<std::unique_ptr<ByteSource>> DecompressIfGzip(std::unique_ptr<ByteSource>
 
 Result<std::unique_ptr<ByteSource>> OpenLogFile(const std::string& path) {
   if (path == "-") return DecompressIfGzip(std::make_unique<FdByteSource>(0, "-", /*owns_fd=*/false));
-  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return Error{path + ": " + ErrnoText(errno)};
-  struct stat info {};
-  if (::fstat(fd, &info) == 0 && S_ISDIR(info.st_mode)) {
-    ::close(fd);
-    return Error{path + ": is a directory"};
-  }
-  return DecompressIfGzip(std::make_unique<FdByteSource>(fd, path, /*owns_fd=*/true));
+  auto file = InputFile::Open(path);
+  if (!file) return file.error();
+  return OpenLogFile(std::move(*file));
+}
+
+Result<std::unique_ptr<ByteSource>> OpenLogFile(InputFile file) {
+  std::string name = file.path();
+  return DecompressIfGzip(std::make_unique<FdByteSource>(file.Release(), std::move(name), /*owns_fd=*/true));
 }
 
 }  // namespace gpudoctor

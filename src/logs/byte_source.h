@@ -12,6 +12,7 @@
 #include <string>
 #include <string_view>
 
+#include "common/input_file.h"
 #include "common/result.h"
 
 namespace gpudoctor {
@@ -62,7 +63,12 @@ std::unique_ptr<ByteSource> MakeGzipSource(std::unique_ptr<ByteSource> compresse
 // bytes; otherwise returns a source with the same bytes.
 Result<std::unique_ptr<ByteSource>> DecompressIfGzip(std::unique_ptr<ByteSource> source);
 
-// Opens a log file ("-" is standard input), decoding gzip by content.
+// Opens a log file ("-" is standard input), decoding gzip by content. A
+// named file must pass the input rule (common/input_file.h): a FIFO or a
+// device is refused, never read.
 Result<std::unique_ptr<ByteSource>> OpenLogFile(const std::string& path);
+
+// The same for a file already opened under the input rule.
+Result<std::unique_ptr<ByteSource>> OpenLogFile(InputFile file);
 
 }  // namespace gpudoctor

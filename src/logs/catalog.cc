@@ -3,12 +3,12 @@
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
-#include <fstream>
 #include <set>
 #include <sstream>
 
 #include <toml++/toml.h>
 
+#include "common/input_file.h"
 #include "common/text.h"
 
 namespace gpudoctor {
@@ -215,11 +215,9 @@ Result<LogCatalog> LogCatalog::FromToml(std::string_view text, std::string_view 
 }
 
 Result<LogCatalog> LogCatalog::LoadFile(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return Error{"cannot read event catalog " + path};
-  std::ostringstream text;
-  text << in.rdbuf();
-  return FromToml(text.str(), path);
+  auto text = ReadInputFile(path, kMaxCatalogFileBytes);
+  if (!text) return text.error();
+  return FromToml(*text, path);
 }
 
 const LogCatalog& LogCatalog::Builtin() {

@@ -20,6 +20,9 @@
 
 namespace gpudoctor {
 
+// The largest replacement catalog read; data/events.toml is about 75 KiB.
+inline constexpr uint64_t kMaxCatalogFileBytes = 4 << 20;
+
 // The cause tags an entry may use.
 inline constexpr const char* kCauseTags[] = {"hardware", "driver", "application", "thermal", "power",
                                              "PCIe",     "memory", "NVLink",      "GSP"};
@@ -75,6 +78,7 @@ class LogCatalog {
   // The catalog compiled into the binary from data/events.toml.
   static const LogCatalog& Builtin();
   static Result<LogCatalog> FromToml(std::string_view text, std::string_view origin);
+  // Reads `path` under the input rule (common/input_file.h), at most kMaxCatalogFileBytes.
   static Result<LogCatalog> LoadFile(const std::string& path);
 
   const XidInfo* FindXid(uint32_t code) const;

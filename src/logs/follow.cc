@@ -176,17 +176,22 @@ Status FollowFile(const std::string& path, ReadOptions options, const FollowOpti
   bool first_open = true;
   while (!should_stop()) {
     if (fd < 0) {
-      fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-      if (fd >= 0) {
-        ::fstat(fd, &opened);
+      InputFailure failure{};
+      auto file = InputFile::Open(path, &failure);
+      if (file) {
+        opened = file->status();
+        fd = file->Release();
         offset = 0;
         if (first_open && follow.start_at_end) offset = ::lseek(fd, 0, SEEK_END);
         first_open = false;
         if (follow.on_open) follow.on_open();
-      } else {
+      } else if (failure == InputFailure::kMissing) {  // not yet created, or between rotations
         quiet.Idle(scanner, sink);
         std::this_thread::sleep_for(follow.poll_interval);
         continue;
+      } else {
+        scanner.Finish(sink);
+        return file.error();
       }
     }
     ssize_t n = ::read(fd, buffer.data(), buffer.size());

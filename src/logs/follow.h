@@ -32,6 +32,8 @@ using StopRequested = std::function<bool()>;
 // Tails `path` until `should_stop` returns true. Waits for the file to exist;
 // after a rotation (a new file under the name) reads the rest of the old file,
 // then the new one from its start; after truncation starts again from the top.
+// Fails when the name holds something the input rule (common/input_file.h)
+// refuses: a FIFO, a device or a directory is never followed.
 Status FollowFile(const std::string& path, ReadOptions options, const FollowOptions& follow,
                   const EventSink& sink, const StopRequested& should_stop);
 

@@ -1,10 +1,13 @@
 #include "logs/follow.h"
 
+#include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <atomic>
 #include <cstdio>
 #include <fstream>
+#include <future>
 #include <mutex>
 #include <thread>
 
@@ -108,6 +111,24 @@ TEST_F(FollowTest, WaitsForTheFileAndSurvivesRotationAndTruncation) {
   EXPECT_EQ(WaitForXids(4), (std::vector<uint32_t>{43, 45, 48, 94}));
   Stop();
   EXPECT_TRUE(status_.ok());
+}
+
+// A FIFO, device or directory under the name is refused at once, never read.
+// The test holds the FIFO's write end, and lets go of it after a while, so a
+// follower that wrongly read it would stop waiting and fail rather than hang.
+TEST_F(FollowTest, ANameThatHoldsNoRegularFileIsRefused) {
+  ASSERT_EQ(::mkfifo(path_.c_str(), 0600), 0);
+  const int writer = ::open(path_.c_str(), O_RDWR | O_NONBLOCK | O_CLOEXEC);
+  auto followed = std::async(std::launch::async, [this] {
+    return FollowFile(path_, ReadOptions{}, FollowOptions{}, [](LogEvent&&) {}, [this] { return stop_.load(); });
+  });
+  const bool returned = followed.wait_for(std::chrono::seconds(10)) == std::future_status::ready;
+  stop_ = true;
+  ::close(writer);
+  EXPECT_TRUE(returned) << "FollowFile waited on a FIFO";
+  Status status = followed.get();
+  ASSERT_FALSE(status.ok());
+  EXPECT_EQ(status.error().message, path_ + ": is a FIFO, not a regular file");
 }
 
 TEST_F(FollowTest, StartAtEndSkipsExistingLines) {

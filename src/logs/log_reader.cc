@@ -247,47 +247,64 @@ void ReadAll(ByteSource& source, LogScanner& scanner, const EventSink& sink) {
 
 namespace {
 
-// Reads a plain regular file by mapping it one window at a time: no copy into
-// a buffer, and memory stays bounded by the window. False when the file is
-// not a plain regular file (then it is read the ordinary way).
-bool ReadMapped(const std::string& path, LogScanner& scanner, const EventSink& sink) {
-  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return false;
-  struct stat info {};
+// Whether `file` holds plain text (not empty, not gzip), which is read by mapping.
+bool IsPlainText(const InputFile& file) {
   unsigned char magic[2] = {0, 0};
-  bool plain = ::fstat(fd, &info) == 0 && S_ISREG(info.st_mode) && info.st_size > 0 &&
-               !(::pread(fd, magic, 2, 0) == 2 && magic[0] == 0x1f && magic[1] == 0x8b);
-  if (!plain) {
-    ::close(fd);
-    return false;
-  }
-  const size_t size = static_cast<size_t>(info.st_size);
+  return file.status().st_size > 0 && !(::pread(file.fd(), magic, 2, 0) == 2 && magic[0] == 0x1f && magic[1] == 0x8b);
+}
+
+// Reads a plain regular file by mapping it one window at a time: no copy into
+// a buffer, and memory stays bounded by the window.
+void ReadMapped(const InputFile& file, LogScanner& scanner, const EventSink& sink) {
+  const size_t size = static_cast<size_t>(file.status().st_size);
   for (size_t offset = 0; offset < size; offset += kMapWindow) {
     size_t length = std::min(kMapWindow, size - offset);
-    void* window = ::mmap(nullptr, length, PROT_READ, MAP_PRIVATE | MAP_POPULATE, fd, static_cast<off_t>(offset));
+    void* window =
+        ::mmap(nullptr, length, PROT_READ, MAP_PRIVATE | MAP_POPULATE, file.fd(), static_cast<off_t>(offset));
     if (window == MAP_FAILED) {
-      scanner.mutable_stats().error = path + ": cannot map the file: " + std::strerror(errno);
+      scanner.mutable_stats().error = file.path() + ": cannot map the file: " + std::strerror(errno);
       break;
     }
     ::madvise(window, length, MADV_SEQUENTIAL);
     scanner.Consume(std::string_view(static_cast<const char*>(window), length), sink);
     ::munmap(window, length);
   }
-  ::close(fd);
   scanner.Finish(sink);
-  return true;
+}
+
+// Reads a gzip or piped log to its end. A source that failed to start (its
+// first bytes could not be read) is an error midway, like any later one.
+ReadStats ScanStream(Result<std::unique_ptr<ByteSource>> source, LogScanner& scanner, const EventSink& sink) {
+  if (source) {
+    ReadAll(**source, scanner, sink);
+  } else {
+    scanner.mutable_stats().error = source.error().message;
+    scanner.Finish(sink);
+  }
+  return scanner.stats();
 }
 
 }  // namespace
 
 Result<ReadStats> ScanLogFile(const std::string& path, ReadOptions options, const EventSink& sink) {
-  if (options.parse.source.empty()) options.parse.source = path;
-  LogScanner scanner(options);
-  if (path != "-" && ReadMapped(path, scanner, sink)) return scanner.stats();
-  auto source = OpenLogFile(path);
-  if (!source) return source.error();
-  ReadAll(**source, scanner, sink);
-  return scanner.stats();
+  if (path == "-") {
+    if (options.parse.source.empty()) options.parse.source = path;
+    LogScanner scanner(std::move(options));
+    return ScanStream(OpenLogFile(path), scanner, sink);
+  }
+  auto file = InputFile::Open(path);
+  if (!file) return file.error();
+  return ScanLogFile(std::move(*file), std::move(options), sink);
+}
+
+ReadStats ScanLogFile(InputFile file, ReadOptions options, const EventSink& sink) {
+  if (options.parse.source.empty()) options.parse.source = file.path();
+  LogScanner scanner(std::move(options));
+  if (IsPlainText(file)) {
+    ReadMapped(file, scanner, sink);
+    return scanner.stats();
+  }
+  return ScanStream(OpenLogFile(std::move(file)), scanner, sink);
 }
 
 Result<LogFileContents> ReadLogFile(const std::string& path, ReadOptions options) {

@@ -17,6 +17,7 @@
 #include <string_view>
 #include <vector>
 
+#include "common/input_file.h"
 #include "common/result.h"
 #include "logs/byte_source.h"
 #include "logs/log_parser.h"
@@ -91,9 +92,12 @@ struct LogFileContents {
 
 // Streams a log file ("-": standard input; gzip decoded by content) through
 // `sink`, in constant memory: plain files are mapped a window at a time.
-// Errors only when the file cannot be opened; a read error midway is in
-// the returned stats' `error`.
+// Errors only when the file cannot be opened (the input rule of
+// common/input_file.h); a read error midway is in the returned stats' `error`.
 Result<ReadStats> ScanLogFile(const std::string& path, ReadOptions options, const EventSink& sink);
+
+// The same for a file already opened under the input rule.
+ReadStats ScanLogFile(InputFile file, ReadOptions options, const EventSink& sink);
 
 // Reads a whole log file into memory ("-": standard input; gzip decoded by content).
 // Errors only when the file cannot be opened; a read error midway keeps the

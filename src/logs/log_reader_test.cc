@@ -9,6 +9,7 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include "common/input_test_support.h"
 #include "common/text.h"
 #include "logs/event_json.h"
 
@@ -84,6 +85,17 @@ TEST(LogReader, MissingFileIsAnError) {
   auto result = ReadLogFile("/nonexistent/kern.log");
   ASSERT_FALSE(result);
   EXPECT_NE(result.error().message.find("/nonexistent/kern.log"), std::string::npos);
+}
+
+// A path that is no regular file is refused with the reason; standard input
+// is read only as "-".
+TEST(LogReader, ReadsOnlyRegularFilesByName) {
+  input_testing::RefusedInputs refused;
+  for (const input_testing::RefusedInput& input : refused.All()) {
+    auto result = ReadLogFile(input.path);
+    ASSERT_FALSE(result) << input.kind;
+    EXPECT_EQ(result.error().message, input.path + ": " + input.message) << input.kind;
+  }
 }
 
 TEST(LogReader, GzipFilesAreDecodedByContent) {

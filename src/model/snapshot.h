@@ -170,6 +170,10 @@ struct Snapshot {
   std::vector<XidEvent> xid_events;
   std::vector<ProbeHang> hangs;
 
+  // Why the source holds less than it names: a capture cut short, or one
+  // describing fewer GPUs than it says are attached. Empty when whole.
+  std::vector<std::string> incomplete_reasons;
+
   const GpuSnapshot* FindGpu(uint32_t index) const;
   bool operator==(const Snapshot&) const = default;
 };

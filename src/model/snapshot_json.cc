@@ -197,6 +197,7 @@ json SnapshotToJson(const Snapshot& s) {
     hangs.push_back(std::move(hang));
   }
   j["hangs"] = std::move(hangs);
+  j["incomplete_reasons"] = s.incomplete_reasons;
   return j;
 }
 
@@ -209,6 +210,7 @@ Result<Snapshot> SnapshotFromJson(const json& j) {
     s.collection_time = std::chrono::milliseconds(j.value("collection_ms", int64_t{0}));
     s.driver_error = AccessErrorFromName(j.value("driver_error", "none")).value_or(AccessError::kOther);
     s.driver_message = j.value("driver_message", "");
+    s.incomplete_reasons = j.value("incomplete_reasons", std::vector<std::string>{});
     FieldReader r(j);
     r.Get("driver_version", s.driver_version);
     r.Get("nvml_version", s.nvml_version);

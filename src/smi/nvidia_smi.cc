@@ -3,14 +3,10 @@
 #include <re2/re2.h>
 
 #include <algorithm>
-#include <cerrno>
-#include <cstdio>
-#include <filesystem>
-#include <memory>
 #include <optional>
-#include <system_error>
 #include <vector>
 
+#include "common/input_file.h"
 #include "common/text.h"
 #include "smi/smi_formats.h"
 #include "smi/smi_messages.h"
@@ -107,6 +103,15 @@ std::string NothingFound(const InputLines& input) {
   return why;
 }
 
+// nvidia-smi says how many GPUs are attached (Attached GPUs, <attached_gpus>,
+// the CSV count column); a capture describing fewer ended early, or was
+// taken for some GPUs only (-i), and cannot vouch for the others.
+void NoteMissingGpus(Snapshot& snapshot) {
+  if (!snapshot.device_count.has_value() || snapshot.device_count.value() <= snapshot.gpus.size()) return;
+  snapshot.incomplete_reasons.push_back("it names " + std::to_string(snapshot.device_count.value()) +
+                                        " attached GPUs but describes " + std::to_string(snapshot.gpus.size()));
+}
+
 }  // namespace
 
 Error smi::TooManyGpus() {
@@ -151,32 +156,14 @@ Result<Snapshot> ParseNvidiaSmi(std::string_view text, std::string_view source_n
   if (Status applied = smi::ApplySmiMessages(input.messages, snapshot); !applied) return applied.error();
 
   if (*recognised + input.messages.size() == 0) return NotRecognised(NothingFound(input));
+  NoteMissingGpus(snapshot);
   return snapshot;
 }
 
 Result<Snapshot> ReadNvidiaSmiFile(const std::string& path) {
-  auto describe = [&](int error) { return path + ": " + std::generic_category().message(error); };
-  std::unique_ptr<std::FILE, int (*)(std::FILE*)> file(std::fopen(path.c_str(), "rb"), &std::fclose);
-  if (!file) return Error{"cannot open nvidia-smi output " + describe(errno)};
-
-  auto too_large = [&] {
-    return Error{"cannot read nvidia-smi output " + path + ": larger than " +
-                 std::to_string(kMaxNvidiaSmiFileBytes >> 20) + " MiB"};
-  };
-  std::error_code size_error;
-  const uintmax_t size = std::filesystem::file_size(path, size_error);
-  if (!size_error && size > kMaxNvidiaSmiFileBytes) return too_large();
-
-  // Read in chunks rather than by the size: pipes and /proc files have none.
-  std::string text;
-  char buffer[64 * 1024];
-  while (size_t read = std::fread(buffer, 1, sizeof buffer, file.get())) {
-    if (text.size() + read > kMaxNvidiaSmiFileBytes) return too_large();
-    text.append(buffer, read);
-  }
-  if (std::ferror(file.get())) return Error{"cannot read nvidia-smi output " + describe(errno)};
-
-  Result<Snapshot> snapshot = ParseNvidiaSmi(text, path);
+  auto text = ReadInputFile(path, kMaxNvidiaSmiFileBytes);
+  if (!text) return text.error();
+  Result<Snapshot> snapshot = ParseNvidiaSmi(*text, path);
   if (!snapshot) return Error{path + ": " + snapshot.error().message};
   return snapshot;
 }

@@ -43,8 +43,9 @@ inline constexpr uint64_t kMaxNvidiaSmiFileBytes = 64ull << 20;
 // `source_name` names the capture in snapshot.source.
 Result<Snapshot> ParseNvidiaSmi(std::string_view text, std::string_view source_name);
 
-// Reads the file at `path` and parses it with `path` as the source name.
-// Errors name the path: missing, unreadable, larger than kMaxNvidiaSmiFileBytes.
+// Reads the file at `path` under the input rule (common/input_file.h) and
+// parses it with `path` as the source name. Errors start with the path:
+// missing, unreadable, not a regular file, over kMaxNvidiaSmiFileBytes.
 Result<Snapshot> ReadNvidiaSmiFile(const std::string& path);
 
 }  // namespace gpudoctor

@@ -111,6 +111,10 @@ Result<size_t> ParseQueryCsv(std::span<const std::string_view> lines, const std:
     // row with fewer was cut off; its cells still line up with the columns.
     const bool last = row + 1 == lines.size();
     if (cells.size() > columns.size() || (cells.size() < columns.size() && !last)) continue;
+    if (cells.size() < columns.size()) {
+      snapshot.incomplete_reasons.push_back("the last CSV row has " + std::to_string(cells.size()) + " of " +
+                                            std::to_string(columns.size()) + " columns");
+    }
     if (snapshot.gpus.size() == kMaxGpus) return TooManyGpus();
     GpuSnapshot gpu;
     gpu.index = static_cast<uint32_t>(snapshot.gpus.size());

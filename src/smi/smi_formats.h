@@ -29,18 +29,23 @@ namespace gpudoctor::smi {
 inline constexpr size_t kMaxGpus = 1024;
 Error TooManyGpus();
 
-// `nvidia-smi -q -x`. A truncated document yields the elements before the cut.
+// `nvidia-smi -q -x`. A truncated document yields the elements before the
+// cut and is noted incomplete.
 Result<size_t> ParseXmlLog(std::string_view text, Snapshot& snapshot);
 
 // `nvidia-smi -q`, whole or an excerpt. Readings before any "GPU <bus id>"
-// header belong to one GPU with index 0.
+// header belong to one GPU with index 0. A whole report (its GPU blocks
+// start with Product Name) whose last GPU has no Processes section was cut
+// short, and is noted incomplete.
 Result<size_t> ParseQueryText(std::span<const std::string_view> lines, Snapshot& snapshot);
 
 // Whether `line` is a reading line ("Key : Value"), a "GPU <bus id>" header
 // or the "NVSMI LOG" banner of `nvidia-smi -q`.
 bool LooksLikeQueryText(std::string_view line);
 
-// The default `nvidia-smi` table, with the process table when present.
+// The default `nvidia-smi` table, with the process table when present. A
+// table whose last line is not a whole border (+---+) was cut inside a box,
+// and is noted incomplete; an excerpt of whole GPU blocks is not.
 Result<size_t> ParseTable(std::span<const std::string_view> lines, Snapshot& snapshot);
 
 // Whether `line` belongs to the box-drawn table ("|..." or "+---...").
@@ -61,7 +66,11 @@ bool LooksLikeCsvHeader(std::string_view line);
 bool LooksLikeCsvRows(std::span<const std::string_view> lines);
 
 // `--query-gpu=... --format=csv`. Takes the columns from the header line, or
-// from `command` when there is none; fails when neither names them.
+// from `command` when there is none; fails when neither names them. A last
+// row with fewer cells than columns was cut, and is noted incomplete.
+//
+// "Noted incomplete": a reason is added to snapshot.incomplete_reasons, which
+// the rule capture_incomplete reports.
 Result<size_t> ParseQueryCsv(std::span<const std::string_view> lines, const std::optional<CsvCommand>& command,
                              Snapshot& snapshot);
 

@@ -87,6 +87,21 @@ struct Section {
   std::string name;  // lower case
 };
 
+// What the top level of a GPU block held, to tell a whole one from a cut one:
+// nvidia-smi -q opens each GPU with Product Name and always prints its
+// Processes section ("Processes : None" when there are none) near the end.
+// -d excerpts print neither.
+struct GpuBlockShape {
+  bool starts_whole = false;  // Product Name seen
+  bool has_processes = false;
+
+  void Add(std::string_view top_level_name) {
+    starts_whole |= top_level_name == "product name";
+    has_processes |= top_level_name == "processes";
+  }
+  bool CutShort() const { return starts_whole && !has_processes; }
+};
+
 std::string SectionPath(const std::vector<Section>& sections, std::string_view key) {
   std::string path;
   for (const Section& section : sections) {
@@ -109,6 +124,7 @@ Result<size_t> ParseQueryText(std::span<const std::string_view> lines, Snapshot&
   std::optional<size_t> current;  // the GPU whose block we are in
   GpuSnapshot unheaded;           // readings of an excerpt without a GPU header
   bool unheaded_used = false;
+  GpuBlockShape last_block;       // of the GPU whose block we are in
   size_t recognised = 0;
 
   for (std::string_view line : lines) {
@@ -124,11 +140,13 @@ Result<size_t> ParseQueryText(std::span<const std::string_view> lines, Snapshot&
       gpu.pci_bus_id = PciBusIdField(*bus_id);
       current = snapshot.gpus.size() - 1;
       sections.clear();
+      last_block = {};
       ++recognised;
       continue;
     }
     while (!sections.empty() && sections.back().indent >= indent) sections.pop_back();
     const std::optional<KeyValue> pair = SplitKeyValue(body);
+    if (current && sections.empty()) last_block.Add(ToLower(pair ? pair->key : body));
     if (!pair) {
       sections.push_back({indent, ToLower(body)});
       continue;
@@ -145,6 +163,8 @@ Result<size_t> ParseQueryText(std::span<const std::string_view> lines, Snapshot&
     }
   }
 
+  if (current && last_block.CutShort())
+    snapshot.incomplete_reasons.push_back("the report of its last GPU ends before its Processes section");
   if (unheaded_used) {
     if (snapshot.gpus.size() == kMaxGpus) return TooManyGpus();
     snapshot.gpus.insert(snapshot.gpus.begin(), std::move(unheaded));

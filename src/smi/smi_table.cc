@@ -131,10 +131,12 @@ Result<size_t> ParseTable(std::span<const std::string_view> lines, Snapshot& sna
   TablePart part = TablePart::kGpus;
   bool second_row_next = false;  // the previous row was a GPU's first row (that GPU is gpus.back())
   std::unordered_map<uint32_t, size_t> gpu_by_index;  // filled when the process table starts
+  std::string_view last_table_line;                  // every box ends with a whole border line, +---+
   size_t recognised = 0;
 
   for (std::string_view line : lines) {
     const std::string_view row = Trim(line);
+    if (LooksLikeTable(row)) last_table_line = row;
     if (row.empty() || row.front() != '|') {
       second_row_next = false;
       // The time nvidia-smi prints above its table.
@@ -187,6 +189,9 @@ Result<size_t> ParseTable(std::span<const std::string_view> lines, Snapshot& sna
       case TablePart::kMigDevices:
         break;
     }
+  }
+  if (!last_table_line.empty() && !(StartsWith(last_table_line, "+") && EndsWith(last_table_line, "+"))) {
+    snapshot.incomplete_reasons.push_back("the table ends inside a box, before its closing border line");
   }
   return recognised;
 }

@@ -48,6 +48,11 @@ Result<size_t> ParseXmlLog(std::string_view text, Snapshot& snapshot) {
     return Error{std::string("not recognised as nvidia-smi output: XML without an <nvidia_smi_log> element") +
                  (parsed ? "" : std::string(" (") + parsed.description() + ")")};
   }
+  if (!parsed) {
+    snapshot.incomplete_reasons.push_back("the XML is cut short or damaged: " + std::string(parsed.description()) +
+                                          " at byte " + std::to_string(parsed.offset) + " of " +
+                                          std::to_string(text.size()));
+  }
   size_t recognised = 1;
   for (pugi::xml_node child = log.first_child(); child; child = child.next_sibling()) {
     const std::string_view name = child.name();

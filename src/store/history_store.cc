@@ -1,6 +1,7 @@
 #include "store/history_store.h"
 
 #include "common/text.h"
+#include "store/incident_tracker.h"
 
 namespace gpudoctor {
 
@@ -42,6 +43,19 @@ std::string FindingKey(const Finding& finding) {
   }
   if (!finding.subject.empty()) key += "/" + finding.subject;
   return key;
+}
+
+Result<std::vector<FindingTransition>> HistoryStore::UpsertFindings(std::span<const Finding> findings,
+                                                                   WallTime now) {
+  auto open = OpenIncidents();
+  if (!open) return open.error();
+  auto last_id = LastIncidentId();
+  if (!last_id) return last_id.error();
+  IncidentTracker incidents;
+  incidents.Adopt(std::move(*open), *last_id, now);
+  std::vector<FindingTransition> transitions = incidents.Update(findings, now);
+  if (Status recorded = RecordIncidents(incidents.Touched()); !recorded) return recorded.error();
+  return transitions;
 }
 
 Resolution ChooseResolution(WallTime from, WallTime until, WallTime newest, const RetentionPolicy& retention) {

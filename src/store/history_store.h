@@ -8,6 +8,7 @@
 //   auto store = SqliteHistoryStore::Open(path, SqliteStoreOptions{});
 //   AppendSnapshot(**store, snapshot);                       // samples
 //   auto changes = (*store)->UpsertFindings(findings, now);  // opened / resolved
+//   (*store)->RecordIncidents(tracker.Touched());             // or: incidents decided elsewhere
 //   (*store)->Maintain(now);                                 // downsample, prune
 //   auto temps = (*store)->QuerySeries({.gpu = "0", .metric = Metric::kTemperatureC,
 //                                       .from = now - 1h, .until = now});
@@ -26,6 +27,8 @@
 #include "common/clock.h"
 #include "common/result.h"
 #include "health/finding.h"
+#include "logs/event.h"
+#include "model/snapshot.h"
 #include "store/metric.h"
 
 namespace gpudoctor {
@@ -131,6 +134,15 @@ struct FindingQuery {
   bool open_only = false;
 };
 
+// The events the windowed rules judge (xid_recent, log_errors), kept so that
+// an agent that restarts judges the same window as before.
+struct RecentEvents {
+  std::vector<XidEvent> nvml_xids;  // delivered by NVML's event API
+  std::vector<LogEvent> log;        // read from the kernel log
+  bool empty() const { return nvml_xids.empty() && log.empty(); }
+  size_t size() const { return nvml_xids.size() + log.size(); }
+};
+
 struct MaintenanceReport {
   int64_t buckets_written = 0;  // 1-minute and 1-hour rows written
   int64_t rows_pruned = 0;
@@ -147,8 +159,25 @@ class HistoryStore {
   // Records the findings present `now`: opens an incident for each new key,
   // refreshes open ones and resolves those absent from `findings`. Returns the
   // transitions only once they are durable, so an alert sent for one never
-  // refers to an incident a crash could lose.
-  virtual Result<std::vector<FindingTransition>> UpsertFindings(std::span<const Finding> findings, WallTime now) = 0;
+  // refers to an incident a crash could lose. (An IncidentTracker over
+  // OpenIncidents, then RecordIncidents.)
+  Result<std::vector<FindingTransition>> UpsertFindings(std::span<const Finding> findings, WallTime now);
+
+  // Writes each incident as it is now, inserting it or replacing the one with
+  // its incident_id, durably before returning. At most one incident per key
+  // may be open: write the ones that resolve before the ones that open.
+  virtual Status RecordIncidents(std::span<const StoredFinding> incidents) = 0;
+  // Every open incident, by id.
+  virtual Result<std::vector<StoredFinding>> OpenIncidents() const = 0;
+  // The highest incident id ever used (0: none), so ids continue after a restart.
+  virtual Result<int64_t> LastIncidentId() const = 0;
+
+  // Keeps events received at `received_at`; Maintain drops them after the raw
+  // retention. Events without a time of their own are kept by `received_at`.
+  virtual Status AppendEvents(const RecentEvents& events, WallTime received_at) = 0;
+  // The events received in [from, until), oldest first. A history too old to
+  // hold events (read without upgrading) has none.
+  virtual Result<RecentEvents> QueryEvents(WallTime from, WallTime until) const = 0;
 
   // Writes the completed 1-minute and 1-hour buckets and prunes by the
   // retention policy, a bounded amount of work per call.

@@ -328,6 +328,84 @@ TYPED_TEST(HistoryStoreContract, ResolvedIncidentsAgeOut) {
   EXPECT_EQ(left->front().finding.id, "b");  // open incidents stay, however old
 }
 
+TYPED_TEST(HistoryStoreContract, RecordedIncidentsAreKeptByIdAndIdsAreNeverReused) {
+  RetentionPolicy retention;
+  retention.resolved_findings = 24h;
+  auto store = this->Make(retention);
+  StoredFinding hot{.incident_id = 7, .key = "temperature_high@GPU-0", .finding = MakeFinding("temperature_high", 0),
+                    .opened_at = T0(), .last_seen = T0()};
+  StoredFinding leak{.incident_id = 9, .key = "memory_leak@GPU-1", .finding = MakeFinding("memory_leak", 1),
+                     .opened_at = T0(), .last_seen = T0() + 5s, .resolved_at = T0() + 5s};
+  ASSERT_TRUE(store->RecordIncidents(std::vector{leak, hot}).ok());
+  auto last = store->LastIncidentId();
+  ASSERT_TRUE(last.ok()) << last.error().message;
+  EXPECT_EQ(*last, 9);
+  auto open = store->OpenIncidents();
+  ASSERT_TRUE(open.ok());
+  EXPECT_EQ(*open, std::vector{hot});
+
+  // Writing an incident again replaces it.
+  hot.last_seen = T0() + 10s;
+  hot.finding.severity = Severity::kCritical;
+  hot.resolved_at = T0() + 10s;
+  ASSERT_TRUE(store->RecordIncidents(std::vector{hot}).ok());
+  auto all = store->QueryFindings({.from = T0(), .until = T0() + 1h});
+  ASSERT_TRUE(all.ok());
+  EXPECT_EQ(*all, (std::vector{leak, hot}));  // highest id first
+
+  // Pruning every incident leaves the ids used.
+  ASSERT_TRUE(store->Maintain(T0() + 48h).ok());
+  auto none = store->QueryFindings({.from = T0(), .until = T0() + 48h});
+  ASSERT_TRUE(none.ok());
+  EXPECT_TRUE(none->empty());
+  EXPECT_EQ(*store->LastIncidentId(), 9);
+  auto next = store->UpsertFindings(std::vector{MakeFinding("temperature_high", 0)}, T0() + 49h);
+  ASSERT_TRUE(next.ok());
+  ASSERT_EQ(next->size(), 1u);
+  EXPECT_EQ(next->front().incident.incident_id, 10);
+}
+
+TYPED_TEST(HistoryStoreContract, EventsComeBackInTheOrderTheyArrivedAndAgeOut) {
+  auto store = this->Make();
+  LogEvent xid;
+  xid.kind = "xid";
+  xid.severity = EventSeverity::kCritical;
+  xid.time = T0() - 2s;
+  xid.xid = 79;
+  xid.pci_bus_id = "0000:1b:00.0";
+  xid.fields = {{"pid", "1173"}, {"name", "python"}};
+  xid.raw = "NVRM: Xid (PCI:0000:1b:00): 79, pid=1173, GPU has fallen off the bus.";
+  LogEvent untimed;
+  untimed.kind = "hung_task";
+  untimed.severity = EventSeverity::kWarning;
+  RecentEvents first{.nvml_xids = {XidEvent{.gpu_index = 3, .xid = 48, .time = T0()}}, .log = {xid}};
+  RecentEvents second{.nvml_xids = {}, .log = {untimed}};
+  ASSERT_TRUE(store->AppendEvents(first, T0()).ok());
+  ASSERT_TRUE(store->AppendEvents(second, T0() + 1h).ok());
+
+  auto both = store->QueryEvents(T0(), T0() + 2h);
+  ASSERT_TRUE(both.ok()) << both.error().message;
+  EXPECT_EQ(both->nvml_xids, first.nvml_xids);
+  ASSERT_EQ(both->log.size(), 2u);
+  EXPECT_EQ(both->log[0].kind, "xid");
+  EXPECT_EQ(both->log[0].time, xid.time);
+  EXPECT_EQ(both->log[0].xid, 79u);
+  EXPECT_EQ(both->log[0].fields, xid.fields);
+  EXPECT_EQ(both->log[0].raw, xid.raw);
+  EXPECT_EQ(both->log[1].kind, "hung_task");
+  EXPECT_FALSE(both->log[1].time.has_value());
+  auto later = store->QueryEvents(T0() + 1s, T0() + 2h);
+  ASSERT_TRUE(later.ok());
+  EXPECT_TRUE(later->nvml_xids.empty());
+  EXPECT_EQ(later->log.size(), 1u);
+
+  ASSERT_TRUE(store->Maintain(T0() + RetentionPolicy{}.raw + 30min).ok());
+  auto kept = store->QueryEvents(T0(), T0() + 2h);
+  ASSERT_TRUE(kept.ok());
+  EXPECT_TRUE(kept->nvml_xids.empty());
+  EXPECT_EQ(kept->log.size(), 1u);  // received later, still within the raw retention
+}
+
 TYPED_TEST(HistoryStoreContract, SnapshotRowsWithProcesses) {
   auto store = this->Make();
   Snapshot snapshot;

@@ -50,37 +50,40 @@ Status MemoryHistoryStore::Append(std::span<const GpuSample> gpus, std::span<con
   return Status::Ok();
 }
 
-Result<std::vector<FindingTransition>> MemoryHistoryStore::UpsertFindings(std::span<const Finding> findings,
-                                                                          WallTime now) {
-  std::vector<StoredFinding> open;
-  for (const StoredFinding& incident : incidents_)
-    if (incident.open()) open.push_back(incident);
-  const FindingPlan plan = PlanFindingUpdate(open, findings);
+Status MemoryHistoryStore::RecordIncidents(std::span<const StoredFinding> incidents) {
+  for (const StoredFinding& incident : incidents) {
+    incidents_[incident.incident_id] = incident;
+    last_incident_id_ = std::max(last_incident_id_, incident.incident_id);
+  }
+  return Status::Ok();
+}
 
-  auto stored = [&](int64_t id) -> StoredFinding& { return incidents_[static_cast<size_t>(id - 1)]; };
-  std::vector<FindingTransition> transitions;
-  for (const auto& [incident, finding] : plan.to_refresh) {
-    StoredFinding& row = stored(incident->incident_id);
-    const bool severity_changed = row.finding.severity != finding->severity;
-    row.finding = *finding;
-    row.last_seen = now;
-    if (severity_changed) transitions.push_back({FindingTransition::Kind::kSeverityChanged, row});
+Result<std::vector<StoredFinding>> MemoryHistoryStore::OpenIncidents() const {
+  std::vector<StoredFinding> open;
+  for (const auto& [id, incident] : incidents_)
+    if (incident.open()) open.push_back(incident);
+  return open;
+}
+
+Result<int64_t> MemoryHistoryStore::LastIncidentId() const { return last_incident_id_; }
+
+Status MemoryHistoryStore::AppendEvents(const RecentEvents& events, WallTime received_at) {
+  const int64_t t = ToUnixMillis(received_at);
+  for (const XidEvent& xid : events.nvml_xids) events_.push_back({t, xid, std::nullopt});
+  for (const LogEvent& event : events.log) events_.push_back({t, std::nullopt, event});
+  std::stable_sort(events_.begin(), events_.end(),
+                   [](const StoredEvent& a, const StoredEvent& b) { return a.received_ms < b.received_ms; });
+  return Status::Ok();
+}
+
+Result<RecentEvents> MemoryHistoryStore::QueryEvents(WallTime from, WallTime until) const {
+  RecentEvents events;
+  for (const StoredEvent& stored : events_) {
+    if (stored.received_ms < ToUnixMillis(from) || stored.received_ms >= ToUnixMillis(until)) continue;
+    if (stored.nvml_xid) events.nvml_xids.push_back(*stored.nvml_xid);
+    if (stored.log) events.log.push_back(*stored.log);
   }
-  for (const StoredFinding* incident : plan.to_resolve) {
-    StoredFinding& row = stored(incident->incident_id);
-    row.resolved_at = now;
-    transitions.push_back({FindingTransition::Kind::kResolved, row});
-  }
-  for (const Finding* finding : plan.to_open) {
-    StoredFinding row;
-    row.incident_id = static_cast<int64_t>(incidents_.size()) + 1;
-    row.key = FindingKey(*finding);
-    row.finding = *finding;
-    row.opened_at = row.last_seen = now;
-    incidents_.push_back(row);
-    transitions.push_back({FindingTransition::Kind::kOpened, row});
-  }
-  return transitions;
+  return events;
 }
 
 int64_t MemoryHistoryStore::Downsample(Resolution resolution, WallTime now, bool& more_work) {
@@ -127,13 +130,12 @@ Result<MaintenanceReport> MemoryHistoryStore::Maintain(WallTime now) {
   report.rows_pruned += std::erase_if(processes_, [&](const auto& entry) {
     return std::get<1>(entry.first) < ToUnixMillis(now - retention_.raw);
   });
-  // Incident ids index incidents_, so old incidents are blanked out rather than erased.
-  for (StoredFinding& incident : incidents_) {
-    if (incident.resolved_at && *incident.resolved_at < now - retention_.resolved_findings && !incident.key.empty()) {
-      incident.key.clear();
-      ++report.rows_pruned;
-    }
-  }
+  report.rows_pruned += std::erase_if(incidents_, [&](const auto& entry) {
+    const StoredFinding& incident = entry.second;
+    return incident.resolved_at && *incident.resolved_at < now - retention_.resolved_findings;
+  });
+  report.rows_pruned += std::erase_if(
+      events_, [&](const StoredEvent& stored) { return stored.received_ms < ToUnixMillis(now - retention_.raw); });
   return report;
 }
 
@@ -207,8 +209,7 @@ Result<std::vector<ProcessMemorySample>> MemoryHistoryStore::QueryProcessMemory(
 Result<std::vector<StoredFinding>> MemoryHistoryStore::QueryFindings(const FindingQuery& query) const {
   std::vector<StoredFinding> rows;
   for (auto it = incidents_.rbegin(); it != incidents_.rend(); ++it) {
-    const StoredFinding& incident = *it;
-    if (incident.key.empty()) continue;  // pruned
+    const StoredFinding& incident = it->second;
     if (incident.opened_at >= query.until) continue;
     if (incident.resolved_at && *incident.resolved_at < query.from) continue;
     if (query.open_only && !incident.open()) continue;

@@ -8,6 +8,7 @@
 #pragma once
 
 #include <map>
+#include <optional>
 #include <tuple>
 
 #include "store/history_store.h"
@@ -19,7 +20,11 @@ class MemoryHistoryStore final : public HistoryStore {
   explicit MemoryHistoryStore(RetentionPolicy retention = {}) : retention_(retention) {}
 
   Status Append(std::span<const GpuSample> gpus, std::span<const ProcessMemorySample> processes) override;
-  Result<std::vector<FindingTransition>> UpsertFindings(std::span<const Finding> findings, WallTime now) override;
+  Status RecordIncidents(std::span<const StoredFinding> incidents) override;
+  Result<std::vector<StoredFinding>> OpenIncidents() const override;
+  Result<int64_t> LastIncidentId() const override;
+  Status AppendEvents(const RecentEvents& events, WallTime received_at) override;
+  Result<RecentEvents> QueryEvents(WallTime from, WallTime until) const override;
   Result<MaintenanceReport> Maintain(WallTime now) override;
   Result<std::vector<GpuIdentity>> ListGpus() const override;
   Result<Series> QuerySeries(const SeriesQuery& query) const override;
@@ -40,7 +45,15 @@ class MemoryHistoryStore final : public HistoryStore {
   std::map<GpuKey, std::map<int64_t, Bucket>> hour_;
   std::map<std::tuple<GpuKey, int64_t, uint32_t>, ProcessMemorySample> processes_;  // GPU, time, pid
   std::map<Resolution, int64_t> done_until_ms_;
-  std::vector<StoredFinding> incidents_;  // by incident id
+  struct StoredEvent {
+    int64_t received_ms = 0;
+    std::optional<XidEvent> nvml_xid;
+    std::optional<LogEvent> log;
+  };
+
+  std::map<int64_t, StoredFinding> incidents_;  // by incident id
+  int64_t last_incident_id_ = 0;
+  std::vector<StoredEvent> events_;  // oldest first
   std::optional<WallTime> newest_;
 };
 

@@ -78,6 +78,18 @@ std::string AggregateTable(const char* name) {
 // part of its incident key since several jobs may stall at once.
 constexpr const char* kMigration2 = "ALTER TABLE findings ADD COLUMN subject TEXT NOT NULL DEFAULT '';\n";
 
+// Version 3. The events the windowed rules judge (Xids from NVML's event API
+// and kernel-log events), so an agent that restarts judges the same window.
+// `t` is when the agent received the event; `body` is event_records.h's JSON.
+constexpr const char* kMigration3 = R"sql(
+CREATE TABLE events (
+  t INTEGER NOT NULL,
+  source TEXT NOT NULL CHECK (source IN ('nvml', 'log')),
+  body TEXT NOT NULL
+);
+CREATE INDEX events_by_time ON events (t);
+)sql";
+
 struct Migration {
   int version;
   std::string sql;
@@ -87,6 +99,7 @@ const std::vector<Migration>& Migrations() {
   static const std::vector<Migration> migrations = {
       {1, kMigration1 + AggregateTable("samples_1m") + AggregateTable("samples_1h")},
       {2, kMigration2},
+      {3, kMigration3},
   };
   return migrations;
 }

@@ -1,8 +1,16 @@
 #include "store/sqlite_connection.h"
 
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include <cassert>
+#include <cerrno>
 #include <cmath>
+#include <cstdio>
+#include <filesystem>
 #include <utility>
+
+#include "common/input_file.h"
 
 namespace gpudoctor {
 
@@ -77,7 +85,72 @@ std::optional<int64_t> SqliteStatement::OptionalInt(int column) const {
   return Int(column);
 }
 
+namespace {
+
+// "file:/data/h%3F.db?immutable=1": `path` as an SQLite URI of an immutable file.
+std::string ImmutableUri(const std::string& path) {
+  std::string uri = "file:";
+  for (char c : path) {
+    if (c == '%' || c == '?' || c == '#') {
+      char escaped[4];
+      std::snprintf(escaped, sizeof escaped, "%%%02X", static_cast<unsigned char>(c));
+      uri += escaped;
+    } else {
+      uri += c;
+    }
+  }
+  return uri + "?immutable=1";
+}
+
+// Why nothing can be created in the directory of `path`: "read-only file system", ...
+std::string WhyDirectoryIsReadOnly(const std::string& path) {
+  const std::filesystem::path parent = std::filesystem::path(path).parent_path();
+  const std::string directory = parent.empty() ? "." : parent.string();
+  if (::access(directory.c_str(), W_OK) == 0) return "SQLite could not create it in " + directory;
+  return "the directory " + directory + " is not writable (" + ErrnoMessage(errno) + ")";
+}
+
+// SQLite could not open the file, or create the -shm index beside it: on a
+// read-only mount it says "unable to open", in a directory this user may
+// not write, "attempt to write a readonly database".
+bool CannotOpenOrIndex(int rc) { return (rc & 0xff) == SQLITE_CANTOPEN || (rc & 0xff) == SQLITE_READONLY; }
+
+bool HoldsData(const std::string& path) {
+  struct stat info {};
+  return ::stat(path.c_str(), &info) == 0 && info.st_size > 0;
+}
+
+}  // namespace
+
 Result<std::unique_ptr<SqliteConnection>> SqliteConnection::Open(const std::string& path, int flags) {
+  auto db = OpenAsGiven(path, flags);
+  if ((flags & SQLITE_OPEN_READONLY) == 0) return db;
+  // Other failures of the first read ("file is not a database") are the caller's to word.
+  if (db && !CannotOpenOrIndex((*db)->FirstRead())) return db;
+  return OpenOnReadOnlyMedia(path, flags);
+}
+
+Result<std::unique_ptr<SqliteConnection>> SqliteConnection::OpenOnReadOnlyMedia(const std::string& path, int flags) {
+  if (auto file = InputFile::Open(path); !file) return file.error();  // the file's own reason
+  const std::string wal = path + "-wal";
+  if (HoldsData(wal)) {
+    return Error{path + ": " + wal + " holds changes not yet in the database, which SQLite reads only through a " +
+                 path + "-shm index, and " + WhyDirectoryIsReadOnly(path) +
+                 "; copy the database with its -wal file to a writable directory to read it"};
+  }
+  // Nothing can write the file here and no log holds changes: the file is the whole database.
+  auto db = OpenAsGiven(ImmutableUri(path), flags | SQLITE_OPEN_URI);
+  if (!db) return db.error();
+  if (int rc = (*db)->FirstRead(); CannotOpenOrIndex(rc))
+    return Error{path + ": " + sqlite3_errstr(rc) + " (" + WhyDirectoryIsReadOnly(path) + ")"};
+  return db;
+}
+
+int SqliteConnection::FirstRead() {
+  return sqlite3_exec(db_, "SELECT count(*) FROM sqlite_schema", nullptr, nullptr, nullptr);
+}
+
+Result<std::unique_ptr<SqliteConnection>> SqliteConnection::OpenAsGiven(const std::string& path, int flags) {
   sqlite3* db = nullptr;
   int rc = sqlite3_open_v2(path.c_str(), &db, flags, nullptr);
   if (rc != SQLITE_OK) {

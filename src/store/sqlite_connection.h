@@ -75,7 +75,13 @@ class StatementLease {
 
 class SqliteConnection {
  public:
-  // `flags` are sqlite3_open_v2 flags.
+  // `flags` are sqlite3_open_v2 flags. With SQLITE_OPEN_READONLY an existing
+  // database is read on read-only media too: SQLite reads a WAL database
+  // through a -shm index it must create when absent, and where it cannot (a
+  // read-only directory or mount) while no write-ahead log holds changes,
+  // the file alone is the whole database and is opened immutable. When it
+  // cannot be read, the error says why: the file's own error, or the log
+  // that would need the index.
   static Result<std::unique_ptr<SqliteConnection>> Open(const std::string& path, int flags);
   ~SqliteConnection();
   SqliteConnection(const SqliteConnection&) = delete;
@@ -95,6 +101,14 @@ class SqliteConnection {
 
  private:
   explicit SqliteConnection(sqlite3* db) : db_(db) {}
+  // sqlite3_open_v2 and nothing more.
+  static Result<std::unique_ptr<SqliteConnection>> OpenAsGiven(const std::string& path, int flags);
+  // SQLite could not open `path` read-only, or the -shm index of its WAL: the
+  // file's own error, or an immutable read where nothing can change it.
+  static Result<std::unique_ptr<SqliteConnection>> OpenOnReadOnlyMedia(const std::string& path, int flags);
+  // The result code of the first read, which opens the file (and the -shm index).
+  int FirstRead();
+
   sqlite3* db_;
   std::map<std::string, std::unique_ptr<SqliteStatement>, std::less<>> statements_;
 };

@@ -1,9 +1,13 @@
 #include "store/sqlite_store.h"
 
+#include <fcntl.h>
+#include <unistd.h>
+
 #include <map>
 
 #include <nlohmann/json.hpp>
 
+#include "store/event_records.h"
 #include "store/maintenance_plan.h"
 #include "store/schema.h"
 #include "store/sqlite_connection.h"
@@ -15,6 +19,16 @@ constexpr int64_t kMillisPerHour = 3'600'000;
 constexpr int64_t kMillisPerDay = 24 * kMillisPerHour;
 
 int64_t Millis(Duration d) { return std::chrono::duration_cast<std::chrono::milliseconds>(d).count(); }
+
+// A history may hold what only its owner should read, so a new one is created
+// 0600 (less the umask); SQLite gives the -wal and -shm files the database
+// file's mode. An existing file keeps its mode. A failure here is left to the
+// open that follows, which says why in SQLite's words.
+void CreatePrivatelyIfMissing(const std::string& path) {
+  if (path.empty() || path == ":memory:") return;  // SQLite's temporary and in-memory databases
+  const int fd = open(path.c_str(), O_RDONLY | O_CREAT | O_CLOEXEC, 0600);
+  if (fd >= 0) close(fd);
+}
 
 const char* AggregateTable(Resolution resolution) {
   return resolution == Resolution::kMinute ? "samples_1m" : "samples_1h";
@@ -122,13 +136,17 @@ class FullSyncScope {
 
 SqliteHistoryStore::SqliteHistoryStore(std::unique_ptr<SqliteConnection> db, SqliteStoreOptions options,
                                        int schema_version)
-    : db_(std::move(db)), options_(options), incident_columns_(IncidentColumns(schema_version)) {}
+    : db_(std::move(db)),
+      options_(options),
+      incident_columns_(IncidentColumns(schema_version)),
+      schema_version_(schema_version) {}
 
 SqliteHistoryStore::~SqliteHistoryStore() = default;
 
 Result<std::unique_ptr<SqliteHistoryStore>> SqliteHistoryStore::Open(const std::string& path,
                                                                      SqliteStoreOptions options, WallTime now) {
   const int flags = options.read_only ? SQLITE_OPEN_READONLY : SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE;
+  if (!options.read_only) CreatePrivatelyIfMissing(path);
   auto db = SqliteConnection::Open(path, flags | SQLITE_OPEN_NOMUTEX);
   if (!db) return db.error();
   sqlite3_busy_timeout((*db)->handle(), static_cast<int>(Millis(options.busy_timeout)));
@@ -220,7 +238,7 @@ Status SqliteHistoryStore::Append(std::span<const GpuSample> gpus, std::span<con
   return transaction->Commit();
 }
 
-Result<std::vector<StoredFinding>> SqliteHistoryStore::OpenIncidents() const {
+Result<std::vector<StoredFinding>> SqliteHistoryStore::OpenIncidentsLocked() const {
   auto select = db_->Prepared("SELECT " + incident_columns_ + " FROM findings WHERE state = 'open' ORDER BY id");
   if (!select) return select.error();
   std::vector<StoredFinding> incidents;
@@ -233,67 +251,93 @@ Result<std::vector<StoredFinding>> SqliteHistoryStore::OpenIncidents() const {
   return incidents;
 }
 
-Result<std::vector<FindingTransition>> SqliteHistoryStore::UpsertFindings(std::span<const Finding> findings,
-                                                                          WallTime now) {
+Result<std::vector<StoredFinding>> SqliteHistoryStore::OpenIncidents() const {
+  std::lock_guard lock(mutex_);
+  return OpenIncidentsLocked();
+}
+
+Result<int64_t> SqliteHistoryStore::LastIncidentId() const {
+  std::lock_guard lock(mutex_);
+  // AUTOINCREMENT remembers ids of pruned incidents too, so none is reused.
+  auto last = db_->QueryInt(
+      "SELECT max(coalesce((SELECT seq FROM sqlite_sequence WHERE name = 'findings'), 0), "
+      "coalesce((SELECT max(id) FROM findings), 0))");
+  if (!last) return last.error();
+  return last->value_or(0);
+}
+
+Status SqliteHistoryStore::RecordIncidents(std::span<const StoredFinding> incidents) {
   std::lock_guard lock(mutex_);
   FullSyncScope durable(*db_);
-  if (!durable.status()) return durable.status().error();
+  if (!durable.status()) return durable.status();
   auto transaction = SqliteTransaction::Begin(*db_);
   if (!transaction) return transaction.error();
-  auto open = OpenIncidents();
-  if (!open) return open.error();
-  const FindingPlan plan = PlanFindingUpdate(*open, findings);
-  const int64_t now_ms = ToUnixMillis(now);
-  std::vector<FindingTransition> transitions;
+  for (const StoredFinding& incident : incidents) {
+    auto upsert = db_->Prepared(
+        "INSERT INTO findings (has_gpu, gpu_index, gpu_uuid, gpu_pci_bus_id, gpu_serial, severity, summary, "
+        "evidence, cause, actions, subject, id, incident_key, rule_id, opened_at, last_seen, resolved_at, state) "
+        "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18) "
+        "ON CONFLICT (id) DO UPDATE SET has_gpu = ?1, gpu_index = ?2, gpu_uuid = ?3, gpu_pci_bus_id = ?4, "
+        "gpu_serial = ?5, severity = ?6, summary = ?7, evidence = ?8, cause = ?9, actions = ?10, subject = ?11, "
+        "incident_key = ?13, rule_id = ?14, opened_at = ?15, last_seen = ?16, resolved_at = ?17, state = ?18");
+    if (!upsert) return upsert.error();
+    BindFinding(**upsert, 1, incident.finding);
+    (*upsert)->Bind(12, incident.incident_id);
+    (*upsert)->Bind(13, incident.key);
+    (*upsert)->Bind(14, incident.finding.id);
+    (*upsert)->Bind(15, ToUnixMillis(incident.opened_at));
+    (*upsert)->Bind(16, ToUnixMillis(incident.last_seen));
+    if (incident.resolved_at) (*upsert)->Bind(17, ToUnixMillis(*incident.resolved_at));
+    else (*upsert)->BindNull(17);
+    (*upsert)->Bind(18, std::string_view(incident.open() ? "open" : "resolved"));
+    if (Status status = (*upsert)->Run(); !status) return status;
+  }
+  return transaction->Commit();
+}
 
-  for (const auto& [incident, finding] : plan.to_refresh) {
-    auto update = db_->Prepared(
-        "UPDATE findings SET has_gpu = ?1, gpu_index = ?2, gpu_uuid = ?3, gpu_pci_bus_id = ?4, gpu_serial = ?5, "
-        "severity = ?6, summary = ?7, evidence = ?8, cause = ?9, actions = ?10, subject = ?11, last_seen = ?12 "
-        "WHERE id = ?13");
-    if (!update) return update.error();
-    BindFinding(**update, 1, *finding);
-    (*update)->Bind(12, now_ms);
-    (*update)->Bind(13, incident->incident_id);
-    if (Status status = (*update)->Run(); !status) return status.error();
-    if (incident->finding.severity != finding->severity) {
-      StoredFinding changed = *incident;
-      changed.finding = *finding;
-      changed.last_seen = now;
-      transitions.push_back({FindingTransition::Kind::kSeverityChanged, changed});
+Status SqliteHistoryStore::AppendEvents(const RecentEvents& events, WallTime received_at) {
+  std::lock_guard lock(mutex_);
+  auto transaction = SqliteTransaction::Begin(*db_);
+  if (!transaction) return transaction.error();
+  const int64_t t = ToUnixMillis(received_at);
+  auto insert_one = [&](std::string_view source, const std::string& body) -> Status {
+    auto insert = db_->Prepared("INSERT INTO events (t, source, body) VALUES (?, ?, ?)");
+    if (!insert) return insert.error();
+    (*insert)->Bind(1, t);
+    (*insert)->Bind(2, source);
+    (*insert)->Bind(3, body);
+    return (*insert)->Run();
+  };
+  for (const XidEvent& xid : events.nvml_xids) {
+    if (Status status = insert_one("nvml", NvmlXidToRecord(xid)); !status) return status;
+  }
+  for (const LogEvent& event : events.log) {
+    if (Status status = insert_one("log", LogEventToRecord(event)); !status) return status;
+  }
+  return transaction->Commit();
+}
+
+Result<RecentEvents> SqliteHistoryStore::QueryEvents(WallTime from, WallTime until) const {
+  std::lock_guard lock(mutex_);
+  RecentEvents events;
+  if (schema_version_ < 3) return events;
+  auto select = db_->Prepared("SELECT source, body FROM events WHERE t >= ? AND t < ? ORDER BY t, rowid");
+  if (!select) return select.error();
+  (*select)->Bind(1, ToUnixMillis(from));
+  (*select)->Bind(2, ToUnixMillis(until));
+  for (;;) {
+    auto row = (*select)->Step();
+    if (!row) return row.error();
+    if (!*row) break;
+    const std::string source = (*select)->Text(0);
+    // A record this gpudoctor cannot read is skipped: events are evidence, not state.
+    if (source == "nvml") {
+      if (auto xid = NvmlXidFromRecord((*select)->Text(1))) events.nvml_xids.push_back(*xid);
+    } else if (source == "log") {
+      if (auto event = LogEventFromRecord((*select)->Text(1))) events.log.push_back(std::move(*event));
     }
   }
-  for (const StoredFinding* incident : plan.to_resolve) {
-    auto update = db_->Prepared("UPDATE findings SET state = 'resolved', resolved_at = ?1 WHERE id = ?2");
-    if (!update) return update.error();
-    (*update)->Bind(1, now_ms);
-    (*update)->Bind(2, incident->incident_id);
-    if (Status status = (*update)->Run(); !status) return status.error();
-    StoredFinding resolved = *incident;
-    resolved.resolved_at = now;
-    transitions.push_back({FindingTransition::Kind::kResolved, resolved});
-  }
-  for (const Finding* finding : plan.to_open) {
-    auto insert = db_->Prepared(
-        "INSERT INTO findings (has_gpu, gpu_index, gpu_uuid, gpu_pci_bus_id, gpu_serial, severity, summary, "
-        "evidence, cause, actions, subject, incident_key, rule_id, opened_at, last_seen, state) "
-        "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?14, 'open') RETURNING id");
-    if (!insert) return insert.error();
-    BindFinding(**insert, 1, *finding);
-    StoredFinding opened;
-    opened.key = FindingKey(*finding);
-    (*insert)->Bind(12, opened.key);
-    (*insert)->Bind(13, finding->id);
-    (*insert)->Bind(14, now_ms);
-    auto row = (*insert)->Step();
-    if (!row) return row.error();
-    opened.incident_id = (*insert)->Int(0);
-    opened.finding = *finding;
-    opened.opened_at = opened.last_seen = now;
-    transitions.push_back({FindingTransition::Kind::kOpened, opened});
-  }
-  if (Status status = transaction->Commit(); !status) return status.error();
-  return transitions;
+  return events;
 }
 
 Result<std::optional<int64_t>> SqliteHistoryStore::DoneUntil(Resolution resolution) const {
@@ -352,6 +396,7 @@ Result<int64_t> SqliteHistoryStore::Prune(WallTime now) {
       {"DELETE FROM samples_1h WHERE t < ?", ToUnixMillis(now - retention.hour)},
       {"DELETE FROM findings WHERE state = 'resolved' AND resolved_at < ?",
        ToUnixMillis(now - retention.resolved_findings)},
+      {"DELETE FROM events WHERE t < ?", ToUnixMillis(now - retention.raw)},
   };
   int64_t pruned = 0;
   for (const auto& [sql, cutoff] : deletions) {

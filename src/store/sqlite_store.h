@@ -8,7 +8,7 @@
 //
 // Durability: WAL with synchronous=NORMAL for samples (a crash may lose the
 // last few, never corrupt the file); findings commit with synchronous=FULL
-// before UpsertFindings returns. Calls may come from several threads; they
+// before RecordIncidents (and UpsertFindings) returns. Calls may come from several threads; they
 // are serialised. Layout and sizes: docs/store.md.
 #pragma once
 
@@ -39,7 +39,11 @@ class SqliteHistoryStore final : public HistoryStore {
   ~SqliteHistoryStore() override;
 
   Status Append(std::span<const GpuSample> gpus, std::span<const ProcessMemorySample> processes) override;
-  Result<std::vector<FindingTransition>> UpsertFindings(std::span<const Finding> findings, WallTime now) override;
+  Status RecordIncidents(std::span<const StoredFinding> incidents) override;
+  Result<std::vector<StoredFinding>> OpenIncidents() const override;
+  Result<int64_t> LastIncidentId() const override;
+  Status AppendEvents(const RecentEvents& events, WallTime received_at) override;
+  Result<RecentEvents> QueryEvents(WallTime from, WallTime until) const override;
   Result<MaintenanceReport> Maintain(WallTime now) override;
   Result<std::vector<GpuIdentity>> ListGpus() const override;
   Result<Series> QuerySeries(const SeriesQuery& query) const override;
@@ -56,8 +60,8 @@ class SqliteHistoryStore final : public HistoryStore {
   SqliteHistoryStore(std::unique_ptr<SqliteConnection> db, SqliteStoreOptions options, int schema_version);
 
   Result<int64_t> GpuId(uint32_t index, const std::string& uuid, int64_t time_ms);
+  Result<std::vector<StoredFinding>> OpenIncidentsLocked() const;
   Result<std::optional<GpuIdentity>> FindGpu(std::string_view selector, int64_t* id) const;
-  Result<std::vector<StoredFinding>> OpenIncidents() const;
   Result<int64_t> Downsample(Resolution resolution, WallTime now, bool& more_work);
   Result<int64_t> Prune(WallTime now);
   Result<int64_t> EnforceSizeLimit();
@@ -70,6 +74,7 @@ class SqliteHistoryStore final : public HistoryStore {
   std::unique_ptr<SqliteConnection> db_;
   SqliteStoreOptions options_;
   std::string incident_columns_;  // for the file's schema version (read-only stores read older ones)
+  int schema_version_;
   mutable std::mutex mutex_;
 };
 

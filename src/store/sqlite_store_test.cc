@@ -49,10 +49,10 @@ TEST(SqliteStore, CreatesAVersionedWalHistory) {
   EXPECT_EQ(RawSql(path, "PRAGMA application_id"), std::vector<std::string>{std::to_string(0x47504448)});
   const std::string applied = std::to_string(ToUnixMillis(T0()));
   EXPECT_EQ(RawSql(path, "SELECT version, applied_at FROM schema_migrations ORDER BY version"),
-            (std::vector<std::string>{"1|" + applied, "2|" + applied}));
+            (std::vector<std::string>{"1|" + applied, "2|" + applied, "3|" + applied}));
   // Reopening applies nothing twice.
   ASSERT_TRUE(SqliteHistoryStore::Open(path, {}, T0() + 1h).ok());
-  EXPECT_EQ(RawSql(path, "SELECT count(*) FROM schema_migrations"), std::vector<std::string>{"2"});
+  EXPECT_EQ(RawSql(path, "SELECT count(*) FROM schema_migrations"), std::vector<std::string>{"3"});
 }
 
 TEST(SqliteStore, UpgradesAVersion1History) {
@@ -65,11 +65,12 @@ TEST(SqliteStore, UpgradesAVersion1History) {
   }
   // The file as version 1 left it: no subject column.
   RawSql(path, "ALTER TABLE findings DROP COLUMN subject");
-  RawSql(path, "DELETE FROM schema_migrations WHERE version = 2");
+  RawSql(path, "DROP TABLE events");
+  RawSql(path, "DELETE FROM schema_migrations WHERE version >= 2");
 
   auto store = SqliteHistoryStore::Open(path, {}, T0() + 1h);
   ASSERT_TRUE(store.ok()) << store.error().message;
-  EXPECT_EQ(RawSql(path, "SELECT max(version) FROM schema_migrations"), std::vector<std::string>{"2"});
+  EXPECT_EQ(RawSql(path, "SELECT max(version) FROM schema_migrations"), std::vector<std::string>{"3"});
   auto findings = (*store)->QueryFindings({.from = T0(), .until = T0() + 1s, .open_only = true});
   ASSERT_TRUE(findings.ok()) << findings.error().message;
   ASSERT_EQ(findings->size(), 1u);
@@ -87,7 +88,8 @@ TEST(SqliteStore, ReadsAVersion1HistoryWithoutUpgradingIt) {
     ASSERT_TRUE((*store)->UpsertFindings(std::vector{MakeFinding("temperature_high", 0)}, T0()).ok());
   }
   RawSql(path, "ALTER TABLE findings DROP COLUMN subject");
-  RawSql(path, "DELETE FROM schema_migrations WHERE version = 2");
+  RawSql(path, "DROP TABLE events");
+  RawSql(path, "DELETE FROM schema_migrations WHERE version >= 2");
 
   SqliteStoreOptions read_only;
   read_only.read_only = true;

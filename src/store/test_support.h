@@ -1,31 +1,12 @@
 // Helpers shared by the store's tests: scratch directories and sample rows.
 #pragma once
 
-#include <stdlib.h>
-
-#include <filesystem>
 #include <string>
 
+#include "common/scratch_dir.h"
 #include "store/history_store.h"
 
 namespace gpudoctor::testing {
-
-// A fresh directory under $TMPDIR, removed with its contents on destruction.
-class ScratchDir {
- public:
-  ScratchDir() {
-    std::string pattern = (std::filesystem::temp_directory_path() / "gpudoctor-store-XXXXXX").string();
-    path_ = mkdtemp(pattern.data());
-  }
-  ~ScratchDir() {
-    std::error_code ignored;
-    std::filesystem::remove_all(path_, ignored);
-  }
-  std::string File(const std::string& name) const { return (path_ / name).string(); }
-
- private:
-  std::filesystem::path path_;
-};
 
 inline WallTime T0() { return WallTime{std::chrono::seconds{1'700'000'000}}; }  // 2023-11-14T22:13:20Z
 

@@ -4,18 +4,15 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
-#include <filesystem>
-#include <fstream>
 #include <limits>
 #include <memory>
 #include <mutex>
-#include <sstream>
 #include <thread>
+
+#include "common/input_file.h"
 
 namespace gpudoctor::fake_nvml {
 namespace {
-
-constexpr std::uintmax_t kMaxScenarioBytes = 16 << 20;
 
 std::mutex g_init_mutex;
 int g_init_count = 0;                                   // guarded by g_init_mutex
@@ -34,17 +31,9 @@ std::atomic<double> g_pinned_seconds{std::numeric_limits<double>::quiet_NaN()};
 void Report(const std::string& message) { std::fprintf(stderr, "%s\n", message.c_str()); }
 
 Result<std::string> ReadScenarioFile(const std::string& path) {
-  std::error_code error;
-  auto status = std::filesystem::status(path, error);
-  if (error) return Error{"cannot read scenario " + path + ": " + error.message()};
-  if (!std::filesystem::is_regular_file(status)) return Error{"cannot read scenario " + path + ": not a regular file"};
-  if (std::filesystem::file_size(path, error) > kMaxScenarioBytes)
-    return Error{"cannot read scenario " + path + ": larger than 16 MiB"};
-  std::ifstream in(path, std::ios::binary);
-  std::ostringstream text;
-  text << in.rdbuf();
-  if (!in || in.bad()) return Error{"cannot read scenario " + path};
-  return text.str();
+  auto text = ReadInputFile(path, kMaxScenarioFileBytes);
+  if (!text) return Error{"cannot read scenario " + text.error().message};
+  return text;
 }
 
 // "0000:1b:00.0" into its numbers; the scenario parser has normalised it.

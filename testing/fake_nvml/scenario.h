@@ -180,6 +180,10 @@ struct Scenario {
   std::vector<XidSpec> xids;  // sorted by time
 };
 
+// The largest scenario file the library reads (under the input rule of
+// common/input_file.h); the examples are a few KiB.
+inline constexpr uint64_t kMaxScenarioFileBytes = 16 << 20;
+
 // Parses a scenario file's text. Errors read "scenario <file_name>: <line>: <message>".
 Result<Scenario> ParseScenario(std::string_view toml_text, std::string_view file_name);
 

@@ -34,7 +34,7 @@ int main(int argc, char** argv) {
   app.add_option("--listen", listen, "ADDR:PORT to bind (port 0: any free port)");
   app.add_flag("--dcgm", dcgm, "Also emit dcgm-exporter metric names");
   app.add_option("--token", token, "Require this bearer token");
-  app.add_option("--threads", threads, "HTTP worker threads")->check(CLI::Range(1, 64));
+  app.add_option("--threads", threads, "HTTP event-loop threads")->check(CLI::Range(1, 64));
   CLI11_PARSE(app, argc, argv);
 
   Result<ListenAddress> address = ParseListenAddress(listen);
@@ -54,7 +54,7 @@ int main(int argc, char** argv) {
   publish();
 
   HttpServerOptions options{
-      .listen = *address, .worker_threads = threads, .dcgm_compatible_metrics = dcgm, .version = "demo"};
+      .listen = *address, .limits = {.threads = threads}, .dcgm_compatible_metrics = dcgm, .version = "demo"};
   if (!token.empty()) options.bearer_token = token;
   HttpServer server({.view = state, .history = &history}, options, clock);
   Result<int> port = server.Start();

@@ -2,12 +2,10 @@
 // simulated minutes.
 #pragma once
 
-#include <stdlib.h>
-
-#include <filesystem>
 #include <functional>
 #include <string>
 
+#include "common/scratch_dir.h"
 #include "health/detectors/gpu_track.h"
 #include "model/snapshot.h"
 
@@ -60,21 +58,6 @@ inline ProcessInfo Process(uint32_t pid, const std::string& name, uint64_t bytes
   return ProcessInfo{.pid = pid, .name = name, .used_memory_bytes = Field<uint64_t>::Value(bytes)};
 }
 
-// A fresh directory under $TMPDIR, removed on destruction.
-class TempDir {
- public:
-  TempDir() {
-    std::string pattern = (std::filesystem::temp_directory_path() / "gpudoctor-detectors-XXXXXX").string();
-    path_ = mkdtemp(pattern.data());
-  }
-  ~TempDir() {
-    std::error_code ignored;
-    std::filesystem::remove_all(path_, ignored);
-  }
-  std::string File(const std::string& name) const { return (path_ / name).string(); }
-
- private:
-  std::filesystem::path path_;
-};
+using TempDir = ScratchDir;
 
 }  // namespace gpudoctor::testing

@@ -1,0 +1,245 @@
+#!/usr/bin/env bash
+# Proves the README's Quick start on a fresh Debian 12: makes a minbase bookworm
+# chroot with debootstrap, copies the project into it and runs each Quick start
+# command exactly as README.md writes it (read from the README, so the two never
+# drift), reporting each one's exit status and wall time.
+#
+#   scripts/fresh-check.sh [OPTIONS]
+#
+#   --only check|test  run only the first command (install, build, check) or only the second (the tests)
+#   --worktree         copy the working tree with its uncommitted changes (default: the commit HEAD)
+#   --sudo-user        run the commands as an ordinary user with sudo rights instead of root
+#   --keep             keep the chroot afterwards (default: delete it; the logs are kept either way)
+#   --dir DIR          work folder, absent or empty, outside the repository (default: a new one in /var/tmp)
+#   --base FILE        tarball of the fresh debootstrap tree, made on the first run and unpacked on later
+#                      ones (default: /var/tmp/gpudoctor-fresh-bookworm.tar)
+#   --fresh-base       run debootstrap again and replace that tarball
+#   --mirror URL       Debian mirror (default: http://deb.debian.org/debian)
+#   -h, --help         this text
+#
+# The first command succeeds when everything before `gpudoctor check` succeeds and check gives a
+# verdict (0 ok, 1 warning, 2 critical, 3 unknown). A chroot has no NVIDIA driver, so check reports
+# `driver_unavailable` and exits 2 (critical) there. The second command must exit 0.
+#
+# Exit status: 0 when every command run succeeded, 1 when one failed, 2 when this script could not
+# run (usage, not root, debootstrap failed).
+#
+# Needs root: debootstrap, chroot and mounts. The chroot's /proc, /sys and /dev are mounted in a
+# private mount and PID namespace (unshare), so no mount outlives a command, even if this script is
+# killed, and every process a command starts ends with it.
+set -euo pipefail
+
+repo=$(cd "$(dirname "$0")/.." && pwd)
+only=""
+copy_worktree=false
+sudo_user=false
+keep=false
+work=""
+base=/var/tmp/gpudoctor-fresh-bookworm.tar
+fresh_base=false
+mirror=http://deb.debian.org/debian
+readonly builder=builder  # the ordinary user of --sudo-user
+
+usage() { sed -n '2,/^set -euo/{/^set -euo/d;s/^# \{0,1\}//;p}' "$0"; }
+die() { echo "fresh-check: $*" >&2; exit 2; }
+
+parse_options() {
+  while (($#)); do
+    case $1 in
+      --only) [[ ${2:-} == check || ${2:-} == test ]] || die "--only takes check or test"; only=$2; shift ;;
+      --worktree) copy_worktree=true ;;
+      --sudo-user) sudo_user=true ;;
+      --keep) keep=true ;;
+      --dir) [[ -n ${2:-} ]] || die "--dir needs a folder"; work=$2; shift ;;
+      --base) [[ -n ${2:-} ]] || die "--base needs a file"; base=$2; shift ;;
+      --fresh-base) fresh_base=true ;;
+      --mirror) [[ -n ${2:-} ]] || die "--mirror needs a URL"; mirror=$2; shift ;;
+      -h | --help) usage; exit 0 ;;
+      *) die "unknown option $1 (see --help)" ;;
+    esac
+    shift
+  done
+}
+
+# The commands of the README's Quick start: the lines of its first sh block that are not comments.
+quick_start_commands() {
+  awk '/^## /{in_section = ($0 == "## Quick start")} in_section && /^```sh/{block = 1; next}
+       block && /^```/{exit} block && NF && !/^[[:space:]]*#/' "$repo/README.md"
+}
+
+prepare_work_folder() {
+  if [[ -z $work ]]; then
+    work=$(mktemp -d /var/tmp/gpudoctor-fresh.XXXXXX)
+  else
+    work=$(realpath -m "$work")
+    [[ $work/ != "$repo"/* ]] || die "the work folder must be outside the repository"
+    mkdir -p "$work"
+    [[ -z $(ls -A "$work") ]] || die "$work is not empty"
+  fi
+  root=$work/root
+  mkdir "$root"
+}
+
+# The Debian installer's sources: release, updates and security.
+write_apt_sources() {
+  local security=http://deb.debian.org/debian-security
+  [[ $mirror == */debian ]] && security=${mirror%/debian}/debian-security
+  printf 'deb %s bookworm main\ndeb %s bookworm-updates main\ndeb %s bookworm-security main\n' \
+    "$mirror" "$mirror" "$security" >"$root/etc/apt/sources.list"
+}
+
+make_base() {
+  if ! command -v debootstrap >/dev/null; then
+    echo "== installing debootstrap"
+    apt-get update -q && apt-get install -y -q debootstrap
+  fi
+  echo "== debootstrap --variant=minbase bookworm $mirror"
+  # In its own mount namespace: the /proc and /sys it mounts in the tree cannot outlive it.
+  unshare --mount --propagation private -- debootstrap --variant=minbase bookworm "$root" "$mirror" \
+    >"$work/debootstrap.log" 2>&1 ||
+    { tail -20 "$work/debootstrap.log" >&2; die "debootstrap failed (log: $work/debootstrap.log)"; }
+  write_apt_sources
+  mkdir -p "$(dirname "$base")"
+  tar --numeric-owner --xattrs -C "$root" -cf "$base.partial" . && mv "$base.partial" "$base"
+  echo "== cached the fresh tree in $base"
+}
+
+# This machine's name server, and its host name in /etc/hosts as the Debian installer writes it
+# (sudo warns about a host name it cannot resolve).
+write_network_files() {
+  cp -L /etc/resolv.conf "$root/etc/resolv.conf"
+  printf '127.0.0.1\tlocalhost\n127.0.1.1\t%s\n' "$(hostname)" >"$root/etc/hosts"
+}
+
+unpack_base() {
+  echo "== unpacking $base (--fresh-base to debootstrap again)"
+  tar --numeric-owner --xattrs -xpf "$base" -C "$root"
+}
+
+# The committed tree, or with --worktree every file git tracks or would track, as it is on disk.
+copy_project() {
+  local destination=$1
+  mkdir -p "$destination"
+  if $copy_worktree; then
+    git -C "$repo" -c safe.directory="$repo" ls-files -z --cached --others --exclude-standard |
+      while IFS= read -r -d '' file; do [[ -e $repo/$file ]] && printf '%s\0' "$file"; done |
+      tar -C "$repo" --null -T - -cf - | tar -C "$destination" -xf -
+  else
+    git -C "$repo" -c safe.directory="$repo" archive HEAD | tar -C "$destination" -xf -
+  fi
+}
+
+add_sudo_user() {
+  echo "== adding the user $builder with passwordless sudo"
+  in_chroot root / "apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q sudo &&
+    useradd --create-home --shell /bin/bash $builder &&
+    echo '$builder ALL=(ALL) NOPASSWD:ALL' >/etc/sudoers.d/$builder && chmod 0440 /etc/sudoers.d/$builder" \
+    >"$work/sudo-user.log" 2>&1 || { tail -20 "$work/sudo-user.log" >&2; die "could not add $builder"; }
+}
+
+# in_chroot USER DIR COMMAND: runs COMMAND with bash in DIR inside the chroot, as USER, with a clean
+# login-like environment, in its own mount and PID namespace.
+in_chroot() {
+  local user=$1 directory=$2 command=$3 home=/root
+  [[ $user == root ]] || home=/home/$user
+  # shellcheck disable=SC2016  # the inner shell expands its arguments
+  unshare --mount --pid --fork --kill-child --propagation private -- /bin/bash -c '
+    set -e
+    root=$1 user=$2 home=$3 directory=$4 command=$5
+    mount -t proc proc "$root/proc"
+    mount -t sysfs sysfs "$root/sys"
+    mount --bind /dev "$root/dev"
+    mount -t devpts -o newinstance,ptmxmode=0666,mode=0620 devpts "$root/dev/pts"
+    mount -t tmpfs -o mode=1777 tmpfs "$root/dev/shm"
+    set +e
+    chroot "$root" setpriv --reuid="$user" --regid="$user" --init-groups \
+      env -i HOME="$home" USER="$user" LOGNAME="$user" TERM="${TERM:-dumb}" \
+      PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin \
+      /bin/bash -c "cd \"\$0\" || exit
+$command" "$directory"
+  ' fresh-check "$root" "$user" "$home" "$directory" "$command"
+}
+
+# Runs one Quick start command; sets command_status, failed_step and command_seconds.
+# A DEBUG trap records each step the command's shell starts, so a failure names its step.
+run_quick_start_command() {
+  local user=$1 directory=$2 command=$3 log=$4
+  local steps=/tmp/fresh-check-steps
+  local traced="trap 'printf \"%s\\n\" \"\$BASH_COMMAND\" >>$steps' DEBUG"$'\n'"$command"
+  rm -f "$root$steps"
+  local start=$SECONDS
+  command_status=0
+  in_chroot "$user" "$directory" "$traced" 2>&1 | tee "$log" || command_status=${PIPESTATUS[0]}
+  command_seconds=$((SECONDS - start))
+  failed_step=$(tail -n 1 "$root$steps" 2>/dev/null || true)
+}
+
+# A command passes when it exits 0, or when its last step is `gpudoctor check` giving a verdict.
+command_passed() {
+  ((command_status == 0)) && return 0
+  [[ $failed_step == */gpudoctor\ check* ]] && ((command_status >= 1 && command_status <= 3))
+}
+
+check_verdict() {
+  case $1 in 0) echo ok ;; 1) echo warning ;; 2) echo critical ;; 3) echo unknown ;; esac
+}
+
+main() {
+  parse_options "$@"
+  [[ $(id -u) -eq 0 ]] || die "needs root (debootstrap, chroot and mounts): run it as root or with sudo"
+  for tool in git unshare chroot tar; do command -v "$tool" >/dev/null || die "needs $tool"; done
+
+  mapfile -t commands < <(quick_start_commands)
+  ((${#commands[@]} == 2)) ||
+    die "README.md's Quick start should hold exactly two commands; found ${#commands[@]}"
+  local names=(check test)
+
+  prepare_work_folder
+  trap cleanup EXIT
+  if $fresh_base || [[ ! -f $base ]]; then make_base; else unpack_base; fi
+  write_network_files
+
+  local user=root directory=/root/gpudoctor
+  if $sudo_user; then
+    add_sudo_user
+    user=$builder directory=/home/$builder/gpudoctor
+  fi
+  copy_project "$root$directory"
+  chroot "$root" chown -R "$user:" "$directory"
+
+  local summary=() failures=0
+  for i in 0 1; do
+    [[ -z $only || $only == "${names[i]}" ]] || continue
+    echo "== Quick start command $((i + 1)) (${names[i]}), as $user in $directory:"
+    echo "   ${commands[i]}"
+    run_quick_start_command "$user" "$directory" "${commands[i]}" "$work/${names[i]}.log"
+    local outcome=passed detail=""
+    command_passed || { outcome=FAILED; failures=$((failures + 1)); }
+    if ((command_status != 0)); then
+      detail=" at step: $failed_step"
+      [[ $outcome == passed ]] && detail+=" (verdict: $(check_verdict "$command_status"))"
+    fi
+    summary+=("$(printf '%-5s exit %-3s %4dm%02ds  %s%s' "${names[i]}" "$command_status" \
+      $((command_seconds / 60)) $((command_seconds % 60)) "$outcome" "$detail")")
+  done
+
+  echo "== summary (logs in $work)"
+  printf '%s\n' "${summary[@]}"
+  ((failures == 0))
+}
+
+# Deletes the chroot unless --keep; keeps the exit status.
+cleanup() {
+  local status=$?
+  if $keep; then
+    echo "== kept the chroot: $root"
+  elif grep -q " $root/" /proc/self/mountinfo; then
+    # Mounts live only in the commands' namespaces; one visible here is not ours to delete under.
+    echo "fresh-check: something is mounted under $root; not deleting it" >&2
+  else
+    rm -rf --one-file-system "$root"
+  fi
+  return "$status"
+}
+
+main "$@"

@@ -1,0 +1,107 @@
+#include "agent/agent_loop.h"
+
+#include <algorithm>
+#include <utility>
+
+#include <fmt/format.h>
+
+#include "common/text.h"
+#include "health/rules.h"
+#include "host/host_signals.h"
+#include "logs/catalog.h"
+
+namespace gpudoctor {
+
+AgentLoop::AgentLoop(AgentLoopParts parts, AgentConfig config)
+    : parts_(std::move(parts)),
+      config_(std::move(config)),
+      detectors_(config_.trends),
+      grader_(LogCatalog::Builtin()) {
+  parts_.history.set_events_window(EventWindow());
+}
+
+void AgentLoop::Reconfigure(AgentConfig config) {
+  config_ = std::move(config);
+  detectors_.Reconfigure(config_.trends);
+  parts_.history.set_events_window(EventWindow());
+}
+
+Duration AgentLoop::EventWindow() const {
+  return std::max(config_.health.thresholds.xid_recent.window, config_.health.thresholds.log_errors.window);
+}
+
+void AgentLoop::RunCycle() {
+  // The snapshot before the last is refilled in place when nothing else
+  // holds it any more (the dashboard may, while it answers a request).
+  std::shared_ptr<Snapshot> snapshot =
+      spare_ && spare_.use_count() == 1 ? std::move(spare_) : std::make_shared<Snapshot>();
+  spare_.reset();
+  parts_.source.CollectInto(*snapshot);
+  const WallTime now = parts_.clock.Now();
+  HostSignals host = CollectHostSignals(config_.health.host, parts_.host);
+
+  // What an earlier run kept comes back once, when the history opens.
+  const StoreHealth before = parts_.history.health();
+  AddEvents(parts_.history.Connect(now), now);
+  RecentEvents arrived;
+  arrived.nvml_xids = snapshot->xid_events;
+  if (parts_.log) {
+    arrived.log = parts_.log->TakeEvents();
+    // Xids from the log count against the GPU on their bus (NVML's own are
+    // counted when the snapshot is published).
+    for (const LogEvent& event : arrived.log) {
+      if (!event.xid) continue;
+      auto bus = NormalizePciBusId(event.pci_bus_id);
+      for (const GpuSnapshot& gpu : snapshot->gpus) {
+        if (bus && gpu.pci_bus_id.has_value() && NormalizePciBusId(gpu.pci_bus_id.value()) == bus)
+          parts_.state.RecordXid(gpu.index, *event.xid, now);
+      }
+    }
+  }
+  AddEvents(arrived, now);
+
+  HealthInput input{.snapshot = snapshot.get(),
+                    .previous = previous_.get(),
+                    .host = &host,
+                    .log_events = parts_.log ? &recent_log_events_ : nullptr,
+                    .nvml_xid_events = &recent_nvml_xids_,
+                    .event_grader = &grader_,
+                    .now = now};
+  std::vector<Finding> findings = EvaluateRules(input, config_.health);
+  detectors_.Observe(*snapshot, now);
+  for (Finding& finding : detectors_.Evaluate(now)) findings.push_back(std::move(finding));
+  std::erase_if(findings, [](const Finding& f) { return f.severity == Severity::kOk; });
+
+  // Incidents are decided now, whether or not the store takes them.
+  std::vector<FindingTransition> transitions =
+      parts_.history.Record(*snapshot, std::move(findings), arrived, now);
+  NoteStoreChange(before, parts_.history.health());
+  parts_.alerts.Submit(transitions);
+
+  parts_.state.PublishSnapshot(snapshot);
+  parts_.state.SetOpenFindings(parts_.history.open_incidents());
+  parts_.state.SetStoreHealth(parts_.history.health());
+  spare_ = std::move(previous_);
+  previous_ = std::move(snapshot);
+}
+
+void AgentLoop::AddEvents(RecentEvents events, WallTime now) {
+  for (XidEvent& xid : events.nvml_xids) recent_nvml_xids_.push_back(xid);
+  for (LogEvent& event : events.log) recent_log_events_.push_back(std::move(event));
+  const WallTime oldest = now - EventWindow();
+  std::erase_if(recent_nvml_xids_, [&](const XidEvent& e) { return e.time < oldest; });
+  std::erase_if(recent_log_events_, [&](const LogEvent& e) { return e.time && *e.time < oldest; });
+}
+
+void AgentLoop::NoteStoreChange(const StoreHealth& before, const StoreHealth& after) {
+  if (!parts_.note) return;
+  if (before.ok && !after.ok) {
+    parts_.note(fmt::format("history {} is failing ({}); findings, alerts and metrics go on, writes wait in memory",
+                            after.path, after.last_error));
+  } else if (!before.ok && after.ok) {
+    parts_.note(fmt::format("history {} works again; {} writes that waited are stored", after.path,
+                            before.queued));
+  }
+}
+
+}  // namespace gpudoctor

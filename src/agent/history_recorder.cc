@@ -1,0 +1,232 @@
+#include "agent/history_recorder.h"
+
+#include <algorithm>
+#include <filesystem>
+#include <system_error>
+#include <utility>
+
+#include <fmt/format.h>
+
+#include "common/text.h"
+#include "store/sqlite_store.h"
+
+namespace gpudoctor {
+
+HistoryRecorder::HistoryRecorder(StoreOpener open, HistoryRecorderOptions options)
+    : open_(std::move(open)), options_(std::move(options)) {
+  health_.path = options_.path;
+}
+
+RecentEvents HistoryRecorder::Connect(WallTime now) {
+  if (store_) return {};
+  if (last_open_attempt_ && now - *last_open_attempt_ < reopen_delay_) return {};
+  if (last_open_attempt_) reopen_delay_ = std::min<Duration>(2 * reopen_delay_, options_.reopen_every);
+  last_open_attempt_ = now;
+  auto opened = open_();
+  if (!opened) {
+    Failed("cannot open it", opened.error(), now);
+    return {};
+  }
+  std::shared_ptr<HistoryStore> store = std::move(*opened);
+  auto open = store->OpenIncidents();
+  if (!open) {
+    Failed("cannot read its open incidents", open.error(), now);
+    return {};
+  }
+  auto last_id = store->LastIncidentId();
+  if (!last_id) {
+    Failed("cannot read its incident ids", last_id.error(), now);
+    return {};
+  }
+  // Events are evidence, not state: without them the window starts empty.
+  auto restored = store->QueryEvents(now - options_.events_window, now + std::chrono::milliseconds(1));
+  if (!restored) Failed("cannot read its recent events", restored.error(), now);
+
+  IncidentTracker::Adoption adoption = incidents_.Adopt(std::move(*open), *last_id, now);
+  for (const auto& [provisional, id] : adoption.renumbered) {
+    auto node = pending_incidents_.extract(provisional);
+    if (node.empty()) continue;
+    node.key() = id;
+    node.mapped().incident_id = id;
+    pending_incidents_.insert(std::move(node));
+  }
+  QueueIncidents(incidents_.Touched());
+  for (FindingTransition& transition : adoption.resolved) adopted_transitions_.push_back(std::move(transition));
+  {
+    std::lock_guard lock(store_mutex_);
+    store_ = std::move(store);
+  }
+  return restored ? std::move(*restored) : RecentEvents{};
+}
+
+std::vector<FindingTransition> HistoryRecorder::Record(const Snapshot& snapshot, std::vector<Finding> findings,
+                                                       const RecentEvents& new_events, WallTime now) {
+  failed_this_cycle_ = false;
+  QueuedSamples rows{SamplesFromSnapshot(snapshot)};
+  queued_rows_ += rows.size();
+  samples_.push_back(std::move(rows));
+  if (!new_events.empty()) {
+    queued_events_ += new_events.size();
+    events_.push_back({new_events, now});
+  }
+  if (store_) {
+    FlushSamples(*store_, now);
+    FlushEvents(*store_, now);
+  }
+  DropOverflow();
+  if (store_ && !failed_this_cycle_) {
+    health_.ok = true;
+    health_.last_error.clear();
+    health_.failing_since.reset();
+  }
+  if (!health_.ok) findings.push_back(FailingFinding());
+
+  std::vector<FindingTransition> transitions = std::exchange(adopted_transitions_, {});
+  for (FindingTransition& transition : incidents_.Update(findings, now)) transitions.push_back(std::move(transition));
+  QueueIncidents(incidents_.Touched());
+  if (store_) FlushIncidents(*store_, now);
+  DropOverflow();
+
+  if (store_ && !failed_this_cycle_ &&
+      (!last_maintained_ || now - *last_maintained_ >= options_.maintain_every || maintain_more_)) {
+    auto report = store_->Maintain(now);
+    if (report) maintain_more_ = report->more_work;
+    else Failed("maintenance failed", report.error(), now);
+    last_maintained_ = now;
+  }
+  UpdateQueued();
+  return transitions;
+}
+
+size_t HistoryRecorder::Flush(WallTime now) {
+  if (store_) {
+    FlushSamples(*store_, now);
+    FlushEvents(*store_, now);
+    FlushIncidents(*store_, now);
+  }
+  UpdateQueued();
+  return health_.queued;
+}
+
+std::shared_ptr<const HistoryStore> HistoryRecorder::store() const {
+  std::lock_guard lock(store_mutex_);
+  return store_;
+}
+
+void HistoryRecorder::FlushSamples(HistoryStore& store, WallTime now) {
+  while (!samples_.empty()) {
+    const SnapshotSamples& rows = samples_.front().rows;
+    if (Status written = store.Append(rows.gpus, rows.processes); !written) {
+      Failed("cannot write samples", written.error(), now);
+      return;
+    }
+    queued_rows_ -= samples_.front().size();
+    samples_.pop_front();
+  }
+}
+
+void HistoryRecorder::FlushEvents(HistoryStore& store, WallTime now) {
+  while (!events_.empty()) {
+    if (Status written = store.AppendEvents(events_.front().events, events_.front().received_at); !written) {
+      Failed("cannot write events", written.error(), now);
+      return;
+    }
+    queued_events_ -= events_.front().events.size();
+    events_.pop_front();
+  }
+}
+
+void HistoryRecorder::FlushIncidents(HistoryStore& store, WallTime now) {
+  if (pending_incidents_.empty()) return;
+  // Resolved ones first: a key may have only one open incident at a time.
+  std::vector<StoredFinding> batch;
+  batch.reserve(pending_incidents_.size());
+  for (const auto& [id, incident] : pending_incidents_)
+    if (!incident.open()) batch.push_back(incident);
+  for (const auto& [id, incident] : pending_incidents_)
+    if (incident.open()) batch.push_back(incident);
+  if (Status written = store.RecordIncidents(batch); !written) {
+    Failed("cannot write incidents", written.error(), now);
+    return;
+  }
+  pending_incidents_.clear();
+}
+
+void HistoryRecorder::DropOverflow() {
+  while (queued_rows_ > options_.max_queued_rows && !samples_.empty()) {
+    health_.dropped_total += samples_.front().size();
+    queued_rows_ -= samples_.front().size();
+    samples_.pop_front();
+  }
+  while (queued_events_ > options_.max_queued_events && !events_.empty()) {
+    health_.dropped_total += events_.front().events.size();
+    queued_events_ -= events_.front().events.size();
+    events_.pop_front();
+  }
+  while (pending_incidents_.size() > options_.max_queued_incidents) {
+    auto oldest_resolved = std::find_if(pending_incidents_.begin(), pending_incidents_.end(),
+                                        [](const auto& entry) { return !entry.second.open(); });
+    pending_incidents_.erase(oldest_resolved != pending_incidents_.end() ? oldest_resolved
+                                                                          : pending_incidents_.begin());
+    ++health_.dropped_total;
+  }
+}
+
+void HistoryRecorder::QueueIncidents(std::span<const StoredFinding> incidents) {
+  for (const StoredFinding& incident : incidents) pending_incidents_[incident.incident_id] = incident;
+}
+
+void HistoryRecorder::Failed(const std::string& what, const Error& error, WallTime now) {
+  failed_this_cycle_ = true;
+  health_.ok = false;
+  ++health_.errors_total;
+  health_.last_error = what + ": " + error.message;
+  if (!health_.failing_since) health_.failing_since = now;
+}
+
+void HistoryRecorder::UpdateQueued() { health_.queued = queued_rows_ + queued_events_ + pending_incidents_.size(); }
+
+Finding HistoryRecorder::FailingFinding() const {
+  Finding finding;
+  finding.id = std::string(kHistoryStoreFailingId);
+  finding.severity = Severity::kWarning;
+  finding.summary = fmt::format("The history database cannot be written ({})", health_.last_error);
+  finding.evidence = {
+      "database: " + options_.path,
+      "last error: " + health_.last_error,
+      fmt::format("failing since {}; {} failed store operations since the agent started",
+                  health_.failing_since ? FormatIsoUtc(*health_.failing_since) : std::string("start"),
+                  health_.errors_total),
+      fmt::format("{} writes wait in memory; {} dropped so far (at most {} samples, {} events and {} incident "
+                  "updates wait)",
+                  health_.queued, health_.dropped_total, options_.max_queued_rows, options_.max_queued_events,
+                  options_.max_queued_incidents),
+  };
+  finding.cause =
+      "The agent cannot write its history database: the file system is full or read-only, the device is failing, "
+      "or the file is damaged or not writable by the agent. Sampling, findings, alerts and metrics go on; the "
+      "history has a gap, and writes wait in memory until the database takes them again.";
+  finding.actions = {
+      "Check free space and inodes on the file system of the database (df -h, df -i) and free some.",
+      "If the file system went read-only, read the kernel log for I/O errors on its device, fix them and remount "
+      "it read-write.",
+      "If SQLite calls the file malformed or not a database, stop the agent, move the file and its -wal and -shm "
+      "files aside as evidence, and start the agent again: it creates a new history.",
+      "Nothing else is needed: the agent writes what waits as soon as it can, without a restart.",
+  };
+  return finding;
+}
+
+HistoryRecorder::StoreOpener OpenSqliteHistory(std::string path) {
+  return [path = std::move(path)]() -> Result<std::shared_ptr<HistoryStore>> {
+    std::error_code error;
+    const auto directory = std::filesystem::path(path).parent_path();
+    if (!directory.empty()) std::filesystem::create_directories(directory, error);
+    if (error) return Error{fmt::format("cannot create {}: {}", directory.string(), error.message())};
+    auto store = SqliteHistoryStore::Open(path, SqliteStoreOptions{});
+    if (!store) return store.error();
+    return std::shared_ptr<HistoryStore>(std::move(*store));
+  };
+}
+
+}  // namespace gpudoctor

@@ -1,0 +1,51 @@
+// AgentRoutes: what each of the agent's HTTP endpoints answers. A function
+// from HttpRequest to HttpResponse, with no sockets, so tests and the fuzz
+// target call it directly; HttpTransport carries it over the network.
+//
+//   /metrics           Prometheus text (MetricsCache), gzip when asked
+//   /healthz           ok, degraded (store failing), stale or no_sample
+//   /api/v1/status, /api/v1/snapshot, /api/v1/findings, /api/v1/history
+//   /, /app.js, ...    the embedded dashboard, with ETag and a strict CSP
+//
+// Only GET and HEAD are served (405 with Allow otherwise). With a bearer
+// token, every path but /healthz and the dashboard's files needs
+// "Authorization: Bearer TOKEN" (the scheme in any case).
+//
+//   AgentRoutes routes({.view = state, .history = &history}, options, clock);
+//   HttpResponse response = routes.Handle(request);
+#pragma once
+
+#include "agent/http_message.h"
+#include "agent/http_server.h"
+#include "agent/metrics_cache.h"
+#include "common/clock.h"
+
+namespace gpudoctor {
+
+class AgentRoutes {
+ public:
+  // `sources.view` and `sources.history` must outlive the routes.
+  AgentRoutes(HttpServerSources sources, const HttpServerOptions& options, const Clock& clock);
+
+  // Safe to call from several threads.
+  HttpResponse Handle(const HttpRequest& request);
+
+ private:
+  HttpResponse Route(const HttpRequest& request);
+  bool Authorized(const HttpRequest& request) const;
+  HttpResponse Metrics(const HttpRequest& request);
+  HttpResponse Health() const;
+  HttpResponse StatusJson() const;
+  HttpResponse SnapshotJson() const;
+  HttpResponse FindingsJson() const;
+  HttpResponse History(const HttpRequest& request) const;
+
+  const HttpServerSources sources_;
+  const std::optional<std::string> bearer_token_;
+  const Duration stale_after_;
+  const std::string version_;
+  const Clock& clock_;
+  MetricsCache metrics_;
+};
+
+}  // namespace gpudoctor
