@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # CPU and memory of `gpudoctor agent` sampling 8 simulated GPUs every second.
 #
-#   bench/agent.sh [BUILD_DIR] [SECONDS]     (defaults: build, 60)
+#   bench/agent.sh [BUILD_DIR] [SECONDS] [LOG]     (defaults: build, 60, none)
+#   LOG: a file for the agent to follow (--log), or none.
 #   BUILD_DIR must be configured with -DGPUDOCTOR_BENCH=ON (docs/benchmarks.md).
 #
 # Reports, for the agent process and for its NVML probe process (the fake
@@ -14,13 +15,14 @@ set -euo pipefail
 
 build=${1:-build}
 seconds=${2:-60}
+log=${3:-none}
 root=$(cd "$(dirname "$0")/.." && pwd)
 binary=$build/bin/gpudoctor
 work=$(mktemp -d)
 trap 'kill "$agent" 2>/dev/null || true; wait 2>/dev/null || true; rm -rf "$work"' EXIT
 
 "$binary" --simulate "$root/examples/healthy-8xh100.toml" agent --interval 1s --listen 127.0.0.1:0 \
-  --db "$work/history.db" --log none 2>"$work/agent.log" &
+  --db "$work/history.db" --log "$log" 2>"$work/agent.log" &
 agent=$!
 sleep 5  # start-up, first samples, probe spawned
 

@@ -418,7 +418,7 @@ TEST(AgentE2E, AlertsReachAWebhookAndAnExecHook) {
   ScratchDir dir;
   WebhookReceiver receiver;
   const std::string hook_output = dir.File("hook.txt");
-  const std::string config = dir.Write("agent.toml", "[alerts]\nmin_interval = \"0s\"\n"
+  const std::string config = dir.Write("agent.toml", "[alerts]\nmin_interval = \"0s\"\ngroup_wait = \"0s\"\n"
                                                      "[[alerts.webhook]]\nurl = \"" + receiver.url() + "\"\n"
                                                      "[[alerts.exec]]\nargv = [\"/bin/sh\", \"-c\", "
                                                      "'echo \"$GPUDOCTOR_EVENT $GPUDOCTOR_FINDING_KEY\" >> \"$1\"', "
@@ -634,7 +634,7 @@ TEST(AgentE2E, AFullDiskUnderTheHistoryHidesNoFindingAndTheAgentRecoversWhenItHa
   if (!disk) GTEST_SKIP() << "mounting a tmpfs needs root: " << strerror(errno);
   disk->Fill();
   const std::string hook_output = dir.File("hook.txt");
-  const std::string config = dir.Write("agent.toml", "[alerts]\nmin_interval = \"0s\"\n"
+  const std::string config = dir.Write("agent.toml", "[alerts]\nmin_interval = \"0s\"\ngroup_wait = \"0s\"\n"
                                                      "[[alerts.exec]]\nargv = [\"/bin/sh\", \"-c\", "
                                                      "'echo \"$GPUDOCTOR_EVENT $GPUDOCTOR_FINDING_KEY\" >> \"$1\"', "
                                                      "\"hook\", \"" + hook_output + "\"]\n");

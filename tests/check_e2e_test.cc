@@ -8,6 +8,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <set>
 #include <sstream>
 #include <string>
@@ -164,6 +165,180 @@ TEST(CheckEndToEnd, BadInputGetsItsExitCode) {
   EXPECT_EQ(Gpudoctor("check --no-logs --from-smi " + Sample("015.txt") + " --since soon").exit_code, 64);
 }
 
+// Each ok line says what was judged: the simulated NVML, a capture (nothing
+// called), never this machine's empty PCI bus against simulated GPUs.
+TEST(CheckEndToEnd, OkLinesSayWhatWasActuallyChecked) {
+  json simulated = Parse(Gpudoctor("--json check --no-logs --simulate " + Example("healthy-8xh100.toml")).output);
+  std::map<std::string, std::string> summaries;
+  for (const auto& f : simulated["findings"]) summaries[f["id"]] = f["summary"];
+  EXPECT_EQ(summaries["nvml_hang"], "The simulated NVML answered every call in time");
+  EXPECT_FALSE(summaries.count("gpu_missing")) << summaries["gpu_missing"];
+  bool host_note = false;
+  for (const auto& source : simulated["sources"])
+    host_note |= source["source"] == "host signals" &&
+                 source["detail"].get<std::string>().find("not held against the simulated GPUs") != std::string::npos;
+  EXPECT_TRUE(host_note) << simulated["sources"];
+
+  json captured = Parse(Gpudoctor("--json check --from-smi " + Sample("011.txt")).output);
+  for (const auto& f : captured["findings"]) {
+    if (f["id"] == "nvml_hang") {
+      EXPECT_EQ(f["summary"], "nvidia-smi answered when the capture was taken; nothing was called here");
+    }
+  }
+}
+
+// The agent watched GPU 6 stuck at 100% for longer than one look can see:
+// check reports it, with its age; without the history it says the trend
+// checks need the agent; a history the agent stopped writing is a warning.
+TEST(CheckEndToEnd, TheAgentsOpenFindingsJoinCheck) {
+  TempDir dir;
+  const std::string db = dir.path() + "/history.db";
+  const std::string config = dir.path() + "/agent.toml";
+  std::ofstream(config) << "[detectors.utilization_stuck]\nafter = \"2s\"\n";
+  Gpudoctor("--config " + config + " --simulate " + Example("utilization-stuck.toml") +
+            " agent --interval 1s --duration 5s --listen 127.0.0.1:0 --log none --db " + db);
+  const std::string check = "--json check --no-host --no-logs --simulate " + Example("utilization-stuck.toml");
+
+  auto result = Gpudoctor(check + " --db " + db);
+  EXPECT_EQ(result.exit_code, 1) << result.output;
+  json with_history = Parse(result.output);
+  bool stuck = false;
+  for (const auto& f : with_history["findings"]) {
+    if (f["id"] != "utilization_stuck") continue;
+    stuck = true;
+    EXPECT_NE(f["summary"].get<std::string>().find("(agent: open for "), std::string::npos) << f;
+    EXPECT_NE(f["evidence"].back().get<std::string>().find("the agent's last sample"), std::string::npos) << f;
+  }
+  EXPECT_TRUE(stuck) << with_history["findings"];
+
+  json without = Parse(Gpudoctor(check + " --db " + dir.path() + "/none.db").output);
+  EXPECT_FALSE(HasProblem(without, "utilization_stuck"));
+  for (const auto& f : without["findings"]) {
+    if (f["id"] == "agent_history") {
+      EXPECT_EQ(f["summary"], "Trend checks not run: they need `gpudoctor agent` and its history") << f;
+    }
+  }
+
+  const std::string stale_config = dir.path() + "/stale.toml";
+  std::ofstream(stale_config) << "[rules.agent_history]\nstale_after = \"1s\"\n";
+  sleep(2);
+  json stale = Parse(Gpudoctor("--config " + stale_config + " " + check + " --db " + db).output);
+  EXPECT_TRUE(HasProblem(stale, "agent_history")) << stale["findings"];
+  EXPECT_FALSE(HasProblem(stale, "utilization_stuck")) << stale["findings"];
+}
+
+// `maintenance done` keeps upkeep in the history; check reports what is
+// overdue from it, and stops once the task is recorded again.
+TEST(MaintenanceEndToEnd, RecordsUpkeepAndCheckReportsWhatIsOverdue) {
+  TempDir dir;
+  const std::string db = dir.path() + "/history.db";
+  json schedule = Parse(Gpudoctor("--json maintenance --db " + db).output);
+  ASSERT_EQ(schedule["tasks"].size(), 3u) << schedule;
+  for (const auto& task : schedule["tasks"]) EXPECT_TRUE(task["last_recorded"].is_null()) << task;
+
+  auto unknown = testing::RunGpudoctor("maintenance done dusting --db " + db, testing::Stderr::kCapture);
+  EXPECT_EQ(unknown.exit_code, 64);
+  EXPECT_NE(unknown.output.find("dust_cleaning, "), std::string::npos) << unknown.output;
+  EXPECT_EQ(Gpudoctor("maintenance done dust_cleaning --at yesterday --db " + db).exit_code, 64);
+
+  auto done = Gpudoctor("--json maintenance done dust_cleaning --at 40d --note \"filters\" --db " + db);
+  ASSERT_EQ(done.exit_code, 0) << done.output;
+  EXPECT_EQ(Parse(done.output)["task"], "dust_cleaning");
+
+  const std::string check =
+      "--json check --no-host --no-logs --simulate " + Example("healthy-8xh100.toml") + " --db " + db;
+  auto overdue = Gpudoctor(check);
+  EXPECT_EQ(overdue.exit_code, 1) << overdue.output;
+  json findings = Parse(overdue.output)["findings"];
+  bool reported = false;
+  for (const auto& f : findings) {
+    if (f["id"] != "maintenance_due" || f["severity"] == "ok") continue;
+    reported = true;
+    EXPECT_NE(f["summary"].get<std::string>().find("40 days ago"), std::string::npos) << f;
+  }
+  EXPECT_TRUE(reported) << findings;
+  schedule = Parse(Gpudoctor("--json maintenance --db " + db).output);
+  for (const auto& task : schedule["tasks"])
+    EXPECT_EQ(task["overdue"].get<bool>(), task["task"] == "dust_cleaning") << task;
+
+  ASSERT_EQ(Gpudoctor("maintenance done dust_cleaning --db " + db).exit_code, 0);
+  auto current = Gpudoctor(check);
+  EXPECT_EQ(current.exit_code, 0) << current.output;
+  EXPECT_FALSE(HasProblem(Parse(current.output), "maintenance_due"));
+}
+
+// `ack` records in the agent's history that an operator dealt with an
+// incident; the agent resolves it at its next sample and, the fault unchanged,
+// keeps it quiet rather than opening it again.
+TEST(AckEndToEnd, TheAgentResolvesAnAcknowledgedIncidentAndKeepsItQuiet) {
+  TempDir dir;
+  const std::string db = dir.path() + "/history.db";
+  const std::string agent = "--simulate " + Example("overheating.toml") +
+                            " agent --interval 1s --duration 3s --listen 127.0.0.1:0 --log none --db " + db;
+  ASSERT_EQ(Gpudoctor(agent).exit_code, 0);
+  json open = Parse(Gpudoctor("--json history --findings --open --since 1h --db " + db).output);
+  int64_t incident = -1;
+  for (const auto& f : open["findings"])
+    if (f["severity"] == "critical" && incident < 0) incident = f["incident_id"].get<int64_t>();
+  ASSERT_GE(incident, 0) << open;
+
+  auto missing = Gpudoctor("ack 99999 --db " + db);
+  EXPECT_EQ(missing.exit_code, 64) << missing.output;
+  auto acked = Gpudoctor("--json ack " + std::to_string(incident) + " --note \"fixed the CRAC\" --by alice --db " + db);
+  ASSERT_EQ(acked.exit_code, 0) << acked.output;
+  EXPECT_TRUE(Parse(acked.output)["acknowledged"].get<bool>()) << acked.output;
+
+  ASSERT_EQ(Gpudoctor(agent).exit_code, 0);  // the fault is unchanged
+  json all = Parse(Gpudoctor("--json history --findings --since 1h --db " + dir.path() + "/history.db").output);
+  bool resolved = false;
+  for (const auto& f : all["findings"]) {
+    if (f["incident_id"] != incident) continue;
+    resolved = f["state"] == "resolved";
+    ASSERT_EQ(f["remediations"].size(), 1u) << f;
+    EXPECT_EQ(f["remediations"][0]["kind"], "ack");
+    EXPECT_EQ(f["remediations"][0]["by"], "alice");
+    EXPECT_EQ(f["remediations"][0]["note"], "fixed the CRAC");
+  }
+  EXPECT_TRUE(resolved) << all;
+  json reopened = Parse(Gpudoctor("--json history --findings --open --since 1h --db " + db).output);
+  for (const auto& f : reopened["findings"]) EXPECT_NE(f["incident_id"], incident) << f;
+  EXPECT_EQ(reopened["findings"].size(), open["findings"].size() - 1) << reopened;
+
+  auto again = Gpudoctor("ack " + std::to_string(incident) + " --db " + db);
+  EXPECT_EQ(again.exit_code, 0);
+  EXPECT_NE(again.output.find("Nothing to acknowledge"), std::string::npos) << again.output;
+}
+
+// `explain` knows every finding id, not only the log's event kinds, with the
+// thresholds the config in force gives it.
+TEST(ExplainEndToEnd, EveryFindingIdIsExplainedWithItsConfiguredSettings) {
+  TempDir dir;
+  const std::string config = dir.path() + "/site.toml";
+  std::ofstream(config) << "[rules.temperature_high]\nwarning_c = 70\n";
+  auto rule = Gpudoctor("--json --config " + config + " explain temperature_high");
+  ASSERT_EQ(rule.exit_code, 0) << rule.output;
+  json info = Parse(rule.output);
+  EXPECT_EQ(info["settings"]["warning_c"], "70");
+  EXPECT_EQ(info["category"], "thermal");
+  EXPECT_FALSE(info["actions"].empty());
+  for (const std::string id : {"facility_cooling", "xid_burst", "xid_recurring", "remediation_repeated",
+                               "utilization_stuck", "history_store_failing", "maintenance_due", "agent_history"}) {
+    auto result = Gpudoctor("--json explain " + id);
+    EXPECT_EQ(result.exit_code, 0) << id << result.output;
+    EXPECT_EQ(Parse(result.output)["id"], id);
+  }
+  EXPECT_EQ(Gpudoctor("explain gpu_off_bus").exit_code, 0);  // an event kind, as before
+  EXPECT_EQ(Gpudoctor("explain no_such_thing").exit_code, 64);
+}
+
+// A command's --help shows the options every command takes.
+TEST(HelpEndToEnd, CheckHelpShowsTheOptionsThatApplyToIt) {
+  auto help = Gpudoctor("check --help");
+  EXPECT_EQ(help.exit_code, 0);
+  for (const char* option : {"--simulate", "--json", "--config", "--from-smi", "--db"})
+    EXPECT_NE(help.output.find(option), std::string::npos) << option << "\n" << help.output;
+}
+
 // ---- triage --------------------------------------------------------------------
 
 json Triage(const std::string& arguments) { return Parse(Gpudoctor("--json triage --no-host --no-logs " + arguments).output); }
@@ -191,6 +366,14 @@ TEST(TriageEndToEnd, FallenOffTheBusNeedsHardwareService) {
   for (const auto& r : verdict["ruled_out"])
     if (r["cause"] == "thermal") thermal_ruled_out = !r["evidence"].empty();
   EXPECT_TRUE(thermal_ruled_out) << verdict["ruled_out"];
+}
+
+// "8 GPU(s), 7 readable" and "All 8 GPUs readable" in one answer contradict each other.
+TEST(TriageEndToEnd, ALostGpuIsNeverCountedReadable) {
+  auto result = Gpudoctor("--color never triage --no-host --no-logs --simulate " + Example("gpu-fallen-off-bus.toml"));
+  EXPECT_NE(result.output.find("8 GPU(s), 7 readable"), std::string::npos) << result.output;
+  EXPECT_NE(result.output.find("7 of 8 GPUs readable (GPU 3 lost)"), std::string::npos) << result.output;
+  EXPECT_EQ(result.output.find("All 8 GPUs readable"), std::string::npos) << result.output;
 }
 
 TEST(TriageEndToEnd, HealthyServerHasNoCause) {

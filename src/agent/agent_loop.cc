@@ -6,6 +6,8 @@
 #include <fmt/format.h>
 
 #include "common/text.h"
+#include "health/correlate/correlate.h"
+#include "health/maintenance.h"
 #include "health/rules.h"
 #include "host/host_signals.h"
 #include "logs/catalog.h"
@@ -17,17 +19,24 @@ AgentLoop::AgentLoop(AgentLoopParts parts, AgentConfig config)
       config_(std::move(config)),
       detectors_(config_.trends),
       grader_(LogCatalog::Builtin()) {
-  parts_.history.set_events_window(EventWindow());
+  parts_.history.set_events_window(HistoryWindow());
+  parts_.history.set_remediations_window(HistoryWindow());
 }
 
 void AgentLoop::Reconfigure(AgentConfig config) {
   config_ = std::move(config);
   detectors_.Reconfigure(config_.trends);
-  parts_.history.set_events_window(EventWindow());
+  parts_.history.set_events_window(HistoryWindow());
+  parts_.history.set_remediations_window(HistoryWindow());
 }
 
 Duration AgentLoop::EventWindow() const {
   return std::max(config_.health.thresholds.xid_recent.window, config_.health.thresholds.log_errors.window);
+}
+
+Duration AgentLoop::HistoryWindow() const {
+  const EscalationConfig& escalation = config_.health.escalation;
+  return std::max({EventWindow(), escalation.lookback, escalation.remediation_window});
 }
 
 void AgentLoop::RunCycle() {
@@ -39,6 +48,7 @@ void AgentLoop::RunCycle() {
   parts_.source.CollectInto(*snapshot);
   const WallTime now = parts_.clock.Now();
   HostSignals host = CollectHostSignals(config_.health.host, parts_.host);
+  blocked_tasks_.Observe(host, now);
 
   // What an earlier run kept comes back once, when the history opens.
   const StoreHealth before = parts_.history.health();
@@ -60,23 +70,35 @@ void AgentLoop::RunCycle() {
   }
   AddEvents(arrived, now);
 
+  // The agent judges the GPU count it learned; overdue upkeep is check's matter.
+  HostHistory host_history;
+  if (const auto& learned = parts_.history.learned_gpu_count()) {
+    host_history.learned_gpu_count = learned->count;
+    host_history.gpu_count_learned_at = learned->learned_at;
+  }
   HealthInput input{.snapshot = snapshot.get(),
                     .previous = previous_.get(),
                     .host = &host,
                     .log_events = parts_.log ? &recent_log_events_ : nullptr,
                     .nvml_xid_events = &recent_nvml_xids_,
                     .event_grader = &grader_,
+                    .blocked_task_watch = &blocked_tasks_,
+                    .host_history = &host_history,
                     .now = now};
   std::vector<Finding> findings = EvaluateRules(input, config_.health);
   detectors_.Observe(*snapshot, now);
   for (Finding& finding : detectors_.Evaluate(now)) findings.push_back(std::move(finding));
+  for (Finding& finding : Escalate(EscalationInputFor(*snapshot, now), config_.health.escalation))
+    findings.push_back(std::move(finding));
+  findings = Correlate(std::move(findings), input, config_.health);
   std::erase_if(findings, [](const Finding& f) { return f.severity == Severity::kOk; });
 
   // Incidents are decided now, whether or not the store takes them.
   std::vector<FindingTransition> transitions =
       parts_.history.Record(*snapshot, std::move(findings), arrived, now);
+  parts_.history.LearnGpuCount(HealthyGpuCount(*snapshot, host), now);
   NoteStoreChange(before, parts_.history.health());
-  parts_.alerts.Submit(transitions);
+  parts_.alerts.Submit(transitions, parts_.history.open_incidents());
 
   parts_.state.PublishSnapshot(snapshot);
   parts_.state.SetOpenFindings(parts_.history.open_incidents());
@@ -86,11 +108,36 @@ void AgentLoop::RunCycle() {
 }
 
 void AgentLoop::AddEvents(RecentEvents events, WallTime now) {
-  for (XidEvent& xid : events.nvml_xids) recent_nvml_xids_.push_back(xid);
-  for (LogEvent& event : events.log) recent_log_events_.push_back(std::move(event));
-  const WallTime oldest = now - EventWindow();
+  for (XidEvent& xid : events.nvml_xids) {
+    escalation_nvml_xids_.push_back(xid);
+    recent_nvml_xids_.push_back(xid);
+  }
+  for (LogEvent& event : events.log) {
+    if (event.time && (event.kind == "xid" || event.kind == "driver_loaded")) escalation_log_events_.push_back(event);
+    recent_log_events_.push_back(std::move(event));
+  }
+  const WallTime oldest = now - EventWindow(), oldest_kept = now - HistoryWindow();
   std::erase_if(recent_nvml_xids_, [&](const XidEvent& e) { return e.time < oldest; });
   std::erase_if(recent_log_events_, [&](const LogEvent& e) { return e.time && *e.time < oldest; });
+  std::erase_if(escalation_nvml_xids_, [&](const XidEvent& e) { return e.time < oldest_kept; });
+  std::erase_if(escalation_log_events_, [&](const LogEvent& e) { return *e.time < oldest_kept; });
+}
+
+EscalationInput AgentLoop::EscalationInputFor(const Snapshot& snapshot, WallTime now) const {
+  EscalationInput input{.xids = XidRecordsFrom(snapshot, escalation_log_events_, escalation_nvml_xids_),
+                        .restarts = DriverLoads(escalation_log_events_),
+                        .event_grader = &grader_,
+                        .now = now};
+  for (const BootRecord& boot : parts_.history.boots())
+    input.restarts.push_back({boot.booted_at, std::nullopt, "reboot (boot id " + boot.boot_id + ")"});
+  for (const Remediation& remediation : parts_.history.remediations()) {
+    input.remediations.push_back({remediation.at, remediation.gpu, DescribeRemediation(remediation)});
+    if (remediation.gpu_reset && remediation.gpu) {
+      input.restarts.push_back(
+          {remediation.at, remediation.gpu, fmt::format("GPU reset recorded with acknowledgement {}", remediation.id)});
+    }
+  }
+  return input;
 }
 
 void AgentLoop::NoteStoreChange(const StoreHealth& before, const StoreHealth& after) {

@@ -1,11 +1,12 @@
 // AgentLoop: one sampling cycle of `gpudoctor agent`, run every interval.
 //
 // A cycle collects a snapshot (the hang-proof probe), the host signals and
-// the kernel-log events that arrived, runs the rules and trend detectors,
-// hands the findings to the HistoryRecorder (which decides the incidents at
-// once and writes the history when the disk lets it), sends alerts for the
-// incidents that opened, changed or resolved, and publishes the new state to
-// the HTTP server.
+// the kernel-log events that arrived, runs the rules, trend detectors and
+// escalations over the history, tells one story per incident (the
+// correlation step), hands the findings to the HistoryRecorder (which decides
+// the incidents at once and writes the history when the disk lets it), sends
+// alerts for the incidents that opened, changed or resolved, and publishes
+// the new state to the HTTP server.
 //
 // Events stay in the rules' windows across cycles and, through the history,
 // across restarts: an Xid NVML delivered an hour ago is still judged by
@@ -28,7 +29,9 @@
 #include "agent/history_recorder.h"
 #include "agent/kernel_log_follower.h"
 #include "common/clock.h"
+#include "health/blocked_task_watch.h"
 #include "health/catalog_event_grader.h"
+#include "health/correlate/escalate.h"
 #include "health/detectors/trend_detectors.h"
 #include "health/health_config.h"
 #include "host/host_env.h"
@@ -71,18 +74,25 @@ class AgentLoop {
 
  private:
   Duration EventWindow() const;
-  // Adds events to the rules' windows and drops those older than EventWindow().
+  // The history the escalations read: their lookback, at least the rules' windows.
+  Duration HistoryWindow() const;
+  // Adds events to the rules' windows (and the escalations' Xids and driver
+  // loads to theirs) and drops those older than the windows.
   void AddEvents(RecentEvents events, WallTime now);
+  EscalationInput EscalationInputFor(const Snapshot& snapshot, WallTime now) const;
   void NoteStoreChange(const StoreHealth& before, const StoreHealth& after);
 
   AgentLoopParts parts_;
   AgentConfig config_;
   TrendDetectors detectors_;
   CatalogEventGrader grader_;
+  BlockedTaskWatch blocked_tasks_;  // how long the host's tasks have been blocked, across cycles
   std::shared_ptr<Snapshot> previous_;
   std::shared_ptr<Snapshot> spare_;  // the one before previous_, for the next cycle to refill
   std::vector<LogEvent> recent_log_events_;  // over EventWindow()
   std::vector<XidEvent> recent_nvml_xids_;   // over EventWindow()
+  std::vector<LogEvent> escalation_log_events_;  // Xids and driver loads over HistoryWindow()
+  std::vector<XidEvent> escalation_nvml_xids_;   // over HistoryWindow()
 };
 
 }  // namespace gpudoctor

@@ -44,14 +44,23 @@ AgentConfig XidWindowConfig(Duration window) {
 
 // One agent run over a shared history; a second run is a restart.
 struct AgentRun {
-  AgentRun(FakeClock& clock, std::shared_ptr<HistoryStore> store, Duration window)
+  AgentRun(FakeClock& clock, std::shared_ptr<HistoryStore> store, Duration window,
+           std::optional<BootRecord> boot = std::nullopt)
       : source(clock),
-        history([store]() -> Result<std::shared_ptr<HistoryStore>> { return store; }, {.path = "history.db"}),
+        history([store]() -> Result<std::shared_ptr<HistoryStore>> { return store; },
+                {.path = "history.db", .boot = std::move(boot)}),
         state(clock.Now()),
         alerts(clock),
         host(scratch.File(""), commands),
         loop({.source = source, .history = history, .state = state, .alerts = alerts, .host = host, .clock = clock},
              XidWindowConfig(window)) {}
+
+  // The open incident with this id (and subject), or nullopt.
+  std::optional<StoredFinding> Open(std::string_view id, std::string_view subject = "") const {
+    for (const StoredFinding& open : state.OpenFindings())
+      if (open.finding.id == id && (subject.empty() || open.finding.subject == subject)) return open;
+    return std::nullopt;
+  }
 
   bool XidOpen(uint64_t xid) const {
     for (const StoredFinding& open : state.OpenFindings()) {
@@ -97,6 +106,35 @@ TEST(AgentLoop, AnNvmlXidStaysInItsWindowAcrossSamplesAndRestarts) {
   }
 }
 
+// The fixture tree holds tasks in D state and the kernel's 120 s hung-task
+// timeout. Seen blocked in every cycle, they are hung once blocked that
+// long, never before: a single sighting proves nothing.
+TEST(AgentLoop, TasksBlockedAcrossCyclesForTheKernelsTimeoutAreHung) {
+  FakeClock clock;
+  NoCommands commands;
+  ScriptedSource source(clock);
+  std::shared_ptr<HistoryStore> store = std::make_shared<MemoryHistoryStore>();
+  HistoryRecorder history([store]() -> Result<std::shared_ptr<HistoryStore>> { return store; }, {.path = "history.db"});
+  AgentState state(clock.Now());
+  AlertHub alerts(clock);
+  LinuxHostEnv host(std::string(GPUDOCTOR_SOURCE_DIR) + "/testdata/host/hung_tasks", commands);
+  AgentLoop loop({.source = source, .history = history, .state = state, .alerts = alerts, .host = host, .clock = clock},
+                 XidWindowConfig(1h));
+  auto open = [&](std::string_view id) {
+    const std::vector<StoredFinding> findings = state.OpenFindings();
+    return std::any_of(findings.begin(), findings.end(), [&](const StoredFinding& f) { return f.finding.id == id; });
+  };
+  for (int cycle = 0; cycle < 4; ++cycle) {  // 0 s to 90 s
+    loop.RunCycle();
+    EXPECT_FALSE(open("driver_hang")) << "after " << cycle * 30 << " s";
+    EXPECT_FALSE(open("host_hung_tasks")) << "after " << cycle * 30 << " s";
+    clock.Advance(30s);
+  }
+  loop.RunCycle();  // 120 s
+  EXPECT_TRUE(open("driver_hang"));
+  EXPECT_TRUE(open("host_hung_tasks"));
+}
+
 TEST(AgentLoop, FindingsAndStoreHealthReachTheStateWhenTheHistoryCannotBeOpened) {
   FakeClock clock;
   NoCommands commands;
@@ -130,6 +168,103 @@ TEST(AgentLoop, FindingsAndStoreHealthReachTheStateWhenTheHistoryCannotBeOpened)
   ASSERT_EQ(notes.size(), 1u);
   EXPECT_NE(notes[0].find("/full/history.db is failing (cannot open it: unable to open)"), std::string::npos)
       << notes[0];
+}
+
+// Three boots, each with the same Xid on GPU 1: it outlived two reboots, so
+// the agent escalates to a hardware inspection, and the Xid's own finding is
+// told as part of it. The reboots that came while it was critical count as
+// remediations.
+TEST(AgentLoop, AnXidThatComesBackAfterTwoRebootsEscalatesAndLeadsItsStory) {
+  FakeClock clock;
+  auto store = std::make_shared<MemoryHistoryStore>();
+  for (int boot = 0; boot < 3; ++boot) {
+    AgentRun run(clock, store, 1h, BootRecord{"boot-" + std::to_string(boot), clock.Now() - 2min});
+    run.source.next_xids = {{.gpu_index = 1, .xid = 79, .time = clock.Now()}};
+    run.loop.RunCycle();
+    if (boot < 2) {
+      EXPECT_FALSE(run.Open("xid_recurring")) << "after " << boot << " reboots";
+      clock.Advance(3h);  // past the Xid's hour: the next boot starts afresh
+      continue;
+    }
+    std::optional<StoredFinding> recurring = run.Open("xid_recurring", "79");
+    ASSERT_TRUE(recurring) << "no escalation after two reboots";
+    EXPECT_EQ(recurring->finding.severity, Severity::kCritical);
+    EXPECT_EQ(recurring->finding.gpu->index, 1u);
+    EXPECT_EQ(recurring->finding.summary, "Xid 79 on GPU 1 came back after 2 restarts: inspect the hardware");
+    std::optional<StoredFinding> xid = run.Open("xid_recent", "79");
+    ASSERT_TRUE(xid);
+    EXPECT_EQ(xid->finding.part_of, recurring->key);
+  }
+  auto boots = store->QueryBoots(WallTime{}, WallTime::max());
+  ASSERT_TRUE(boots.ok());
+  EXPECT_EQ(boots->size(), 3u);
+  auto remediations = store->QueryRemediations({.from = WallTime{}, .until = WallTime::max()});
+  ASSERT_TRUE(remediations.ok());
+  // The agent was down when each Xid left its window, so each reboot found the
+  // previous boot's Xid still open and critical: a remediation.
+  EXPECT_EQ(remediations->size(), 2u);
+}
+
+TEST(AgentLoop, ARebootWhileACriticalFindingIsOpenIsARemediation) {
+  FakeClock clock;
+  auto store = std::make_shared<MemoryHistoryStore>();
+  {
+    AgentRun run(clock, store, 1h, BootRecord{"boot-0", clock.Now() - 1h});
+    run.source.next_xids = {{.gpu_index = 0, .xid = 79, .time = clock.Now()}};
+    run.loop.RunCycle();
+    ASSERT_TRUE(run.Open("xid_recent", "79"));
+  }
+  clock.Advance(10min);
+  AgentRun rebooted(clock, store, 1h, BootRecord{"boot-1", clock.Now() - 1min});
+  rebooted.loop.RunCycle();
+  ASSERT_EQ(rebooted.history.remediations().size(), 1u);
+  const Remediation& reboot = rebooted.history.remediations().front();
+  EXPECT_EQ(reboot.kind, Remediation::Kind::kReboot);
+  EXPECT_EQ(reboot.at, clock.Now() - 1min);
+  EXPECT_EQ(reboot.gpu->index, 0u);
+  EXPECT_EQ(reboot.severity, Severity::kCritical);
+}
+
+// gpudoctor ack writes a remediation into the history; the agent resolves
+// the incident at its next sample and keeps it quiet until a new Xid.
+TEST(AgentLoop, AnAcknowledgementInTheHistoryResolvesTheIncidentUntilTheFaultReturns) {
+  FakeClock clock;
+  auto store = std::make_shared<MemoryHistoryStore>();
+  AgentRun run(clock, store, 1h);
+  run.source.next_xids = {{.gpu_index = 1, .xid = 48, .time = clock.Now()}};
+  run.loop.RunCycle();
+  std::optional<StoredFinding> xid = run.Open("xid_recent", "48");
+  ASSERT_TRUE(xid);
+
+  clock.Advance(5s);
+  ASSERT_TRUE(store
+                  ->RecordRemediation({.kind = Remediation::Kind::kAck,
+                                       .at = clock.Now(),
+                                       .incident_id = xid->incident_id,
+                                       .incident_key = xid->key,
+                                       .severity = xid->finding.severity,
+                                       .gpu = xid->finding.gpu,
+                                       .actor = "alice",
+                                       .note = "drained and reset"})
+                  .ok());
+  clock.Advance(5s);
+  run.loop.RunCycle();
+  EXPECT_FALSE(run.Open("xid_recent", "48")) << "the acknowledged incident is still open";
+  auto stored = store->QueryFindings({.from = WallTime{}, .until = WallTime::max()});
+  ASSERT_TRUE(stored.ok());
+  ASSERT_EQ(stored->size(), 1u);
+  EXPECT_EQ(stored->front().resolved_at, clock.Now() - 5s);
+  for (int cycle = 0; cycle < 3; ++cycle) {
+    clock.Advance(5s);
+    run.loop.RunCycle();
+    EXPECT_FALSE(run.Open("xid_recent", "48")) << "it opened again without a new Xid";
+  }
+
+  run.source.next_xids = {{.gpu_index = 1, .xid = 48, .time = clock.Now()}};
+  run.loop.RunCycle();
+  std::optional<StoredFinding> again = run.Open("xid_recent", "48");
+  ASSERT_TRUE(again) << "a new Xid after the acknowledgement opens a new incident";
+  EXPECT_GT(again->incident_id, xid->incident_id);
 }
 
 }  // namespace

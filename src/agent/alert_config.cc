@@ -12,7 +12,7 @@ namespace gpudoctor {
 namespace {
 
 // The keys each table may hold; ParseAlertConfig rejects any other.
-constexpr std::string_view kAlertsKeys[] = {"dry_run", "min_interval", "webhook", "syslog", "exec"};
+constexpr std::string_view kAlertsKeys[] = {"dry_run", "min_interval", "group_wait", "webhook", "syslog", "exec"};
 constexpr std::string_view kWebhookKeys[] = {"url", "timeout", "attempts", "backoff", "max_backoff", "headers"};
 constexpr std::string_view kSyslogKeys[] = {"enabled", "facility"};
 constexpr std::string_view kExecKeys[] = {"argv", "timeout"};
@@ -145,6 +145,7 @@ Result<AlertConfig> ReadAlerts(const toml::table& alerts) {
   GPUDOCTOR_TRY(reader.OnlyKeys(kAlertsKeys));
   GPUDOCTOR_TRY(reader.Bool("dry_run", config.dry_run));
   GPUDOCTOR_TRY(reader.Time("min_interval", config.min_interval));
+  GPUDOCTOR_TRY(reader.Time("group_wait", config.group_wait));
 
   Result<std::vector<const toml::table*>> webhooks = reader.Tables("webhook");
   if (!webhooks) return webhooks.error();

@@ -3,6 +3,7 @@
 //   [alerts]
 //   dry_run = false
 //   min_interval = "5m"              # per finding
+//   group_wait = "15s"               # a new finding waits for a root cause
 //
 //   [[alerts.webhook]]
 //   url = "http://alerts.example:8080/gpudoctor"
@@ -37,6 +38,8 @@ namespace gpudoctor {
 struct AlertConfig {
   bool dry_run = false;
   Duration min_interval = std::chrono::minutes(5);
+  // A new finding waits this long for a root cause to take it in (AlertGrouper).
+  Duration group_wait = std::chrono::seconds(15);
   std::vector<WebhookOptions> webhooks;
   std::optional<SyslogOptions> syslog;
   std::vector<ExecHookOptions> exec_hooks;

@@ -129,6 +129,7 @@ const std::map<std::string, std::string>& SettingValues() {
   static const std::map<std::string, std::string> values = {
       {"alerts.dry_run", "true"},
       {"alerts.min_interval", "\"7m\""},
+      {"alerts.group_wait", "\"25s\""},
       {"alerts.webhook.url", "\"https://alerts.example:8443/hook/Zq8-SECRET-1?key=Zq8-SECRET-2#Zq8-SECRET-3\""},
       {"alerts.webhook.timeout", "\"7s\""},
       {"alerts.webhook.attempts", "17"},

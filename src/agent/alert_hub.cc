@@ -19,6 +19,7 @@ void Accumulate(AlertCounters& total, const AlertCounters& more) {
     }
   }
   total.suppressed += more.suppressed;
+  total.grouped += more.grouped;
   total.dropped += more.dropped;
 }
 
@@ -32,6 +33,7 @@ Status AlertHub::Configure(const AlertConfig& config, bool force_dry_run, const 
   auto sinks = MakeAlertSinks(config);
   if (!sinks) return sinks.error();
   Replace(std::move(*sinks), {.min_interval = config.min_interval,
+                              .group_wait = config.group_wait,
                               .dry_run = config.dry_run || force_dry_run,
                               .hostname = hostname});
   return {};
@@ -51,13 +53,13 @@ void AlertHub::Replace(std::vector<std::unique_ptr<AlertSink>> sinks, AlertDispa
   if (old) Retire(std::move(old));
 }
 
-void AlertHub::Submit(const std::vector<FindingTransition>& transitions) {
+void AlertHub::Submit(const std::vector<FindingTransition>& transitions, std::span<const StoredFinding> open) {
   std::shared_ptr<AlertDispatcher> current;
   {
     std::lock_guard lock(mutex_);
     current = current_;
   }
-  if (current) current->Submit(transitions);
+  if (current) current->Submit(transitions, open);
 }
 
 AlertCounters AlertHub::Counters() const {

@@ -8,7 +8,7 @@
 //
 //   AlertHub alerts(SystemClock::Instance());
 //   Status configured = alerts.Configure(config, /*force_dry_run=*/false, hostname);
-//   alerts.Submit(transitions);                   // the sampling loop
+//   alerts.Submit(transitions, open_incidents);   // the sampling loop
 //   AlertCounters counters = alerts.Counters();   // any thread
 //   alerts.Stop();                                // shutdown
 #pragma once
@@ -45,7 +45,7 @@ class AlertHub {
 
   // Configure, Replace, Submit and Stop are called from one thread, the
   // sampling loop's; Counters from any.
-  void Submit(const std::vector<FindingTransition>& transitions);
+  void Submit(const std::vector<FindingTransition>& transitions, std::span<const StoredFinding> open = {});
   AlertCounters Counters() const;
   // Drains and stops the current dispatcher; later Submits are dropped. Idempotent.
   void Stop();

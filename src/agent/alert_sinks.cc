@@ -122,7 +122,7 @@ std::optional<int> FacilityFromName(std::string_view name) {
 }
 
 int PriorityFor(const Alert& alert) {
-  if (alert.transition.kind == FindingTransition::Kind::kResolved) return LOG_NOTICE;
+  if (ClosesIncident(alert.transition.kind)) return LOG_NOTICE;
   switch (alert.transition.incident.finding.severity) {
     case Severity::kCritical:
       return LOG_CRIT;
@@ -151,10 +151,10 @@ class SyslogSink final : public AlertSink {
   Status Deliver(const Alert& alert) override {
     std::string message = "finding " + AlertLine(alert);
     const Finding& f = alert.transition.incident.finding;
-    if (alert.transition.kind != FindingTransition::Kind::kResolved && !f.cause.empty()) {
+    if (!ClosesIncident(alert.transition.kind) && !f.cause.empty()) {
       message += " | cause: " + f.cause;
     }
-    if (alert.transition.kind != FindingTransition::Kind::kResolved && !f.actions.empty()) {
+    if (!ClosesIncident(alert.transition.kind) && !f.actions.empty()) {
       message += " | action: " + f.actions.front();
     }
     std::replace(message.begin(), message.end(), '\n', ' ');

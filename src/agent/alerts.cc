@@ -34,8 +34,8 @@ std::string AlertLine(const Alert& alert) {
 // ---- AlertRateLimiter ---------------------------------------------------
 
 bool AlertRateLimiter::SameState(const Entry& entry, const FindingTransition& transition) {
-  const bool entry_open = entry.last_kind != FindingTransition::Kind::kResolved;
-  const bool transition_open = transition.kind != FindingTransition::Kind::kResolved;
+  const bool entry_open = !ClosesIncident(entry.last_kind);
+  const bool transition_open = !ClosesIncident(transition.kind);
   if (entry_open != transition_open) return false;
   return !entry_open || entry.last_severity == transition.incident.finding.severity;
 }
@@ -76,7 +76,7 @@ std::vector<Alert> AlertRateLimiter::Due(std::string_view hostname, WallTime now
       entry.held.reset();
     }
     const bool quiet =
-        interval_passed && !entry.held && entry.last_kind == FindingTransition::Kind::kResolved;
+        interval_passed && !entry.held && ClosesIncident(entry.last_kind);
     it = quiet ? entries_.erase(it) : std::next(it);
   }
   return due;
@@ -84,6 +84,52 @@ std::vector<Alert> AlertRateLimiter::Due(std::string_view hostname, WallTime now
 
 void AlertRateLimiter::TakeFindingsFrom(AlertRateLimiter& previous) {
   entries_ = std::exchange(previous.entries_, {});
+}
+
+// ---- AlertGrouper -----------------------------------------------------------
+
+std::vector<FindingTransition> AlertGrouper::Pass(const std::vector<FindingTransition>& transitions,
+                                                  std::span<const StoredFinding> open, WallTime now) {
+  std::vector<FindingTransition> announce;
+  for (const FindingTransition& transition : transitions) {
+    const std::string& key = transition.incident.key;
+    if (announced_.contains(key)) {
+      announce.push_back(transition);
+      if (ClosesIncident(transition.kind)) announced_.erase(key);
+    } else if (ClosesIncident(transition.kind)) {
+      held_.erase(key);  // never announced: there is nothing to take back
+    } else if (auto held = held_.find(key); held != held_.end()) {
+      held->second.opened.incident = transition.incident;
+    } else if (transition.kind == FindingTransition::Kind::kOpened) {
+      Hold(transition, now);
+    }
+  }
+  for (const StoredFinding& incident : open) {
+    if (auto held = held_.find(incident.key); held != held_.end()) {
+      held->second.opened.incident = incident;
+    } else if (!announced_.contains(incident.key) && incident.finding.part_of.empty()) {
+      Hold({FindingTransition::Kind::kOpened, incident}, now);  // left its root while still open
+    }
+  }
+  for (auto it = held_.begin(); it != held_.end();) {
+    if (now - it->second.since < group_wait_) {
+      ++it;
+      continue;
+    }
+    if (it->second.opened.incident.finding.part_of.empty()) {
+      announced_.insert(it->first);
+      announce.push_back(std::move(it->second.opened));
+    } else {
+      ++grouped_total_;
+    }
+    it = held_.erase(it);
+  }
+  return announce;
+}
+
+void AlertGrouper::TakeFindingsFrom(AlertGrouper& previous) {
+  held_ = std::exchange(previous.held_, {});
+  announced_ = std::exchange(previous.announced_, {});
 }
 
 // ---- SinkWorker -----------------------------------------------------------
@@ -190,7 +236,7 @@ class AlertDispatcher::SinkWorker {
 
 AlertDispatcher::AlertDispatcher(std::vector<std::unique_ptr<AlertSink>> sinks,
                                  AlertDispatcherOptions options, const Clock& clock)
-    : options_(std::move(options)), clock_(clock), limiter_(options_.min_interval) {
+    : options_(std::move(options)), clock_(clock), grouper_(options_.group_wait), limiter_(options_.min_interval) {
   if (!options_.log) {
     options_.log = [](std::string_view line) { fmt::print(stderr, "gpudoctor: {}\n", line); };
   }
@@ -208,13 +254,13 @@ AlertDispatcher::~AlertDispatcher() { Stop(); }
 
 void AlertDispatcher::Log(std::string_view line) const { options_.log(line); }
 
-void AlertDispatcher::Submit(const std::vector<FindingTransition>& transitions) {
+void AlertDispatcher::Submit(const std::vector<FindingTransition>& transitions, std::span<const StoredFinding> open) {
   std::vector<Alert> ready;
   {
     std::lock_guard lock(limiter_mutex_);
     const WallTime now = clock_.Now();
     ready = limiter_.Due(options_.hostname, now);
-    for (const FindingTransition& t : transitions) {
+    for (const FindingTransition& t : grouper_.Pass(transitions, open, now)) {
       if (std::optional<Alert> alert = limiter_.Offer(t, options_.hostname, now)) {
         ready.push_back(std::move(*alert));
       }
@@ -251,6 +297,7 @@ void AlertDispatcher::Stop(Duration drain) {
 void AlertDispatcher::TakeRateLimitsFrom(AlertDispatcher& previous) {
   std::scoped_lock lock(limiter_mutex_, previous.limiter_mutex_);
   limiter_.TakeFindingsFrom(previous.limiter_);
+  grouper_.TakeFindingsFrom(previous.grouper_);
 }
 
 AlertCounters AlertDispatcher::Counters() const {
@@ -261,6 +308,7 @@ AlertCounters AlertDispatcher::Counters() const {
   }
   std::lock_guard lock(limiter_mutex_);
   counters.suppressed = limiter_.suppressed_total();
+  counters.grouped = grouper_.grouped_total();
   return counters;
 }
 

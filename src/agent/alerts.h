@@ -1,7 +1,8 @@
 // Alerts: delivers finding transitions (opened, severity changed, resolved)
 // to the configured sinks, without ever blocking the sampling loop.
 //
-// Each finding is rate-limited on its own (AlertRateLimiter): during a storm
+// One incident pages once (AlertGrouper): findings that are part of a root
+// cause stay quiet. Each finding is rate-limited on its own (AlertRateLimiter): during a storm
 // of open/resolve flapping it alerts at most once per interval, and the last
 // state is always delivered once the interval has passed, so a receiver never
 // stays believing a finding is open when it has resolved. Each sink has its
@@ -10,7 +11,7 @@
 //
 //   AlertDispatcher alerts(std::move(sinks), {.min_interval = 5min, .hostname = host}, clock);
 //   Result<std::vector<FindingTransition>> t = store.UpsertFindings(findings, now);
-//   alerts.Submit(t ? *t : std::vector<FindingTransition>{});  // every evaluation
+//   alerts.Submit(t ? *t : std::vector<FindingTransition>{}, open_incidents);  // every evaluation
 #pragma once
 
 #include <chrono>
@@ -20,6 +21,8 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <set>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -93,8 +96,46 @@ class AlertRateLimiter {
   uint64_t suppressed_total_ = 0;
 };
 
+// One page per incident: a finding that is part of a root-cause finding
+// (Finding::part_of) is never announced on its own, and a newly opened
+// finding waits `group_wait` before it goes out, so that a root cause that
+// forms in the next samples can take it in. A finding announced before it
+// joined a root is followed to its end, so a receiver never keeps it open;
+// one that leaves its root while still open is announced then. Pure logic
+// over the times it is given.
+class AlertGrouper {
+ public:
+  explicit AlertGrouper(Duration group_wait) : group_wait_(group_wait) {}
+
+  // The transitions to announce now. `open`: the open incidents after
+  // `transitions`, when known; they carry the latest part_of of the findings
+  // held back and show a member that left its root.
+  std::vector<FindingTransition> Pass(const std::vector<FindingTransition>& transitions,
+                                      std::span<const StoredFinding> open, WallTime now);
+
+  // Findings never announced because they were part of another.
+  uint64_t grouped_total() const { return grouped_total_; }
+
+  // Continues the state of `previous` (a configuration reload).
+  void TakeFindingsFrom(AlertGrouper& previous);
+
+ private:
+  struct Held {
+    FindingTransition opened;  // with the latest state of its incident
+    WallTime since;
+  };
+
+  void Hold(const FindingTransition& opened, WallTime now) { held_.insert({opened.incident.key, {opened, now}}); }
+
+  Duration group_wait_;
+  std::map<std::string, Held> held_;  // by finding key
+  std::set<std::string> announced_;   // keys whose opening went out, until they close
+  uint64_t grouped_total_ = 0;
+};
+
 struct AlertDispatcherOptions {
   Duration min_interval = std::chrono::minutes(5);  // per finding; 0 disables the limit
+  Duration group_wait = Duration::zero();           // how long a new finding waits for a root cause
   bool dry_run = false;
   std::string hostname;
   size_t max_queue = 256;  // per sink; when full the oldest alert is dropped
@@ -111,8 +152,9 @@ class AlertDispatcher {
   AlertDispatcher& operator=(const AlertDispatcher&) = delete;
 
   // Call after every evaluation, with its transitions (often none: held
-  // alerts are released from here too). Never waits for a sink.
-  void Submit(const std::vector<FindingTransition>& transitions);
+  // alerts are released from here too) and the open incidents after them
+  // (AlertGrouper::Pass). Never waits for a sink.
+  void Submit(const std::vector<FindingTransition>& transitions, std::span<const StoredFinding> open = {});
 
   // Waits until every queued alert has been delivered or given up on.
   void Flush();
@@ -136,7 +178,8 @@ class AlertDispatcher {
   AlertDispatcherOptions options_;
   const Clock& clock_;
   std::vector<std::unique_ptr<SinkWorker>> workers_;
-  mutable std::mutex limiter_mutex_;
+  mutable std::mutex limiter_mutex_;  // guards grouper_ and limiter_
+  AlertGrouper grouper_;
   AlertRateLimiter limiter_;
 };
 

@@ -196,6 +196,125 @@ struct Dispatch {
   }
 };
 
+// ---- AlertGrouper: one page per incident -------------------------------------------
+
+FindingTransition OnGpu(Kind kind, std::string id, uint32_t gpu, std::string part_of = "",
+                        Severity severity = Severity::kCritical) {
+  FindingTransition t = Transition(kind, id, severity);
+  t.incident.finding.gpu->index = gpu;
+  t.incident.finding.gpu->uuid = "GPU-" + std::to_string(gpu);
+  t.incident.finding.part_of = std::move(part_of);
+  t.incident.key = FindingKey(t.incident.finding);
+  return t;
+}
+
+FindingTransition Root(Kind kind, std::string id) {
+  FindingTransition t = Transition(kind, id, Severity::kCritical);
+  t.incident.finding.gpu.reset();
+  t.incident.key = FindingKey(t.incident.finding);
+  return t;
+}
+
+std::vector<std::string> Keys(const std::vector<FindingTransition>& transitions) {
+  std::vector<std::string> keys;
+  for (const FindingTransition& t : transitions) keys.push_back(std::string(TransitionName(t.kind)) + " " + t.incident.key);
+  return keys;
+}
+
+std::vector<StoredFinding> Open(std::initializer_list<FindingTransition> transitions) {
+  std::vector<StoredFinding> open;
+  for (const FindingTransition& t : transitions) open.push_back(t.incident);
+  return open;
+}
+
+TEST(AlertGrouper, ARoomCoolingFailurePagesOnceForItsRoot) {
+  AlertGrouper grouper(seconds(0));
+  std::vector<FindingTransition> opened{Root(Kind::kOpened, "facility_cooling")};
+  for (uint32_t gpu = 0; gpu < 8; ++gpu) {
+    opened.push_back(OnGpu(Kind::kOpened, "temperature_high", gpu, "facility_cooling"));
+    opened.push_back(OnGpu(Kind::kOpened, "clock_throttle", gpu, "facility_cooling"));
+  }
+  EXPECT_EQ(Keys(grouper.Pass(opened, {}, kStart)), std::vector<std::string>{"opened facility_cooling"});
+  EXPECT_EQ(grouper.grouped_total(), 16u);
+}
+
+TEST(AlertGrouper, ANewFindingWaitsAndIsNeverSentWhenARootTakesItIn) {
+  AlertGrouper grouper(seconds(15));
+  const FindingTransition alone = OnGpu(Kind::kOpened, "xid_recent", 0);
+  EXPECT_TRUE(grouper.Pass({alone}, Open({alone}), kStart).empty());  // waits
+
+  // The next sample forms a burst: the first Xid is now part of it.
+  const FindingTransition root = Root(Kind::kOpened, "xid_burst");
+  FindingTransition joined = alone;
+  joined.incident.finding.part_of = "xid_burst";
+  const FindingTransition more = OnGpu(Kind::kOpened, "xid_recent", 1, "xid_burst");
+  EXPECT_TRUE(grouper.Pass({root, more}, Open({joined, root, more}), kStart + seconds(5)).empty());
+  EXPECT_EQ(Keys(grouper.Pass({}, Open({joined, root, more}), kStart + seconds(20))),
+            std::vector<std::string>{"opened xid_burst"});
+  EXPECT_EQ(grouper.grouped_total(), 2u);
+}
+
+TEST(AlertGrouper, AStandaloneFindingGoesOutOnceItsWaitIsOver) {
+  AlertGrouper grouper(seconds(15));
+  const FindingTransition alone = OnGpu(Kind::kOpened, "ecc_uncorrectable", 2);
+  EXPECT_TRUE(grouper.Pass({alone}, Open({alone}), kStart).empty());
+  EXPECT_TRUE(grouper.Pass({}, Open({alone}), kStart + seconds(10)).empty());
+  EXPECT_EQ(Keys(grouper.Pass({}, Open({alone}), kStart + seconds(15))),
+            std::vector<std::string>{"opened ecc_uncorrectable@GPU-2"});
+  // Its end is news.
+  EXPECT_EQ(Keys(grouper.Pass({OnGpu(Kind::kResolved, "ecc_uncorrectable", 2)}, {}, kStart + seconds(60))),
+            std::vector<std::string>{"resolved ecc_uncorrectable@GPU-2"});
+}
+
+TEST(AlertGrouper, AFindingThatResolvesWhileItWaitsIsNeverSent) {
+  AlertGrouper grouper(seconds(15));
+  grouper.Pass({OnGpu(Kind::kOpened, "temperature_high", 1)}, {}, kStart);
+  EXPECT_TRUE(grouper.Pass({OnGpu(Kind::kResolved, "temperature_high", 1)}, {}, kStart + seconds(5)).empty());
+  EXPECT_TRUE(grouper.Pass({}, {}, kStart + seconds(30)).empty());
+}
+
+TEST(AlertGrouper, AFindingSentBeforeItJoinedARootIsFollowedToItsEnd) {
+  AlertGrouper grouper(seconds(0));
+  const FindingTransition hot = OnGpu(Kind::kOpened, "temperature_high", 0);
+  ASSERT_EQ(grouper.Pass({hot}, Open({hot}), kStart).size(), 1u);
+  // Later most GPUs are hot: GPU 0 joins the facility finding.
+  FindingTransition joined = hot;
+  joined.incident.finding.part_of = "facility_cooling";
+  const FindingTransition root = Root(Kind::kOpened, "facility_cooling");
+  EXPECT_EQ(Keys(grouper.Pass({root}, Open({joined, root}), kStart + minutes(5))),
+            std::vector<std::string>{"opened facility_cooling"});
+  FindingTransition resolved = OnGpu(Kind::kResolved, "temperature_high", 0, "facility_cooling");
+  EXPECT_EQ(Keys(grouper.Pass({resolved}, Open({root}), kStart + minutes(30))),
+            std::vector<std::string>{"resolved temperature_high@GPU-0"});
+}
+
+TEST(AlertGrouper, AMemberLeftOnItsOwnWhenItsRootEndsIsAnnounced) {
+  AlertGrouper grouper(seconds(0));
+  const FindingTransition root = Root(Kind::kOpened, "facility_cooling");
+  const FindingTransition member = OnGpu(Kind::kOpened, "temperature_high", 4, "facility_cooling");
+  grouper.Pass({root, member}, Open({root, member}), kStart);
+  // The room is fixed, but GPU 4 stays hot: its own problem now.
+  FindingTransition alone = member;
+  alone.incident.finding.part_of.clear();
+  EXPECT_EQ(Keys(grouper.Pass({Root(Kind::kResolved, "facility_cooling")}, Open({alone}), kStart + minutes(10))),
+            (std::vector<std::string>{"resolved facility_cooling", "opened temperature_high@GPU-4"}));
+}
+
+TEST(AlertDispatcher, GroupsWithTheConfiguredWait) {
+  Dispatch d({.min_interval = seconds(0), .group_wait = seconds(15)});
+  const FindingTransition alone = OnGpu(Kind::kOpened, "xid_recent", 0);
+  const std::vector<StoredFinding> open = Open({alone});
+  d.dispatcher->Submit({alone}, open);
+  d.dispatcher->Flush();
+  EXPECT_TRUE(d.first->alerts().empty());
+  d.clock.Advance(seconds(15));
+  d.dispatcher->Submit({}, open);
+  d.dispatcher->Flush();
+  ASSERT_EQ(d.first->alerts().size(), 1u);
+  EXPECT_EQ(d.first->alerts()[0].transition.incident.key, alone.incident.key);
+  EXPECT_EQ(d.dispatcher->Counters().grouped, 0u);
+}
+
 TEST(AlertDispatcher, DeliversToEverySink) {
   Dispatch d;
   d.dispatcher->Submit({Transition(Kind::kOpened, "a"), Transition(Kind::kOpened, "b")});

@@ -35,6 +35,7 @@ WallTime TransitionTime(const FindingTransition& transition) {
     case FindingTransition::Kind::kOpened:
       return incident.opened_at;
     case FindingTransition::Kind::kResolved:
+    case FindingTransition::Kind::kAcknowledged:
       return incident.resolved_at.value_or(incident.last_seen);
     case FindingTransition::Kind::kSeverityChanged:
       return incident.last_seen;

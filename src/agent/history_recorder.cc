@@ -15,6 +15,7 @@ namespace gpudoctor {
 HistoryRecorder::HistoryRecorder(StoreOpener open, HistoryRecorderOptions options)
     : open_(std::move(open)), options_(std::move(options)) {
   health_.path = options_.path;
+  if (options_.boot) boots_.push_back(*options_.boot);
 }
 
 RecentEvents HistoryRecorder::Connect(WallTime now) {
@@ -42,6 +43,7 @@ RecentEvents HistoryRecorder::Connect(WallTime now) {
   auto restored = store->QueryEvents(now - options_.events_window, now + std::chrono::milliseconds(1));
   if (!restored) Failed("cannot read its recent events", restored.error(), now);
 
+  RecordBoot(*store, *open, now);
   IncidentTracker::Adoption adoption = incidents_.Adopt(std::move(*open), *last_id, now);
   for (const auto& [provisional, id] : adoption.renumbered) {
     auto node = pending_incidents_.extract(provisional);
@@ -52,6 +54,9 @@ RecentEvents HistoryRecorder::Connect(WallTime now) {
   }
   QueueIncidents(incidents_.Touched());
   for (FindingTransition& transition : adoption.resolved) adopted_transitions_.push_back(std::move(transition));
+  LoadRemediations(*store, now);
+  if (auto learned = store->QueryLearnedGpuCount()) learned_gpu_count_ = *learned;
+  else Failed("cannot read the learned GPU count", learned.error(), now);
   {
     std::lock_guard lock(store_mutex_);
     store_ = std::move(store);
@@ -82,6 +87,10 @@ std::vector<FindingTransition> HistoryRecorder::Record(const Snapshot& snapshot,
   if (!health_.ok) findings.push_back(FailingFinding());
 
   std::vector<FindingTransition> transitions = std::exchange(adopted_transitions_, {});
+  if (store_) {
+    for (FindingTransition& transition : ApplyNewRemediations(*store_, now)) transitions.push_back(std::move(transition));
+  }
+  ForgetOldRemediations(now);
   for (FindingTransition& transition : incidents_.Update(findings, now)) transitions.push_back(std::move(transition));
   QueueIncidents(incidents_.Touched());
   if (store_) FlushIncidents(*store_, now);
@@ -108,9 +117,91 @@ size_t HistoryRecorder::Flush(WallTime now) {
   return health_.queued;
 }
 
+void HistoryRecorder::LearnGpuCount(std::optional<uint32_t> healthy_count, WallTime now) {
+  if (!store_ || learned_gpu_count_ || !healthy_count) return;
+  auto kept = store_->LearnGpuCount(*healthy_count, now);
+  if (!kept) {
+    Failed("cannot keep the learned GPU count", kept.error(), now);
+    return;
+  }
+  // Not kept now: another writer kept one first; that one stands.
+  auto learned = store_->QueryLearnedGpuCount();
+  if (learned) learned_gpu_count_ = *learned;
+  else Failed("cannot read the learned GPU count", learned.error(), now);
+}
+
 std::shared_ptr<const HistoryStore> HistoryRecorder::store() const {
   std::lock_guard lock(store_mutex_);
   return store_;
+}
+
+void HistoryRecorder::RecordBoot(HistoryStore& store, const std::vector<StoredFinding>& stored_open, WallTime now) {
+  if (!options_.boot) return;
+  const BootRecord& boot = *options_.boot;
+  auto recorded = store.RecordBoot(boot, now);
+  if (!recorded) return Failed("cannot record this boot", recorded.error(), now);
+  if (!*recorded) return;  // an earlier run of this boot saw it
+  for (const StoredFinding& incident : stored_open) {
+    if (incident.finding.severity != Severity::kCritical || incident.opened_at >= boot.booted_at) continue;
+    Remediation reboot{.kind = Remediation::Kind::kReboot,
+                       .at = boot.booted_at,
+                       .incident_id = incident.incident_id,
+                       .incident_key = incident.key,
+                       .severity = incident.finding.severity,
+                       .gpu = incident.finding.gpu};
+    if (auto id = store.RecordRemediation(reboot); !id) return Failed("cannot record a reboot", id.error(), now);
+  }
+}
+
+void HistoryRecorder::LoadRemediations(HistoryStore& store, WallTime now) {
+  const WallTime from = now - options_.remediations_window, until = now + std::chrono::milliseconds(1);
+  auto boots = store.QueryBoots(from, until);
+  auto remediations = store.QueryRemediations({.from = from, .until = until});
+  if (!boots) return Failed("cannot read its boots", boots.error(), now);
+  if (!remediations) return Failed("cannot read its remediations", remediations.error(), now);
+  boots_ = std::move(*boots);
+  if (options_.boot && std::find(boots_.begin(), boots_.end(), *options_.boot) == boots_.end())
+    boots_.push_back(*options_.boot);
+  remediations_.clear();
+  for (Remediation& remediation : *remediations) {
+    last_remediation_id_ = std::max(last_remediation_id_, remediation.id);
+    std::vector<FindingTransition> acknowledged = Acknowledge(remediation);
+    // An acknowledgement of an incident no longer open still quiets its
+    // finding for the events window, as it did before the restart.
+    if (acknowledged.empty() && remediation.kind == Remediation::Kind::kAck &&
+        remediation.at >= now - options_.events_window)
+      incidents_.RestoreAcknowledgement(remediation.incident_key, remediation.severity, remediation.at);
+    for (FindingTransition& transition : acknowledged) adopted_transitions_.push_back(std::move(transition));
+    remediations_.push_back(std::move(remediation));
+  }
+}
+
+std::vector<FindingTransition> HistoryRecorder::ApplyNewRemediations(HistoryStore& store, WallTime now) {
+  auto fresh = store.QueryRemediations({.from = WallTime{}, .until = WallTime::max(), .after_id = last_remediation_id_});
+  if (!fresh) {
+    Failed("cannot read new acknowledgements", fresh.error(), now);
+    return {};
+  }
+  std::vector<FindingTransition> transitions;
+  for (Remediation& remediation : *fresh) {
+    last_remediation_id_ = std::max(last_remediation_id_, remediation.id);
+    for (FindingTransition& transition : Acknowledge(remediation)) transitions.push_back(std::move(transition));
+    remediations_.push_back(std::move(remediation));
+  }
+  return transitions;
+}
+
+std::vector<FindingTransition> HistoryRecorder::Acknowledge(const Remediation& ack) {
+  if (ack.kind != Remediation::Kind::kAck) return {};
+  std::vector<FindingTransition> transitions = incidents_.Acknowledge(ack.incident_id, ack.at);
+  QueueIncidents(incidents_.Touched());
+  return transitions;
+}
+
+void HistoryRecorder::ForgetOldRemediations(WallTime now) {
+  const WallTime oldest = now - options_.remediations_window;
+  std::erase_if(remediations_, [&](const Remediation& remediation) { return remediation.at < oldest; });
+  std::erase_if(boots_, [&](const BootRecord& boot) { return boot.booted_at < oldest; });
 }
 
 void HistoryRecorder::FlushSamples(HistoryStore& store, WallTime now) {

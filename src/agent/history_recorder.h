@@ -13,6 +13,7 @@
 //
 //   HistoryRecorder history(OpenSqliteHistory(path), {.path = path});
 //   RecentEvents restored = history.Connect(now);    // each cycle, before the rules
+//   (history.boots() and history.remediations() feed the escalations)
 //   std::vector<FindingTransition> changes = history.Record(snapshot, findings, new_events, now);
 //   alerts.Submit(changes);
 //   state.SetOpenFindings(history.open_incidents());
@@ -26,6 +27,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -53,6 +55,11 @@ struct HistoryRecorderOptions {
   size_t max_queued_incidents = 10'000;  // resolved ones go first
   // How far back Connect gives the events a store kept.
   Duration events_window = std::chrono::hours(24);
+  // How far back boots and remediations are kept in memory, for escalations.
+  Duration remediations_window = std::chrono::hours(24 * 7);
+  // This host's boot, recorded once the store opens; a new one marks the
+  // critical incidents it found open as remediated by a reboot.
+  std::optional<BootRecord> boot;
 };
 
 class HistoryRecorder {
@@ -62,14 +69,17 @@ class HistoryRecorder {
   HistoryRecorder(StoreOpener open, HistoryRecorderOptions options);
 
   // Opens the store when it is not open and a try is due. The first time it
-  // opens, its open incidents are taken up and the events it kept over
-  // `events_window` are returned, for the rules' windows; else nothing.
+  // opens, its open incidents are taken up, this boot is recorded,
+  // acknowledgements made while the agent was away are applied, and the
+  // events it kept over `events_window` are returned, for the rules'
+  // windows; else nothing.
   RecentEvents Connect(WallTime now);
 
   // One cycle's record: queues the snapshot's samples and `new_events`,
-  // writes what the store takes, judges `findings` (plus
-  // history_store_failing while the store fails) into incidents and returns
-  // the transitions, which never wait for the store.
+  // writes what the store takes, applies new acknowledgements (gpudoctor
+  // ack), judges `findings` (plus history_store_failing while the store
+  // fails) into incidents and returns the transitions, which never wait for
+  // the store.
   std::vector<FindingTransition> Record(const Snapshot& snapshot, std::vector<Finding> findings,
                                         const RecentEvents& new_events, WallTime now);
 
@@ -78,13 +88,24 @@ class HistoryRecorder {
   size_t Flush(WallTime now);
 
   const std::vector<StoredFinding>& open_incidents() const { return incidents_.open(); }
+  // The boots and remediations of the last `remediations_window`, oldest first.
+  const std::vector<BootRecord>& boots() const { return boots_; }
+  const std::vector<Remediation>& remediations() const { return remediations_; }
   const StoreHealth& health() const { return health_; }
+  // Keeps `healthy_count` (HealthyGpuCount of this cycle's sample) as the
+  // host's expected GPU count when none is kept yet: the first healthy sample
+  // decides, once, and later ones never change it. A write that fails is
+  // tried again with the next healthy sample.
+  void LearnGpuCount(std::optional<uint32_t> healthy_count, WallTime now);
+  // The count kept in the history, once the store has told it.
+  const std::optional<LearnedGpuCount>& learned_gpu_count() const { return learned_gpu_count_; }
   // The open store, for readers on other threads (the HTTP history API); null
   // until it opens.
   std::shared_ptr<const HistoryStore> store() const;
 
-  // A reloaded config may widen the rules' windows.
+  // A reloaded config may widen the rules' windows and the escalations' lookback.
   void set_events_window(Duration window) { options_.events_window = window; }
+  void set_remediations_window(Duration window) { options_.remediations_window = window; }
 
  private:
   struct QueuedSamples {
@@ -96,6 +117,17 @@ class HistoryRecorder {
     WallTime received_at;
   };
 
+  // Records this boot, and the reboot of each critical incident in
+  // `stored_open` that opened before it.
+  void RecordBoot(HistoryStore& store, const std::vector<StoredFinding>& stored_open, WallTime now);
+  // Loads the boots and remediations of the window, and resumes the
+  // acknowledgements of that window.
+  void LoadRemediations(HistoryStore& store, WallTime now);
+  // Reads the remediations recorded since the last read and resolves the
+  // incidents they acknowledge; the transitions.
+  std::vector<FindingTransition> ApplyNewRemediations(HistoryStore& store, WallTime now);
+  std::vector<FindingTransition> Acknowledge(const Remediation& ack);
+  void ForgetOldRemediations(WallTime now);
   void FlushSamples(HistoryStore& store, WallTime now);
   void FlushEvents(HistoryStore& store, WallTime now);
   void FlushIncidents(HistoryStore& store, WallTime now);
@@ -124,6 +156,10 @@ class HistoryRecorder {
   std::deque<QueuedEvents> events_;
   size_t queued_events_ = 0;
   std::map<int64_t, StoredFinding> pending_incidents_;  // the latest state of each, by id
+  std::vector<BootRecord> boots_;
+  std::vector<Remediation> remediations_;
+  int64_t last_remediation_id_ = 0;  // the newest one read
+  std::optional<LearnedGpuCount> learned_gpu_count_;
   StoreHealth health_;
 };
 

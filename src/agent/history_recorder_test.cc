@@ -41,12 +41,39 @@ class FlakyStore final : public HistoryStore {
     if (failure) return Error{*failure};
     return inner.Maintain(now);
   }
+  Result<bool> RecordBoot(const BootRecord& boot, WallTime now) override {
+    if (failure) return Error{*failure};
+    return inner.RecordBoot(boot, now);
+  }
+  Result<int64_t> RecordRemediation(const Remediation& remediation) override {
+    if (failure) return Error{*failure};
+    return inner.RecordRemediation(remediation);
+  }
+  Status RecordMaintenance(const MaintenanceDone& done, WallTime recorded_at) override {
+    if (failure) return Error{*failure};
+    return inner.RecordMaintenance(done, recorded_at);
+  }
+  Result<bool> LearnGpuCount(uint32_t count, WallTime at) override {
+    if (failure) return Error{*failure};
+    return inner.LearnGpuCount(count, at);
+  }
+  Result<std::vector<MaintenanceDone>> QueryMaintenance() const override { return inner.QueryMaintenance(); }
+  Result<std::optional<LearnedGpuCount>> QueryLearnedGpuCount() const override {
+    return inner.QueryLearnedGpuCount();
+  }
+  Result<std::vector<BootRecord>> QueryBoots(WallTime from, WallTime until) const override {
+    return inner.QueryBoots(from, until);
+  }
+  Result<std::vector<Remediation>> QueryRemediations(const RemediationQuery& query) const override {
+    return inner.QueryRemediations(query);
+  }
   Result<std::vector<StoredFinding>> OpenIncidents() const override { return inner.OpenIncidents(); }
   Result<int64_t> LastIncidentId() const override { return inner.LastIncidentId(); }
   Result<RecentEvents> QueryEvents(WallTime from, WallTime until) const override {
     return inner.QueryEvents(from, until);
   }
   Result<std::vector<GpuIdentity>> ListGpus() const override { return inner.ListGpus(); }
+  Result<std::optional<WallTime>> NewestSampleTime() const override { return inner.NewestSampleTime(); }
   Result<Series> QuerySeries(const SeriesQuery& query) const override { return inner.QuerySeries(query); }
   Result<std::vector<ProcessMemorySample>> QueryProcessMemory(std::string_view gpu, WallTime from,
                                                               WallTime until) const override {
@@ -223,6 +250,39 @@ TEST_F(HistoryRecorderTest, ARestartedAgentContinuesTheIncidentsAndEventsOfTheLa
 }
 
 // The real store on a disk that fills up and is freed again.
+// The first healthy sample decides the host's expected GPU count, once: a
+// later sample with a GPU gone never becomes the expectation, and a write
+// that fails is tried again with the next healthy sample.
+TEST_F(HistoryRecorderTest, TheFirstHealthyGpuCountIsLearnedOnceAndKept) {
+  Cycle(0, {});
+  history_.LearnGpuCount(std::nullopt, kStart);  // not healthy: nothing to learn
+  EXPECT_FALSE(history_.learned_gpu_count());
+
+  store_->failure = "database or disk is full";
+  history_.LearnGpuCount(8, kStart + 5s);
+  EXPECT_FALSE(history_.learned_gpu_count());
+  EXPECT_FALSE(history_.health().ok);
+  store_->failure.reset();
+
+  Cycle(2, {});
+  history_.LearnGpuCount(8, kStart + 10s);
+  ASSERT_TRUE(history_.learned_gpu_count());
+  EXPECT_EQ(history_.learned_gpu_count()->count, 8u);
+  history_.LearnGpuCount(7, kStart + 15s);  // a GPU fell off later: the expectation stays
+  EXPECT_EQ(history_.learned_gpu_count()->count, 8u);
+  auto stored = store_->inner.QueryLearnedGpuCount();
+  ASSERT_TRUE(stored.ok());
+  ASSERT_TRUE(stored->has_value());
+  EXPECT_EQ((*stored)->count, 8u);
+  EXPECT_EQ((*stored)->learned_at, kStart + 10s);
+
+  // A restarted agent reads it back when its store opens.
+  HistoryRecorder restarted(Reopen(), {.path = "/var/lib/gpudoctor/history.db"});
+  restarted.Connect(kStart + 20s);
+  ASSERT_TRUE(restarted.learned_gpu_count());
+  EXPECT_EQ(restarted.learned_gpu_count()->count, 8u);
+}
+
 TEST(HistoryRecorderOnSqlite, RecoversFromAFullDiskWithoutReopening) {
   testing::ScratchDir dir;
   testing::FaultyVfs vfs;

@@ -314,6 +314,8 @@ constexpr Family kAlertsSuppressed{"gpudoctor_alerts_suppressed_total", "counter
                                    "Alerts held back by the per-finding rate limit."};
 constexpr Family kAlertsDropped{"gpudoctor_alerts_dropped_total", "counter",
                                 "Alerts lost because the delivery queue was full."};
+constexpr Family kAlertsGrouped{"gpudoctor_alerts_grouped_total", "counter",
+                                "Findings never alerted on their own: part of a root-cause finding that was."};
 constexpr Family kGpuInfo{"gpudoctor_gpu_info", "gauge",
                           "Identity of each GPU; always 1. Join on gpu or uuid."};
 constexpr Family kGpuAccessible{"gpudoctor_gpu_accessible", "gauge",
@@ -441,10 +443,12 @@ class Renderer {
       std::string gpu = f.gpu && f.gpu->index ? std::to_string(*f.gpu->index) : std::string();
       // `subject` tells apart findings one rule raises for several things
       // (two stalled training jobs); "" for the rest, as `gpu` is for host-wide ones.
+      // `part_of` names the root-cause finding's key; alert rules page on part_of="" alone.
       std::string labels = FormatLabels({{"id", f.id},
                                          {"severity", SeverityName(f.severity)},
                                          {"gpu", gpu},
                                          {"subject", f.subject},
+                                         {"part_of", f.part_of},
                                          {"hostname", hostname_}});
       if (seen.insert(labels).second) out_.Sample(labels, 1);
     }
@@ -471,6 +475,8 @@ class Renderer {
     out_.Sample(static_cast<double>(alerts->suppressed));
     out_.Begin(kAlertsDropped);
     out_.Sample(static_cast<double>(alerts->dropped));
+    out_.Begin(kAlertsGrouped);
+    out_.Sample(static_cast<double>(alerts->grouped));
   }
 
   // Identity and reachability stay visible while stale: they name the GPUs
@@ -625,7 +631,7 @@ std::vector<std::string_view> MetricFamilyNames() {
   for (const Family* f :
        {&kUp,           &kNvmlUp,           &kBuildInfo,     &kStartTime,  &kLastSample,    &kSampleAge,
         &kSamples,      &kProbeHangs,       &kGpus,          &kFinding,    &kFindingsOpen,  &kAlertsDelivered,
-        &kAlertsFailed, &kAlertsSuppressed, &kAlertsDropped, &kGpuInfo,    &kGpuAccessible, &kFanSpeed,
+        &kAlertsFailed, &kAlertsSuppressed, &kAlertsDropped, &kAlertsGrouped, &kGpuInfo, &kGpuAccessible, &kFanSpeed,
         &kEccErrors,    &kRetiredPages,     &kRemappedRows,  &kClockEvent, &kNvLinkActive,  &kNvLinkErrors,
         &kXidErrors,    &kLastXid,          &kDcgmXid,       &kStoreOk,    &kStoreErrors,   &kStoreQueued,
         &kStoreDropped}) {

@@ -37,6 +37,7 @@ struct AlertCounters {
   };
   std::vector<Sink> sinks;
   uint64_t suppressed = 0;  // held back by the rate limit
+  uint64_t grouped = 0;     // never sent: part of a root-cause finding that was
   uint64_t dropped = 0;     // lost because the delivery queue was full
   bool operator==(const AlertCounters&) const = default;
 };

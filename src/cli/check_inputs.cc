@@ -4,11 +4,14 @@
 
 #include <fmt/format.h>
 
+#include "cli/agent_history.h"
 #include "common/text.h"
 #include "health/catalog_event_grader.h"
+#include "health/correlate/correlate.h"
 #include "health/rules.h"
 #include "host/command_runner.h"
 #include "host/host_env.h"
+#include "logs/bug_report.h"
 #include "logs/catalog.h"
 #include "logs/follow.h"
 #include "logs/log_reader.h"
@@ -22,6 +25,13 @@ std::optional<SourceError> ReadCapturedLogs(const std::vector<std::string>& file
                                             std::string& detail) {
   uint64_t lines = 0;
   for (const std::string& file : files) {
+    // An nvidia-bug-report.sh log is read for its kernel log sections only.
+    auto bug_report = ScanBugReportFile(file, {}, [&](LogEvent&& event) { events.push_back(std::move(event)); });
+    if (!bug_report) return SourceError{"--logs: " + bug_report.error().message, exit_code::kNoInput};
+    if (*bug_report) {
+      lines += (*bug_report)->stats.lines;
+      continue;
+    }
     auto contents = ReadLogFile(file);
     if (!contents) return SourceError{"--logs: " + contents.error().message, exit_code::kNoInput};
     lines += contents->stats.lines;
@@ -39,7 +49,33 @@ std::optional<WallTime> NewestEventTime(const std::vector<LogEvent>& events) {
   return newest;
 }
 
+// The agent's history at `path` (none: the inputs are not this machine's now).
+void ReadAgentHistory(const std::string& path, CheckRun& run) {
+  if (path.empty()) {
+    run.sources.push_back({"agent history", "skipped", "captured or simulated input; --db names a history to read"});
+    return;
+  }
+  run.host_history = HostHistory{.maintenance = std::vector<MaintenanceDone>{}};
+  run.agent = ReadAgentRecord(path, run.judged_at, &*run.host_history);
+  switch (run.agent->state) {
+    case AgentRecord::State::kMissing: run.sources.push_back({"agent history", "not available", run.agent->note}); return;
+    case AgentRecord::State::kUnreadable:
+      run.sources.push_back({"agent history", "not readable", run.agent->note});
+      return;
+    case AgentRecord::State::kRead:
+      run.sources.push_back({"agent history", "read",
+                             fmt::format("{}, {} open finding(s)", path, run.agent->open.size())});
+      return;
+  }
+}
+
 }  // namespace
+
+std::string AgentHistoryPath(const CommandContext& context, const CheckOptions& options) {
+  if (!options.history_database.empty()) return options.history_database;
+  const bool live = context.options.simulate.empty() && options.from_smi.empty() && options.log_files.empty();
+  return live ? kDefaultHistoryDatabase : "";
+}
 
 void AddCheckInputOptions(CLI::App* command, CheckOptions& options) {
   command->add_option("--from-smi", options.from_smi,
@@ -50,6 +86,10 @@ void AddCheckInputOptions(CLI::App* command, CheckOptions& options) {
   command->add_option("--since", options.since, "How far back log events count (30m, 24h, 7d)")->capture_default_str();
   command->add_flag("--no-host", options.no_host, "Skip this machine's host signals (for captured inputs)");
   command->add_flag("--no-logs", options.no_logs, "Do not read any log");
+  command->add_option("--db", options.history_database,
+                      std::string("History of `gpudoctor agent`, read-only: its open findings (trends one look cannot "
+                                  "see) join this run's. Default: ") +
+                          kDefaultHistoryDatabase + " when judging this machine live");
 }
 
 CheckRun RunChecks(const CommandContext& context, const CheckOptions& options) {
@@ -82,7 +122,10 @@ CheckRun RunChecks(const CommandContext& context, const CheckOptions& options) {
     SubprocessRunner runner;
     LinuxHostEnv env("/", runner);
     run.host = CollectHostSignals(run.config.host, env);
-    run.sources.push_back({"host signals", "read", "this machine"});
+    run.sources.push_back({"host signals", "read",
+                           context.options.simulate.empty()
+                               ? "this machine"
+                               : "this machine; its PCI bus and NVIDIA module are not held against the simulated GPUs"});
   }
 
   if (options.no_logs) {
@@ -127,6 +170,8 @@ CheckRun RunChecks(const CommandContext& context, const CheckOptions& options) {
     if (newest && *newest < run.judged_at - std::chrono::duration_cast<WallTime::duration>(*since)) run.judged_at = *newest;
   }
 
+  ReadAgentHistory(AgentHistoryPath(context, options), run);
+
   CatalogEventGrader grader(LogCatalog::Builtin());
   HealthInput input;
   input.snapshot = &run.snapshot;
@@ -134,7 +179,14 @@ CheckRun RunChecks(const CommandContext& context, const CheckOptions& options) {
   input.log_events = run.events ? &*run.events : nullptr;
   input.event_grader = &grader;
   input.now = run.judged_at;
-  run.findings = EvaluateRules(input, run.config);
+  input.agent = run.agent ? &*run.agent : nullptr;
+  input.host_history = run.host_history ? &*run.host_history : nullptr;
+  std::vector<Finding> findings = EvaluateRules(input, run.config, run.unchecked);
+  if (run.agent) {
+    for (Finding& finding : AgentOpenFindings(*run.agent, findings, input.now, run.config))
+      findings.push_back(std::move(finding));
+  }
+  run.findings = Correlate(std::move(findings), input, run.config);
   return run;
 }
 

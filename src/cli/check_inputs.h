@@ -1,5 +1,6 @@
-// What `check`, `triage` and `report` judge: one snapshot, the host signals
-// and the kernel log, run through every health rule once.
+// What `check`, `triage` and `report` judge: one snapshot, the host signals,
+// the kernel log and the agent's open findings (cli/agent_history.h), run through every health rule once and told as one
+// story per incident (health/correlate/correlate.h).
 //
 //   CheckOptions options;                       // filled by AddCheckInputOptions
 //   CheckRun run = RunChecks(context, options);
@@ -16,8 +17,11 @@
 #include "cli/commands.h"
 #include "cli/sources.h"
 #include "common/clock.h"
+#include "health/agent_record.h"
+#include "health/maintenance.h"
 #include "health/finding.h"
 #include "health/health_config.h"
+#include "health/rules.h"
 #include "host/host_signals.h"
 #include "logs/event.h"
 #include "model/snapshot.h"
@@ -30,9 +34,14 @@ struct CheckOptions {
   std::string since = "24h";           // how far back log events count
   bool no_host = false;                // skip host signals (implied by --from-smi)
   bool no_logs = false;                // skip the kernel log entirely
+  std::string history_database;        // --db; empty: the agent's default path, on a live run only
 };
 
-// Adds --from-smi, --logs, --since, --no-host and --no-logs to `command`.
+// The agent history a run reads: --db, else the agent's default path when the
+// run judges this machine live; empty when the inputs are captured or simulated.
+std::string AgentHistoryPath(const CommandContext& context, const CheckOptions& options);
+
+// Adds --from-smi, --logs, --since, --no-host, --no-logs and --db to `command`.
 void AddCheckInputOptions(CLI::App* command, CheckOptions& options);
 
 // One input that could not be used; the run goes on without it.
@@ -55,6 +64,11 @@ struct CheckRun {
   // ended more than the --since window ago (a dead machine's log).
   WallTime judged_at;
   std::vector<Finding> findings;
+  std::vector<UncheckedRule> unchecked;  // why rules with nothing to judge judged nothing
+  std::optional<AgentRecord> agent;      // the agent's history; nullopt: not looked for
+  // Maintenance done and the learned GPU count, for a run on this machine
+  // now (empty when no history holds them); nullopt: not this machine's now.
+  std::optional<HostHistory> host_history;
 };
 
 CheckRun RunChecks(const CommandContext& context, const CheckOptions& options);

@@ -38,6 +38,7 @@
 #include "common/text.h"
 #include "health/detectors/trend_detectors.h"
 #include "health/health_config.h"
+#include "host/boot_identity.h"
 #include "host/command_runner.h"
 #include "host/host_env.h"
 
@@ -212,7 +213,13 @@ int RunAgent(CommandContext& context, const AgentOptions& options) {
 
   // The history is a record, not a gate: when it cannot be opened or written
   // the agent goes on, reports history_store_failing and keeps trying.
-  HistoryRecorder history(OpenSqliteHistory(options.db_path), {.path = options.db_path});
+  // The boot, so an Xid that comes back after a reboot is seen to have outlived it.
+  SubprocessRunner runner;
+  LinuxHostEnv host_env("/", runner);
+  std::optional<BootRecord> boot;
+  if (auto identity = ReadBootIdentity(host_env)) boot = BootRecord{identity->boot_id, identity->booted_at};
+  else Say("reboots are not recorded: " + identity.error().message);
+  HistoryRecorder history(OpenSqliteHistory(options.db_path), {.path = options.db_path, .boot = boot});
   AgentState state(SystemClock::Instance().Now());
   StoreHistorySource history_source([&history] { return history.store(); });
   HttpServerOptions server_options;
@@ -225,8 +232,6 @@ int RunAgent(CommandContext& context, const AgentOptions& options) {
       {.view = state, .history = &history_source, .alert_counters = [&alerts] { return alerts.Counters(); }},
       server_options, SystemClock::Instance());
 
-  SubprocessRunner runner;
-  LinuxHostEnv host_env("/", runner);
   AgentLoop loop({.source = *made.source,
                   .history = history,
                   .state = state,

@@ -12,6 +12,7 @@
 #include "cli/terminal.h"
 #include "common/text.h"
 #include "health/checklist.h"
+#include "health/correlate/correlate.h"
 #include "health/finding_json.h"
 
 namespace gpudoctor {
@@ -29,17 +30,18 @@ void PrintCheck(std::FILE* out, const Style& style, const CheckRun& run) {
   for (const SourceNote& s : run.sources)
     std::fprintf(out, "%s\n", style.Dim(s.source + ": " + s.status + " (" + s.detail + ")").c_str());
 
-  const Checklist checklist = BuildChecklist(run.findings, run.config);
+  const Checklist checklist = BuildChecklist(run.findings, run.config, run.unchecked);
   std::fprintf(out, "\n%s\n", style.Bold("Weekly checklist").c_str());
   for (const ChecklistItem& item : checklist.items) {
     std::string label = item.checked ? style.Severity(item.severity) : style.Dim("-");
-    std::string summary = item.checked ? item.summary : "not checked";
-    std::fprintf(out, "  %-*s %s: %s\n", style.color() ? 19 : 8, label.c_str(), item.title.c_str(), summary.c_str());
+    std::fprintf(out, "  %-*s %s: %s\n", style.color() ? 19 : 8, label.c_str(), item.title.c_str(),
+                 item.summary.c_str());
   }
   if (!checklist.other_findings.empty()) {
     std::fprintf(out, "\n%s\n", style.Bold("Other checks").c_str());
     for (size_t index : checklist.other_findings) {
       const Finding& f = run.findings[index];
+      if (ToldUnderRoot(f, run.findings)) continue;  // its root lists it
       std::fprintf(out, "  %-*s %-22s %s\n", style.color() ? 19 : 8, style.Severity(f.severity).c_str(), f.id.c_str(),
                    f.summary.c_str());
     }
@@ -79,7 +81,7 @@ void RegisterCheckCommand(CLI::App& app, CommandContext& context) {
       json["hostname"] = run.snapshot.hostname;
       json["judged_at"] = FormatIsoUtc(run.judged_at);
       json["sources"] = SourcesToJson(run.sources);
-      json["checklist"] = ChecklistToJson(BuildChecklist(run.findings, run.config), run.findings);
+      json["checklist"] = ChecklistToJson(BuildChecklist(run.findings, run.config, run.unchecked), run.findings);
       json["findings"] = FindingsToJson(run.findings);
       std::printf("%s\n", json.dump(2).c_str());
     } else {

@@ -11,13 +11,17 @@
 
 #include <time.h>
 
+#include <cmath>
 #include <cstdio>
+#include <iterator>
+#include <map>
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
 #include "cli/commands.h"
 #include "cli/terminal.h"
+#include "cli/time_option.h"
 #include "common/input_file.h"
 #include "common/text.h"
 #include "health/finding_json.h"
@@ -37,40 +41,6 @@ struct HistoryOptions {
   bool open_only = false;
 };
 
-// "now", a duration before now ("90m", "7d"), or UTC "2024-05-01T12:00:00Z"
-// (seconds, fraction and Z optional; a space may replace the T).
-std::optional<WallTime> ParseWhen(std::string_view text, WallTime now) {
-  text = Trim(text);
-  if (text == "now") return now;
-  if (auto ago = ParseDuration(text)) return now - *ago;
-  std::string copy(text);
-  std::tm tm{};
-  int consumed = 0;
-  double seconds = 0;
-  if (std::sscanf(copy.c_str(), "%4d-%2d-%2d%*[T ]%2d:%2d%n", &tm.tm_year, &tm.tm_mon, &tm.tm_mday, &tm.tm_hour,
-                  &tm.tm_min, &consumed) < 5) {
-    if (std::sscanf(copy.c_str(), "%4d-%2d-%2d%n", &tm.tm_year, &tm.tm_mon, &tm.tm_mday, &consumed) < 3)
-      return std::nullopt;
-  }
-  std::string_view rest = std::string_view(copy).substr(static_cast<size_t>(consumed));
-  if (!rest.empty() && rest.front() == ':') {
-    size_t end = 1;
-    while (end < rest.size() && (std::isdigit(static_cast<unsigned char>(rest[end])) || rest[end] == '.')) ++end;
-    auto parsed = ParseDouble(rest.substr(1, end - 1));
-    if (!parsed || *parsed < 0 || *parsed >= 61) return std::nullopt;
-    seconds = *parsed;
-    rest.remove_prefix(end);
-  }
-  if (rest != "" && rest != "Z" && rest != "z") return std::nullopt;
-  if (tm.tm_mon < 1 || tm.tm_mon > 12 || tm.tm_mday < 1 || tm.tm_mday > 31 || tm.tm_hour > 23 || tm.tm_min > 59)
-    return std::nullopt;
-  tm.tm_year -= 1900;
-  tm.tm_mon -= 1;
-  const time_t whole = timegm(&tm);
-  return WallTime{std::chrono::seconds{whole}} +
-         std::chrono::duration_cast<WallTime::duration>(std::chrono::duration<double>(seconds));
-}
-
 // "auto" leaves `resolution` empty; false for an unknown name.
 bool ParseResolution(std::string_view text, std::optional<Resolution>& resolution) {
   resolution.reset();
@@ -84,15 +54,48 @@ bool ParseResolution(std::string_view text, std::optional<Resolution>& resolutio
   return false;
 }
 
-std::string Number(double value) { return fmt::format("{:.6g}", value); }
+// A value as people read it, in its metric's unit: "17.6 GiB", "312.5 W",
+// "67 °C", "98 %", "1410 MHz", "3 errors".
+std::string WithUnit(double value, std::string_view unit) {
+  if (unit == "B") {
+    static constexpr const char* kUnits[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+    size_t i = 0;
+    double scaled = value;
+    while (std::abs(scaled) >= 1024 && i + 1 < std::size(kUnits)) {
+      scaled /= 1024;
+      ++i;
+    }
+    return i == 0 ? fmt::format("{:.0f} B", value) : fmt::format("{:.2f} {}", scaled, kUnits[i]);
+  }
+  const double rounded = std::round(value * 10) / 10;
+  const std::string number =
+      rounded == std::round(rounded) ? fmt::format("{:.0f}", rounded) : fmt::format("{:.1f}", rounded);
+  return number + " " + std::string(unit);
+}
 
-nlohmann::json IncidentToJson(const StoredFinding& incident) {
+// What was done about each incident (gpudoctor ack, reboots), by incident id.
+using RemediationsByIncident = std::map<int64_t, std::vector<Remediation>>;
+
+nlohmann::json RemediationToJson(const Remediation& remediation) {
+  return {{"id", remediation.id},
+          {"kind", RemediationKindName(remediation.kind)},
+          {"at", FormatIsoUtc(remediation.at)},
+          {"by", remediation.actor},
+          {"note", remediation.note},
+          {"gpu_reset", remediation.gpu_reset}};
+}
+
+nlohmann::json IncidentToJson(const StoredFinding& incident, const RemediationsByIncident& remediations) {
   nlohmann::json json = FindingToJson(incident.finding);
   json["incident_id"] = incident.incident_id;
   json["state"] = incident.open() ? "open" : "resolved";
   json["opened_at"] = FormatIsoUtc(incident.opened_at);
   json["last_seen"] = FormatIsoUtc(incident.last_seen);
   json["resolved_at"] = incident.resolved_at ? nlohmann::json(FormatIsoUtc(*incident.resolved_at)) : nullptr;
+  nlohmann::json done = nlohmann::json::array();
+  if (auto it = remediations.find(incident.incident_id); it != remediations.end())
+    for (const Remediation& remediation : it->second) done.push_back(RemediationToJson(remediation));
+  json["remediations"] = std::move(done);
   return json;
 }
 
@@ -134,12 +137,23 @@ class HistoryCommand {
     return code;
   }
 
+  // Every remediation in the file: a few per incident at most, kept 90 days.
+  Result<RemediationsByIncident> Remediations() const {
+    auto all = store_->QueryRemediations({.from = WallTime{}, .until = WallTime::max()});
+    if (!all) return all.error();
+    RemediationsByIncident by_incident;
+    for (Remediation& remediation : *all) by_incident[remediation.incident_id].push_back(std::move(remediation));
+    return by_incident;
+  }
+
   int Findings(bool open_only, bool whole_history) {
     auto incidents = store_->QueryFindings({.from = from_, .until = until_, .gpu = options_.gpu, .open_only = open_only});
     if (!incidents) return Fail(exit_code::kDataError, incidents.error().message);
+    auto remediations = Remediations();
+    if (!remediations) return Fail(exit_code::kDataError, remediations.error().message);
     if (global_.json) {
       nlohmann::json list = nlohmann::json::array();
-      for (const StoredFinding& incident : *incidents) list.push_back(IncidentToJson(incident));
+      for (const StoredFinding& incident : *incidents) list.push_back(IncidentToJson(incident, *remediations));
       Print({{"from", FormatIsoUtc(from_)}, {"until", FormatIsoUtc(until_)}, {"findings", list}});
       return exit_code::kOk;
     }
@@ -160,6 +174,11 @@ class HistoryCommand {
                   style_.color() ? style_.Severity(finding.severity).c_str() : severity.c_str(), finding.id.c_str(),
                   gpu.c_str(), FormatIsoUtc(incident.opened_at).c_str(),
                   incident.resolved_at ? FormatIsoUtc(*incident.resolved_at).c_str() : "-", finding.summary.c_str());
+      if (!finding.part_of.empty()) std::printf("%6s  part of %s\n", "", finding.part_of.c_str());
+      if (auto it = remediations->find(incident.incident_id); it != remediations->end()) {
+        for (const Remediation& remediation : it->second)
+          std::printf("%6s  %s: %s\n", "", FormatIsoUtc(remediation.at).c_str(), DescribeRemediation(remediation).c_str());
+      }
     }
     return exit_code::kOk;
   }
@@ -198,12 +217,13 @@ class HistoryCommand {
                                                   ResolutionName(series->resolution), series->points.size()))
                               .c_str());
       const bool raw = series->resolution == Resolution::kRaw;
-      std::printf("  %-24s  %s\n", "TIME", raw ? "VALUE" : "MIN         AVG         MAX");
+      const std::string_view unit = kMetrics[MetricSlot(*metric)].unit;
+      std::printf("  %-24s  %s\n", "TIME", raw ? "VALUE" : "MIN           AVG           MAX");
       for (const SeriesPoint& p : series->points) {
-        if (raw) std::printf("  %-24s  %s\n", FormatIsoUtc(p.time).c_str(), Number(p.avg).c_str());
+        if (raw) std::printf("  %-24s  %s\n", FormatIsoUtc(p.time).c_str(), WithUnit(p.avg, unit).c_str());
         else
-          std::printf("  %-24s  %-10s  %-10s  %s\n", FormatIsoUtc(p.time).c_str(), Number(p.min).c_str(),
-                      Number(p.avg).c_str(), Number(p.max).c_str());
+          std::printf("  %-24s  %-12s  %-12s  %s\n", FormatIsoUtc(p.time).c_str(), WithUnit(p.min, unit).c_str(),
+                      WithUnit(p.avg, unit).c_str(), WithUnit(p.max, unit).c_str());
       }
     }
     if (global_.json) {
@@ -226,7 +246,9 @@ class HistoryCommand {
       auto open = store_->QueryFindings({.from = WallTime{}, .until = WallTime::max(), .gpu = options_.gpu, .open_only = true});
       if (!open) return Fail(exit_code::kDataError, open.error().message);
       nlohmann::json findings = nlohmann::json::array();
-      for (const StoredFinding& incident : *open) findings.push_back(IncidentToJson(incident));
+      auto remediations = Remediations();
+      if (!remediations) return Fail(exit_code::kDataError, remediations.error().message);
+      for (const StoredFinding& incident : *open) findings.push_back(IncidentToJson(incident, *remediations));
       nlohmann::json metrics = nlohmann::json::array();
       for (const MetricInfo& info : kMetrics) metrics.push_back({{"name", info.name}, {"unit", info.unit}});
       Print({{"gpus", list}, {"open_findings", findings}, {"metrics", metrics}});

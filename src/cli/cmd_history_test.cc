@@ -90,8 +90,21 @@ TEST_F(HistoryCommandTest, SeriesAsTextForEveryGpu) {
   EXPECT_NE(run.out.find("GPU 0 GPU-00000000-0000-0000-0000-000000000000 utilization_gpu_percent (raw, 4 points)"),
             std::string::npos)
       << run.out;
-  EXPECT_NE(run.out.find(Iso(T0() + 5s) + "  90"), std::string::npos) << run.out;
+  EXPECT_NE(run.out.find(Iso(T0() + 5s) + "  90 %"), std::string::npos) << run.out;
   EXPECT_NE(run.out.find("GPU 1 "), std::string::npos);
+}
+
+// Values read in their units: bytes in GiB, watts, degrees; never 4e+10.
+TEST_F(HistoryCommandTest, TextShowsValuesInTheUnitsPeopleRead) {
+  auto text = [&](const char* metric) {
+    return RunHistory({"--db", path_, "--gpu", "0", "--metric", metric, "--since", Iso(T0() - 1min), "--until",
+                       Iso(T0() + 1min), "--color", "never"})
+        .out;
+  };
+  EXPECT_NE(text("memory_used_bytes").find(Iso(T0()) + "  37.25 GiB"), std::string::npos) << text("memory_used_bytes");
+  EXPECT_NE(text("power_w").find(Iso(T0()) + "  250.5 W"), std::string::npos) << text("power_w");
+  EXPECT_NE(text("temperature_c").find(Iso(T0()) + "  60 °C"), std::string::npos) << text("temperature_c");
+  EXPECT_EQ(text("memory_used_bytes").find("e+"), std::string::npos);
 }
 
 TEST_F(HistoryCommandTest, FindingsAsJsonAndText) {

@@ -20,11 +20,15 @@
 #include "cli/sources.h"
 #include "cli/terminal.h"
 #include "common/text.h"
+#include "host/command_runner.h"
+#include "host/host_signals.h"
+#include "logs/bug_report.h"
 #include "logs/event_json.h"
 #include "logs/follow.h"
 #include "logs/incidents.h"
 #include "logs/log_reader.h"
 #include "logs/log_time.h"
+#include "logs/pci_device_names.h"
 
 namespace gpudoctor {
 namespace {
@@ -110,7 +114,7 @@ std::string WhenText(const LogEvent& event) {
 
 std::string EventLine(const Style& style, const LogEvent& event, const LogCatalog& catalog) {
   std::string line = fmt::format("{}  {}  {}", WhenText(event), SeverityLabel(style, event.severity),
-                                 style.Bold(catalog.TitleOf(event.kind, event.xid)));
+                                 style.Bold(catalog.TitleOf(event)));
   if (!event.pci_bus_id.empty()) line += "  " + event.pci_bus_id;
   if (event.pid) line += fmt::format("  pid {}", *event.pid);
   if (!event.process.empty()) line += " (" + event.process + ")";
@@ -131,17 +135,19 @@ std::string RangeText(const Incident& incident) {
   return fmt::format("lines {}..{}", incident.first_line, incident.last_line);
 }
 
-std::string SubjectHeading(const Incident& incident) {
+std::string SubjectHeading(const Incident& incident, const PciDeviceNames& devices) {
   if (incident.subject == "host") return "Host" + (incident.host.empty() ? "" : " " + incident.host);
   if (incident.subject == "nvidia driver") return "NVIDIA driver (no GPU named)";
-  std::string heading = incident.pci_bus_id.empty() ? "GPU " + incident.subject : "GPU " + incident.pci_bus_id;
+  std::string heading = incident.pci_bus_id.empty() ? "GPU " + incident.subject
+                                                    : devices.Name(incident.pci_bus_id, incident.examples);
   if (!incident.gpu_uuid.empty()) heading += "  " + incident.gpu_uuid;
   if (!incident.gpu_serial.empty()) heading += "  serial " + incident.gpu_serial;
   if (!incident.host.empty()) heading += "  on " + incident.host;
   return heading;
 }
 
-void PrintIncidents(const Style& style, const std::vector<Incident>& incidents, const LogCatalog& catalog) {
+void PrintIncidents(const Style& style, const std::vector<Incident>& incidents, const LogCatalog& catalog,
+                    const PciDeviceNames& devices) {
   // Grouped by subject, each group in the order of its first incident.
   std::vector<std::string> order;
   std::map<std::string, std::vector<const Incident*>> by_subject;
@@ -152,7 +158,7 @@ void PrintIncidents(const Style& style, const std::vector<Incident>& incidents, 
   }
   for (const std::string& key : order) {
     const auto& group = by_subject[key];
-    std::printf("\n%s\n", style.Bold(SubjectHeading(*group.front())).c_str());
+    std::printf("\n%s\n", style.Bold(SubjectHeading(*group.front(), devices)).c_str());
     for (const Incident* incident : group) {
       Advice advice = AdviceFor(incident->headline, catalog);
       std::string chain;
@@ -182,7 +188,26 @@ void PrintSummary(const std::string& name, const ReadStats& stats) {
   std::fprintf(stderr, "%s\n", line.c_str());
 }
 
-// Reads one file named on the command line ("-": standard input) through `sink`.
+PciDeviceNames LivePciDeviceNames() {
+  SubprocessRunner runner;
+  LinuxHostEnv env("/", runner);
+  return PciDeviceNames(ReadPciDevices(env).value_or({}));
+}
+
+// Says on standard error what an nvidia-bug-report.sh log held and what was read of it.
+void DescribeBugReport(const std::string& file, const BugReportSummary& summary) {
+  std::string text = fmt::format("{}: an nvidia-bug-report.sh log", file);
+  if (!summary.script_version.empty()) text += " (version " + summary.script_version + ")";
+  if (!summary.date.empty()) text += " of " + summary.date;
+  text += fmt::format("; read its kernel log sections ({} lines)", summary.kernel_log_lines);
+  if (summary.smi_query_lines > 0) text += fmt::format("\n  it holds nvidia-smi -q output: gpudoctor check --from-smi {} judges it", file);
+  if (summary.has_debugdump)
+    text += "\n  it holds an nvidia-debugdump dump: a binary for NVIDIA support, not decoded here";
+  std::fprintf(stderr, "%s\n", text.c_str());
+}
+
+// Reads one file named on the command line ("-": standard input) through `sink`;
+// an nvidia-bug-report.sh log is read for its kernel log sections only.
 Result<ReadStats> ScanNamedLog(const std::string& file, ReadOptions options, const EventSink& sink) {
   options.parse.source = file;
   if (file == "-") return ScanLogFile(file, std::move(options), sink);
@@ -191,6 +216,12 @@ Result<ReadStats> ScanNamedLog(const std::string& file, ReadOptions options, con
   // A year-less date in a file is dated relative to the file's last change.
   if (!options.parse.prefix.year)
     options.parse.prefix.reference_time = WallTime{std::chrono::seconds{opened->status().st_mtim.tv_sec}};
+  auto bug_report = ScanBugReportFile(file, options, sink);
+  if (!bug_report) return bug_report.error();
+  if (*bug_report) {
+    DescribeBugReport(file, (*bug_report)->summary);
+    return (*bug_report)->stats;
+  }
   return ScanLogFile(std::move(*opened), std::move(options), sink);
 }
 
@@ -351,7 +382,10 @@ int RunLogs(const LogsOptions& options, const GlobalOptions& global) {
   } else if (events.empty()) {
     std::printf("No GPU or host events found.\n");
   } else {
-    PrintIncidents(style, GroupIncidents(events, *window, catalog), catalog);
+    // This machine's PCI bus names the devices of its own live log; a file
+    // may come from another machine, so its lines alone name them.
+    const PciDeviceNames devices = options.files.empty() ? LivePciDeviceNames() : PciDeviceNames();
+    PrintIncidents(style, GroupIncidents(events, *window, catalog), catalog, devices);
   }
   return exit_status;
 }

@@ -308,7 +308,7 @@ void RegisterReportCommand(CLI::App& app, CommandContext& context) {
 
     nlohmann::json findings;
     findings["status"] = SeverityName(WorstSeverity(run.findings));
-    findings["checklist"] = ChecklistToJson(BuildChecklist(run.findings, run.config), run.findings);
+    findings["checklist"] = ChecklistToJson(BuildChecklist(run.findings, run.config, run.unchecked), run.findings);
     findings["findings"] = FindingsToJson(run.findings);
     nlohmann::json sources = nlohmann::json::array();
     for (const SourceNote& s : run.sources) sources.push_back({{"source", s.source}, {"status", s.status}, {"detail", s.detail}});

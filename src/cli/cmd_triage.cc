@@ -32,6 +32,7 @@
 #include "cli/triage_history.h"
 #include "common/text.h"
 #include "health/catalog_event_grader.h"
+#include "health/correlate/correlate.h"
 #include "health/finding_json.h"
 #include "logs/catalog.h"
 
@@ -158,7 +159,7 @@ Verdict Judge(const CheckRun& run, const std::vector<Reachability>& hosts,
       continue;
     }
     verdict.scores[cause] += weight;
-    evidence[cause].push_back(f.id + ": " + f.summary);
+    if (!ToldUnderRoot(f, run.findings)) evidence[cause].push_back(f.id + ": " + f.summary);
     problems[cause].push_back(&f);
   }
   if (run.events && (HasProblem(run.findings, "xid_recent") || HasProblem(run.findings, "log_errors"))) {
@@ -236,8 +237,11 @@ Verdict Judge(const CheckRun& run, const std::vector<Reachability>& hosts,
   } else {
     verdict.recommendation = "A clean restart is advisable: stop the jobs, reset the GPUs or reboot, then check again.";
   }
+  // A finding told under its root cause brings no steps of its own: the root's
+  // (fix the room's cooling) replace the per-GPU ones (reseat, RMA).
   for (const Finding* f : problems[c])
-    for (const std::string& action : f->actions) AddStep(verdict.next_steps, action);
+    if (!ToldUnderRoot(*f, run.findings))
+      for (const std::string& action : f->actions) AddStep(verdict.next_steps, action);
   const bool from_logs = std::any_of(verdict.evidence.begin(), verdict.evidence.end(),
                                      [](const std::string& e) { return e.starts_with("log: "); });
   if (from_logs)
@@ -256,7 +260,6 @@ Verdict Judge(const CheckRun& run, const std::vector<Reachability>& hosts,
 
 struct TriageOptions {
   CheckOptions check;
-  std::string history_database = kDefaultHistoryDatabase;
   std::vector<std::string> hosts;
   int port = 22;
   double connect_timeout_s = 3.0;
@@ -275,6 +278,13 @@ nlohmann::json VerdictToJson(const Verdict& v) {
           {"hardware_service", v.hardware_service},
           {"recommendation", v.recommendation},
           {"next_steps", v.next_steps}};
+}
+
+// What step 4 checked: the live driver, the simulated one, or nothing at all.
+std::string NvmlStateText(const Snapshot& snapshot) {
+  if (snapshot.source.starts_with("nvidia-smi:")) return "not called: judged from captured nvidia-smi output";
+  if (snapshot.source.starts_with("simulate:")) return "the simulated NVML answering";
+  return "answering";
 }
 
 void PrintTriage(std::FILE* out, const Style& style, const CheckRun& run, const std::vector<Reachability>& hosts,
@@ -296,9 +306,9 @@ void PrintTriage(std::FILE* out, const Style& style, const CheckRun& run, const 
   std::fprintf(out, "%s\n", style.Bold("4. GPU state through NVML").c_str());
   if (run.snapshot.driver_error != AccessError::kNone)
     std::fprintf(out, "   %s: %s\n", AccessErrorName(run.snapshot.driver_error), run.snapshot.driver_message.c_str());
-  else std::fprintf(out, "   answering\n");
+  else std::fprintf(out, "   %s\n", NvmlStateText(run.snapshot).c_str());
   for (const Finding& f : run.findings)
-    if (f.severity != Severity::kOk)
+    if (f.severity != Severity::kOk && !ToldUnderRoot(f, run.findings))
       std::fprintf(out, "   %s %s: %s\n", style.Severity(f.severity).c_str(), f.id.c_str(), f.summary.c_str());
 
   std::fprintf(out, "\n%s\n", style.Bold("5. Verdict").c_str());
@@ -335,9 +345,6 @@ void RegisterTriageCommand(CLI::App& app, CommandContext& context) {
   auto* command = app.add_subcommand("triage", "Emergency flow for a sick GPU server: find the cause and what to do");
   auto options = std::make_shared<TriageOptions>();
   AddCheckInputOptions(command, options->check);
-  command->add_option("--db", options->history_database,
-                      "History file of `gpudoctor agent`; step 2 adds its last hour (a missing file: no history)")
-      ->capture_default_str();
   command->add_option("--host", options->hosts, "A host to test for reachability (TCP connect); repeatable");
   command->add_option("--port", options->port, "TCP port for the reachability test")
       ->check(CLI::Range(1, 65535))
@@ -361,7 +368,8 @@ void RegisterTriageCommand(CLI::App& app, CommandContext& context) {
       context.exit_code = run.error->exit_code;
       return;
     }
-    const RecentHistory history = ReadRecentHistory(options->history_database, SystemClock::Instance().Now());
+    const RecentHistory history =
+        ReadRecentHistory(AgentHistoryPath(context, options->check), SystemClock::Instance().Now());
     const Verdict verdict = Judge(run, hosts, EvidenceFromHistory(history, run.config, run.findings));
     Severity worst = WorstSeverity(run.findings);
     if (std::any_of(hosts.begin(), hosts.end(), [](const Reachability& h) { return !h.reachable; }))

@@ -48,6 +48,8 @@ void RegisterStatusCommand(CLI::App& app, CommandContext& context);
 void RegisterLogsCommand(CLI::App& app, CommandContext& context);
 void RegisterExplainCommand(CLI::App& app, CommandContext& context);
 void RegisterHistoryCommand(CLI::App& app, CommandContext& context);
+void RegisterAckCommand(CLI::App& app, CommandContext& context);
+void RegisterMaintenanceCommand(CLI::App& app, CommandContext& context);
 void RegisterAgentCommand(CLI::App& app, CommandContext& context);
 void RegisterCheckCommand(CLI::App& app, CommandContext& context);
 void RegisterTriageCommand(CLI::App& app, CommandContext& context);

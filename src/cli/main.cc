@@ -13,6 +13,8 @@
 #include <string>
 #include <string_view>
 
+#include <fmt/format.h>
+
 #include "cli/commands.h"
 #include "cli/sources.h"
 #include "common/input_file.h"
@@ -56,6 +58,22 @@ int RunProbeCommand(int argc, char** argv) {
 }  // namespace
 }  // namespace gpudoctor
 
+// A command's --help lists the options every command takes too (--simulate,
+// --json, --config, ...), which may come before or after the command's name.
+static void ShowCommonOptions(CLI::App& app) {
+  std::string text = "\nOptions of every command (before or after its name):\n";
+  for (const CLI::Option* option : app.get_options()) {
+    const std::string name = option->get_name(false, true);
+    if (name == "--help" || name == "-h,--help" || name == "--version") continue;
+    std::string type = option->get_type_name();
+    type = type.substr(0, type.find(':'));  // "FLOAT", not "FLOAT:FLOAT in [0.1 - 3600]"
+    std::string shown = name + (option->get_type_size() != 0 ? " " + type : "");
+    text += fmt::format("  {:<27} {}\n", shown, option->get_description());
+  }
+  for (CLI::App* command : app.get_subcommands([](CLI::App*) { return true; }))
+    command->footer(command->get_footer() + "\n" + text);
+}
+
 int main(int argc, char** argv) {
   using namespace gpudoctor;
   if (argc >= 2 && std::string_view(argv[1]) == "__probe") return RunProbeCommand(argc, argv);
@@ -80,6 +98,8 @@ int main(int argc, char** argv) {
       "  gpudoctor status --simulate examples/nvml-hang.toml  the same on a simulated faulty server\n"
       "  gpudoctor logs /var/log/kern.log                   GPU events in a captured kernel log\n"
       "  gpudoctor explain xid 79                           what an Xid means and what to do\n"
+      "  gpudoctor ack 17 --note \"reseated GPU 3\"           acknowledge a finding you have dealt with\n"
+      "  gpudoctor maintenance done dust_cleaning           record upkeep; `check` reports what is overdue\n"
       "\nExit codes: see docs/exit-codes.md (0 ok, 64 usage, 65 bad input, 66 no input, 69 no driver).\n");
 
   app.add_option("--nvml-lib", options.nvml_library,
@@ -109,10 +129,13 @@ int main(int argc, char** argv) {
   RegisterLogsCommand(app, context);
   RegisterExplainCommand(app, context);
   RegisterHistoryCommand(app, context);
+  RegisterAckCommand(app, context);
+  RegisterMaintenanceCommand(app, context);
   RegisterAgentCommand(app, context);
   RegisterCheckCommand(app, context);
   RegisterTriageCommand(app, context);
   RegisterReportCommand(app, context);
+  ShowCommonOptions(app);
 
   try {
     app.parse(argc, argv);

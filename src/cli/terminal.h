@@ -23,7 +23,8 @@ class Style {
   bool color_ = false;
 };
 
-// Prints findings, worst first, each with evidence, cause and actions.
+// Prints findings, worst first, each with evidence, cause and actions; a
+// finding part of a root-cause finding is told in the root's evidence.
 void PrintFindings(std::FILE* out, const Style& style, const std::vector<Finding>& findings, bool include_ok);
 
 }  // namespace gpudoctor

@@ -7,7 +7,7 @@
 #include <fmt/format.h>
 
 #include "agent/finding_json.h"
-#include "common/input_file.h"
+#include "cli/agent_history.h"
 #include "common/text.h"
 #include "store/sqlite_store.h"
 
@@ -115,19 +115,13 @@ RecentHistory ReadRecentHistory(const std::string& database, WallTime now, Durat
     return history;
   };
 
-  InputFailure failure{};
-  if (auto file = InputFile::Open(database, &failure); !file) {
-    if (failure != InputFailure::kMissing) return unreadable(file.error().message);
-    history.state = RecentHistory::State::kMissing;
-    history.note = database + " does not exist: no agent has recorded here (--db names another file)";
+  OpenedHistory opened = OpenHistoryReadOnly(database, now);
+  if (opened.state != RecentHistory::State::kRead) {
+    history.state = opened.state;
+    history.note = std::move(opened.note);
     return history;
   }
-
-  SqliteStoreOptions options;
-  options.read_only = true;
-  auto store = SqliteHistoryStore::Open(database, options, now);
-  if (!store) return unreadable(store.error().message);
-  auto summary = SummarizeHistory(**store, history.from, history.until);
+  auto summary = SummarizeHistory(*opened.store, history.from, history.until);
   if (!summary) return unreadable(database + ": " + summary.error().message);
   summary->database = database;
   return std::move(*summary);

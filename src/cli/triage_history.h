@@ -21,6 +21,7 @@
 #include "cli/terminal.h"
 #include "common/clock.h"
 #include "common/result.h"
+#include "health/agent_record.h"
 #include "health/health_config.h"
 #include "store/history_store.h"
 
@@ -47,7 +48,7 @@ struct GpuHistory {
 };
 
 struct RecentHistory {
-  enum class State { kMissing, kUnreadable, kRead };
+  using State = AgentRecord::State;  // kMissing, kUnreadable, kRead
   State state = State::kMissing;
   std::string database;
   std::string note;  // why there is no history (kMissing, kUnreadable)

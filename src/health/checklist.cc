@@ -5,7 +5,22 @@
 
 namespace gpudoctor {
 
-Checklist BuildChecklist(const std::vector<Finding>& findings, const HealthConfig& config) {
+namespace {
+
+// "not checked", with the reasons the item's rules gave.
+std::string NotCheckedSummary(const ChecklistEntry& entry, std::span<const UncheckedRule> unchecked) {
+  std::string reasons;
+  for (const UncheckedRule& rule : unchecked) {
+    if (std::find(entry.rule_ids.begin(), entry.rule_ids.end(), rule.rule_id) == entry.rule_ids.end()) continue;
+    reasons += (reasons.empty() ? ": " : "; ") + rule.reason;
+  }
+  return "not checked" + reasons;
+}
+
+}  // namespace
+
+Checklist BuildChecklist(const std::vector<Finding>& findings, const HealthConfig& config,
+                         std::span<const UncheckedRule> unchecked) {
   Checklist checklist;
   std::set<std::string, std::less<>> on_checklist;
   for (const ChecklistEntry& entry : config.checklist) {
@@ -36,7 +51,7 @@ Checklist BuildChecklist(const std::vector<Finding>& findings, const HealthConfi
         if (problems > 1) item.summary += " (+" + std::to_string(problems - 1) + " more)";
       }
     } else {
-      item.summary = "not checked";
+      item.summary = NotCheckedSummary(entry, unchecked);
     }
     checklist.items.push_back(std::move(item));
   }

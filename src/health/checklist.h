@@ -12,11 +12,13 @@
 #pragma once
 
 #include <cstddef>
+#include <span>
 #include <string>
 #include <vector>
 
 #include "health/finding.h"
 #include "health/health_config.h"
+#include "health/rules.h"
 
 namespace gpudoctor {
 
@@ -28,7 +30,8 @@ struct ChecklistItem {
   bool checked = false;
   Severity severity = Severity::kOk;  // the worst of its findings
   // One line: the worst finding's summary ("+ N more" when there are
-  // several problems), or the ok summaries joined by "; ".
+  // several problems), or the ok summaries joined by "; ", or "not checked"
+  // with the reasons its rules gave ("not checked: ...").
   std::string summary;
   std::vector<size_t> findings;  // indices into the findings, worst first
 };
@@ -38,6 +41,8 @@ struct Checklist {
   std::vector<size_t> other_findings;  // findings of rules on no checklist item, in their order
 };
 
-Checklist BuildChecklist(const std::vector<Finding>& findings, const HealthConfig& config);
+// `unchecked`: why rules judged nothing (EvaluateRules), for the items that stay unchecked.
+Checklist BuildChecklist(const std::vector<Finding>& findings, const HealthConfig& config,
+                         std::span<const UncheckedRule> unchecked = {});
 
 }  // namespace gpudoctor

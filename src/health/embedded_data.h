@@ -6,5 +6,6 @@ namespace gpudoctor {
 
 extern const char kRulesToml[];        // data/rules.toml
 extern const char kCudaDriverTable[];  // data/cuda_driver_table.tsv
+extern const char kCorrelationsToml[];  // data/correlations.toml
 
 }  // namespace gpudoctor

@@ -1,5 +1,7 @@
 #include "health/finding.h"
 
+#include "common/text.h"
+
 namespace gpudoctor {
 
 const char* SeverityName(Severity severity) {
@@ -31,6 +33,31 @@ int SeverityRank(Severity severity) {
 }
 
 int ExitStatusFor(Severity worst) { return static_cast<int>(worst); }
+
+bool SameGpu(const GpuRef& a, const GpuRef& b) {
+  if (!a.uuid.empty() && !b.uuid.empty()) return a.uuid == b.uuid;
+  auto bus_a = NormalizePciBusId(a.pci_bus_id), bus_b = NormalizePciBusId(b.pci_bus_id);
+  if (bus_a && bus_b) return *bus_a == *bus_b;
+  return a.index && b.index && *a.index == *b.index;
+}
+
+std::string GpuName(const GpuRef& gpu) {
+  if (gpu.index) return "GPU " + std::to_string(*gpu.index);
+  return gpu.pci_bus_id.empty() ? std::string("a GPU") : "GPU at " + gpu.pci_bus_id;
+}
+
+std::string FindingKey(const Finding& finding) {
+  std::string key = finding.id;
+  if (finding.gpu) {
+    const GpuRef& gpu = *finding.gpu;
+    if (!gpu.uuid.empty()) key += "@" + gpu.uuid;
+    else if (!gpu.pci_bus_id.empty()) key += "@" + gpu.pci_bus_id;
+    else if (gpu.index) key += "@gpu" + std::to_string(*gpu.index);
+    else if (!gpu.serial.empty()) key += "@" + gpu.serial;
+  }
+  if (!finding.subject.empty()) key += "/" + finding.subject;
+  return key;
+}
 
 Severity WorstSeverity(const std::vector<Finding>& findings) {
   Severity worst = Severity::kOk;

@@ -11,6 +11,8 @@
 #include <string_view>
 #include <vector>
 
+#include "common/clock.h"
+
 namespace gpudoctor {
 
 enum class Severity { kOk = 0, kWarning = 1, kCritical = 2, kUnknown = 3 };
@@ -32,6 +34,11 @@ struct GpuRef {
   bool operator==(const GpuRef&) const = default;
 };
 
+// Whether two references name the same GPU: by UUID, else PCI bus id, else index.
+bool SameGpu(const GpuRef& a, const GpuRef& b);
+// "GPU 3", or "GPU at 0000:3b:00.0" for a GPU known only on the bus.
+std::string GpuName(const GpuRef& gpu);
+
 struct Finding {
   std::string id;  // stable rule id, e.g. "temperature_high"
   Severity severity = Severity::kOk;
@@ -41,10 +48,32 @@ struct Finding {
   std::string cause;                  // probable cause
   std::vector<std::string> actions;   // next steps for a person at the machine
   // What the finding is about besides the GPU, when one rule can fire for
-  // several things at once (a training job's name); part of its identity.
+  // several things at once (a training job's name, an Xid code); part of its
+  // identity.
   std::string subject;
+  // The FindingKey of the root-cause finding this one is evidence of, set by
+  // the correlation step (health/correlate/correlate.h); empty when the
+  // finding stands alone. Presenters show it under its root, and alerts page
+  // for the root alone.
+  std::string part_of;
+  // When the newest event behind the finding happened (an Xid, a log line);
+  // nullopt for findings about the present state. An acknowledged finding
+  // opens again when it shows a newer event.
+  std::optional<WallTime> newest_event_at;
   bool operator==(const Finding&) const = default;
 };
+
+// The probable cause and the operator's next steps for a finding.
+struct Remedy {
+  std::string cause;
+  std::vector<std::string> actions;
+  bool operator==(const Remedy&) const = default;
+};
+
+// What makes two findings "the same incident": the rule id, the GPU (UUID,
+// else bus id, else index) and the subject, e.g. "memory_leak@GPU-1234...",
+// "job_stall/llama-70b", "xid_recent@0000:3b:00.0/79".
+std::string FindingKey(const Finding& finding);
 
 // The worst severity among `findings` by SeverityRank; ok when empty.
 Severity WorstSeverity(const std::vector<Finding>& findings);

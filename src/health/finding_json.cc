@@ -23,6 +23,8 @@ nlohmann::json FindingToJson(const Finding& finding) {
   j["evidence"] = finding.evidence;
   j["cause"] = finding.cause;
   j["actions"] = finding.actions;
+  j["key"] = FindingKey(finding);
+  j["part_of"] = finding.part_of.empty() ? nlohmann::json(nullptr) : nlohmann::json(finding.part_of);
   return j;
 }
 

@@ -3,7 +3,8 @@
 //
 //   {"id": "temperature_high", "severity": "critical",
 //    "gpu": {"index": 3, "uuid": "GPU-...", "pci_bus_id": "0000:3b:00.0"},
-//    "summary": "...", "evidence": ["..."], "cause": "...", "actions": ["..."]}
+//    "summary": "...", "evidence": ["..."], "cause": "...", "actions": ["..."],
+//    "key": "temperature_high@GPU-...", "part_of": "facility_cooling"}   // part_of: null when alone
 #pragma once
 
 #include <nlohmann/json.hpp>

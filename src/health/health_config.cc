@@ -6,10 +6,12 @@
 #include <cmath>
 #include <limits>
 #include <sstream>
+#include <type_traits>
 #include <variant>
 
 #include "common/input_file.h"
 #include "common/text.h"
+#include "health/correlate/correlation_config_toml.h"
 #include "health/cuda_compat.h"
 #include "health/embedded_data.h"
 #include "health/rule_ids.h"
@@ -67,7 +69,8 @@ std::vector<Binding> ThresholdBindings(RuleThresholds& t) {
       {"disk_space", "critical_free_percent", &t.disk_space.critical_free_percent},
       {"process_missing", "severity", &t.process_missing.severity},
       {"backup_stale", "max_age", &t.backup_stale.max_age},
-      {"host_hung_tasks", "blocked_warning", &t.host_hung_tasks.blocked_warning},
+      {"host_hung_tasks", "blocked_for", &t.host_hung_tasks.blocked_for},
+      {"agent_history", "stale_after", &t.agent_history.stale_after},
       {"host_hung_tasks", "gpu_task_names", &t.host_hung_tasks.gpu_task_names},
       {"host_hung_tasks", "window", &t.host_hung_tasks.window},
       {"host_memory", "warning_available_percent", &t.host_memory.warning_available_percent},
@@ -249,6 +252,39 @@ Status ApplyChecklist(HealthConfig& config, const toml::node& node, std::string_
   return {};
 }
 
+// [maintenance.<task>]: `every` and `title`; a task not in the schedule yet needs both.
+Status ApplyMaintenance(HealthConfig& config, const toml::node& node, std::string_view origin) {
+  const toml::table* tasks = node.as_table();
+  if (tasks == nullptr) return TypeError(origin, node, "maintenance", "a table");
+  for (const auto& [name, task_node] : *tasks) {
+    const std::string path = "maintenance." + std::string(name.str());
+    const toml::table* table = task_node.as_table();
+    if (table == nullptr) return TypeError(origin, task_node, path, "a table");
+    MaintenanceTask* known = nullptr;
+    for (MaintenanceTask& scheduled : config.maintenance)
+      if (scheduled.name == name.str()) known = &scheduled;
+    MaintenanceTask task = known ? *known : MaintenanceTask{std::string(name.str()), "", Duration{}};
+    for (const auto& [key, value] : *table) {
+      const std::string key_path = path + "." + std::string(key.str());
+      Status status;
+      if (key == "every")
+        status = Assign(&task.every, value, origin, key_path);
+      else if (key == "title")
+        status = Assign(&task.title, value, origin, key_path);
+      else
+        return Error{Where(origin, value, key_path) + ": unknown key"};
+      if (!status) return status;
+    }
+    if (task.title.empty() || task.every <= Duration::zero())
+      return Error{Where(origin, task_node, path) + ": a task needs a title and a duration `every` longer than zero"};
+    if (known != nullptr)
+      *known = std::move(task);
+    else
+      config.maintenance.push_back(std::move(task));
+  }
+  return {};
+}
+
 // Checks that hold between keys, after every key is applied.
 Status Validate(const HealthConfig& config, std::string_view origin) {
   const RuleThresholds& t = config.thresholds;
@@ -281,8 +317,10 @@ bool HealthConfig::Enabled(std::string_view rule_id) const {
 }
 
 std::string_view HealthConfig::Category(std::string_view rule_id) const {
-  auto it = rules.find(rule_id);
-  return it == rules.end() || it->second.category.empty() ? std::string_view("unknown") : it->second.category;
+  std::string_view category;
+  if (auto it = rules.find(rule_id); it != rules.end()) category = it->second.category;
+  else if (const CorrelationRule* correlation = correlations.Find(rule_id)) category = correlation->category;
+  return category.empty() ? std::string_view("unknown") : category;
 }
 
 const Remedy& HealthConfig::RemedyFor(std::string_view rule_id, std::string_view case_name) const {
@@ -328,9 +366,13 @@ Result<HealthConfig> ApplyHealthConfig(HealthConfig base, std::string_view text,
       }
     } else if (key == "checklist") {
       if (Status status = ApplyChecklist(base, node, origin); !status) return status.error();
+    } else if (key == "maintenance") {
+      if (Status status = ApplyMaintenance(base, node, origin); !status) return status.error();
     }
     // Other top-level tables belong to other parts of gpudoctor.
   }
+  if (Status status = ApplyCorrelationTables(root, origin, base.correlations, base.escalation); !status)
+    return status.error();
   if (Status status = Validate(base, origin); !status) return status.error();
   return base;
 }
@@ -340,8 +382,9 @@ const HealthConfig& DefaultHealthConfig() {
     HealthConfig empty;
     for (std::string_view id : kRuleIds) empty.rules[std::string(id)];
     Result<HealthConfig> parsed = ApplyHealthConfig(std::move(empty), kRulesToml, "data/rules.toml");
+    if (parsed) parsed = ApplyHealthConfig(std::move(parsed).value(), kCorrelationsToml, "data/correlations.toml");
     // The defaults are compiled in and covered by tests: failing here is a build error.
-    assert(parsed.ok() && "data/rules.toml does not parse");
+    assert(parsed.ok() && "data/rules.toml or data/correlations.toml does not parse");
     return parsed.ok() ? std::move(parsed).value() : HealthConfig{};
   }();
   return config;
@@ -361,6 +404,55 @@ std::vector<std::string> HealthConfigKeys() {
   for (const Binding& b : ThresholdBindings(thresholds))
     keys.push_back("[rules." + std::string(b.table) + "] " + std::string(b.key));
   return keys;
+}
+
+namespace {
+
+// "24h", "90s", "7d", "500ms": the largest unit that divides the duration, as a config file writes it.
+std::string DurationAsConfig(Duration duration) {
+  const int64_t ms = std::chrono::duration_cast<std::chrono::milliseconds>(duration).count();
+  static constexpr std::pair<int64_t, const char*> kUnits[] = {
+      {86'400'000, "d"}, {3'600'000, "h"}, {60'000, "m"}, {1'000, "s"}};
+  for (const auto& [size, unit] : kUnits)
+    if (ms != 0 && ms % size == 0) return std::to_string(ms / size) + unit;
+  return std::to_string(ms) + "ms";
+}
+
+}  // namespace
+
+std::vector<std::pair<std::string, std::string>> RuleThresholdValues(const HealthConfig& config,
+                                                                     std::string_view rule_id) {
+  RuleThresholds copy = config.thresholds;
+  std::vector<std::pair<std::string, std::string>> values;
+  for (const Binding& b : ThresholdBindings(copy)) {
+    if (b.table != rule_id) continue;
+    std::string text = std::visit(
+        [](auto* target) -> std::string {
+          using T = std::remove_pointer_t<decltype(target)>;
+          if constexpr (std::is_same_v<T, double>) {
+            std::ostringstream out;
+            out << *target;
+            return out.str();
+          } else if constexpr (std::is_same_v<T, bool>) {
+            return *target ? "true" : "false";
+          } else if constexpr (std::is_same_v<T, Duration>) {
+            return "\"" + DurationAsConfig(*target) + "\"";
+          } else if constexpr (std::is_same_v<T, std::string>) {
+            return "\"" + *target + "\"";
+          } else if constexpr (std::is_same_v<T, Severity>) {
+            return "\"" + std::string(SeverityName(*target)) + "\"";
+          } else if constexpr (std::is_same_v<T, std::vector<std::string>>) {
+            std::string list;
+            for (const std::string& item : *target) list += (list.empty() ? "\"" : ", \"") + item + "\"";
+            return "[" + list + "]";
+          } else {
+            return std::to_string(*target);
+          }
+        },
+        b.target);
+    values.emplace_back(std::string(b.key), std::move(text));
+  }
+  return values;
 }
 
 }  // namespace gpudoctor

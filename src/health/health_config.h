@@ -16,11 +16,14 @@
 #include <map>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "common/clock.h"
 #include "common/result.h"
+#include "health/correlate/correlation_config.h"
 #include "health/finding.h"
+#include "health/maintenance.h"
 #include "host/host_signals.h"
 
 namespace gpudoctor {
@@ -90,7 +93,7 @@ struct RuleThresholds {
     Duration max_age{};
   } backup_stale;
   struct {
-    uint64_t blocked_warning = 0;
+    Duration blocked_for{};  // when the kernel's hung_task_timeout_secs is unknown or 0
     std::vector<std::string> gpu_task_names;
     Duration window{};
   } host_hung_tasks;
@@ -102,13 +105,9 @@ struct RuleThresholds {
     double io_full_avg60 = 0;
     double cpu_some_avg60 = 0;
   } host_pressure;
-};
-
-// The probable cause and the operator's next steps for a finding.
-struct Remedy {
-  std::string cause;
-  std::vector<std::string> actions;
-  bool operator==(const Remedy&) const = default;
+  struct {
+    Duration stale_after{};
+  } agent_history;
 };
 
 // Everything about one rule that is not a threshold.
@@ -130,20 +129,25 @@ struct HealthConfig {
   RuleThresholds thresholds;
   std::map<std::string, RuleSettings, std::less<>> rules;  // one entry per rule id
   std::vector<ChecklistEntry> checklist;
+  std::vector<MaintenanceTask> maintenance;  // [maintenance.<task>]: the upkeep schedule
+  CorrelationConfig correlations;  // [correlations.<id>]: one story per incident
+  EscalationConfig escalation;     // [escalation]: the agent's history makes repeated trouble worse news
 
   bool Enabled(std::string_view rule_id) const;
-  std::string_view Category(std::string_view rule_id) const;  // "unknown" when none is set
+  // A rule's or a correlation's category; "unknown" when none is set.
+  std::string_view Category(std::string_view rule_id) const;
   // The remedy of `rule_id`'s case `case_name`, or the rule's own remedy
   // when the case has none (or `case_name` is empty).
   const Remedy& RemedyFor(std::string_view rule_id, std::string_view case_name = {}) const;
 };
 
-// The compiled-in defaults of data/rules.toml.
+// The compiled-in defaults of data/rules.toml and data/correlations.toml.
 const HealthConfig& DefaultHealthConfig();
 
-// Applies the TOML `text` on top of `base`. Unknown keys in [host] and
-// [rules.*], unknown rule ids and values of the wrong type are errors that
-// name the key; other top-level tables are left to other modules. A
+// Applies the TOML `text` on top of `base`. Unknown keys in [host],
+// [rules.*], [correlations.*] and [escalation], unknown rule ids and values
+// of the wrong type are errors that name the key; other top-level tables are
+// left to other modules. A
 // [[checklist]] array, when present, replaces the whole checklist.
 // `origin` names the text in error messages (a file name).
 Result<HealthConfig> ApplyHealthConfig(HealthConfig base, std::string_view text, std::string_view origin);
@@ -158,5 +162,10 @@ Result<HealthConfig> LoadHealthConfigFile(const std::string& path);
 
 // "[rules.temperature_high] warning_c", ... : every threshold key, for docs and tests.
 std::vector<std::string> HealthConfigKeys();
+
+// The keys of [rules.<rule_id>] with their values in `config`, as TOML writes
+// them ("warning_c", "75"; "window", "\"24h\""), in the order of docs/findings.md.
+std::vector<std::pair<std::string, std::string>> RuleThresholdValues(const HealthConfig& config,
+                                                                     std::string_view rule_id);
 
 }  // namespace gpudoctor

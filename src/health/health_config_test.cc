@@ -37,7 +37,7 @@ TEST(DefaultHealthConfig, HasTheDocumentedDefaults) {
   EXPECT_EQ(config.host.disk_paths, std::vector<std::string>{"/"});
   EXPECT_TRUE(config.host.ipmi);
   EXPECT_EQ(config.host.command_timeout, std::chrono::seconds(20));
-  EXPECT_EQ(config.checklist.size(), 8u);
+  EXPECT_EQ(config.checklist.size(), 9u);
   EXPECT_EQ(config.checklist[0].title, "Every GPU below 80 °C");
 }
 

@@ -1,5 +1,7 @@
 #include "health/health_test_support.h"
 
+#include <gtest/gtest.h>
+
 #include <fmt/format.h>
 
 namespace gpudoctor::testing_support {
@@ -150,6 +152,21 @@ std::vector<Finding> Evaluate(const Snapshot* snapshot, const HostSignals* host,
   input.log_events = events;
   input.now = kNow;
   return EvaluateRules(input, DefaultHealthConfig());
+}
+
+Finding Single(const std::vector<Finding>& findings, std::string_view id) {
+  std::vector<Finding> matching = WithId(findings, id);
+  if (matching.size() != 1) {
+    ADD_FAILURE() << "expected one '" << id << "' finding, got " << matching.size();
+    return Finding{};
+  }
+  return matching.front();
+}
+
+bool EvidenceHas(const Finding& finding, std::string_view text) {
+  for (const std::string& line : finding.evidence)
+    if (line.find(text) != std::string::npos) return true;
+  return false;
 }
 
 }  // namespace gpudoctor::testing_support

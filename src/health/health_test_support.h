@@ -20,6 +20,10 @@ LogEvent XidLogEvent(uint32_t xid, std::string pci_bus_id, EventSeverity severit
 
 // Findings with this id.
 std::vector<Finding> WithId(const std::vector<Finding>& findings, std::string_view id);
+// The one finding with this id; a test failure (and an empty finding) unless there is exactly one.
+Finding Single(const std::vector<Finding>& findings, std::string_view id);
+// Whether a line of the finding's evidence contains `text`.
+bool EvidenceHas(const Finding& finding, std::string_view text);
 // The findings that are a warning or critical.
 std::vector<Finding> Problems(const std::vector<Finding>& findings);
 // Evaluates with the default config.

@@ -7,8 +7,9 @@
 
 namespace gpudoctor::rules_internal {
 
-RuleContext::RuleContext(const HealthInput& input_in, const HealthConfig& config_in, std::vector<Finding>& findings)
-    : input(input_in), config(config_in), thresholds(config_in.thresholds), findings_(findings) {
+RuleContext::RuleContext(const HealthInput& input_in, const HealthConfig& config_in, std::vector<Finding>& findings,
+                         std::vector<UncheckedRule>& unchecked)
+    : input(input_in), config(config_in), thresholds(config_in.thresholds), findings_(findings), unchecked_(unchecked) {
   if (input.snapshot != nullptr) {
     for (const GpuSnapshot& gpu : input.snapshot->gpus)
       if (gpu.access_error == AccessError::kNone) readable_.push_back(&gpu);
@@ -50,9 +51,23 @@ void RuleContext::Pass(std::string_view rule_id, std::string summary, std::vecto
   findings_.push_back(std::move(finding));
 }
 
+void RuleContext::Unchecked(std::string_view rule_id, std::string reason) {
+  unchecked_.push_back({std::string(rule_id), std::move(reason)});
+}
+
 bool RuleContext::DriverUp() const {
   return input.snapshot != nullptr && input.snapshot->driver_error == AccessError::kNone;
 }
+
+bool RuleContext::SnapshotSimulated() const {
+  return input.snapshot != nullptr && input.snapshot->source.starts_with("simulate:");
+}
+
+bool RuleContext::SnapshotCaptured() const {
+  return input.snapshot != nullptr && input.snapshot->source.starts_with("nvidia-smi:");
+}
+
+const HostSignals* RuleContext::GpuHost() const { return SnapshotSimulated() ? nullptr : input.host; }
 
 const GpuSnapshot* RuleContext::PreviousOf(const GpuSnapshot& gpu) const {
   if (input.previous == nullptr) return nullptr;

@@ -15,7 +15,8 @@ namespace gpudoctor::rules_internal {
 
 class RuleContext {
  public:
-  RuleContext(const HealthInput& input, const HealthConfig& config, std::vector<Finding>& findings);
+  RuleContext(const HealthInput& input, const HealthConfig& config, std::vector<Finding>& findings,
+              std::vector<UncheckedRule>& unchecked);
 
   const HealthInput& input;
   const HealthConfig& config;
@@ -30,9 +31,19 @@ class RuleContext {
   Finding& ReportUnknown(std::string_view rule_id, std::string summary, std::vector<std::string> evidence);
   // Adds the rule's ok result: what it checked and found in order.
   void Pass(std::string_view rule_id, std::string summary, std::vector<std::string> evidence = {});
+  // Says why the rule, having reported nothing, had nothing to judge.
+  void Unchecked(std::string_view rule_id, std::string reason);
 
   // NVML started: the snapshot can be trusted to list the GPUs.
   bool DriverUp() const;
+  // Where the snapshot came from ("nvml", "simulate:<file>", "nvidia-smi:<file>").
+  bool SnapshotSimulated() const;
+  bool SnapshotCaptured() const;
+  // The host signals, when they describe the snapshot's own machine, for the
+  // rules that hold its PCI bus and driver module against the GPUs; nullptr
+  // without host signals or when the GPUs are simulated (this machine's bus
+  // is not the simulated server's).
+  const HostSignals* GpuHost() const;
   // GPUs of the snapshot that could be read (no access error).
   const std::vector<const GpuSnapshot*>& ReadableGpus() const { return readable_; }
   // The GPU of the previous snapshot that is the same device as `gpu`.
@@ -47,6 +58,7 @@ class RuleContext {
                std::vector<std::string> evidence, const Remedy& remedy);
 
   std::vector<Finding>& findings_;
+  std::vector<UncheckedRule>& unchecked_;
   std::vector<const GpuSnapshot*> readable_;
 };
 
@@ -76,6 +88,7 @@ std::vector<FailedField> FailedFields(const GpuSnapshot& gpu);
 
 // One rule per function; each reports only its own id.
 void NvmlHang(RuleContext& context);
+void DriverHang(RuleContext& context);
 void DriverUnavailable(RuleContext& context);
 void DriverMismatch(RuleContext& context);
 void NouveauLoaded(RuleContext& context);
@@ -106,6 +119,9 @@ void MemoryHigh(RuleContext& context);
 void PcieLinkDegraded(RuleContext& context);
 void PcieReplay(RuleContext& context);
 void NvlinkDown(RuleContext& context);
+void NvlinkFabric(RuleContext& context);
+void MaintenanceDue(RuleContext& context);
+void AgentHistory(RuleContext& context);
 void NvlinkErrors(RuleContext& context);
 
 void XidRecent(RuleContext& context);

@@ -11,6 +11,7 @@ namespace gpudoctor {
 inline constexpr std::string_view kRuleIds[] = {
     // Driver and NVML.
     "nvml_hang",
+    "driver_hang",
     "driver_unavailable",
     "driver_mismatch",
     "nouveau_loaded",
@@ -41,6 +42,7 @@ inline constexpr std::string_view kRuleIds[] = {
     "pcie_link_degraded",
     "pcie_replay",
     "nvlink_down",
+    "nvlink_fabric",
     "nvlink_errors",
     // Logs.
     "xid_recent",
@@ -52,6 +54,10 @@ inline constexpr std::string_view kRuleIds[] = {
     "host_hung_tasks",
     "host_memory",
     "host_pressure",
+    // Upkeep.
+    "maintenance_due",
+    // The agent's history, as check and triage read it.
+    "agent_history",
 };
 
 inline bool IsRuleId(std::string_view id) {
@@ -102,6 +108,20 @@ inline constexpr RuleCase kRuleCases[] = {
 inline bool IsRuleCase(std::string_view rule_id, std::string_view case_name) {
   return std::any_of(std::begin(kRuleCases), std::end(kRuleCases),
                      [&](const RuleCase& c) { return c.rule_id == rule_id && c.case_name == case_name; });
+}
+
+// Escalations over the agent's history (health/correlate/escalate.h): like
+// the trend detectors only the agent raises them, they have no [rules.<id>]
+// table (their thresholds are in [escalation]) and never share an id.
+inline constexpr std::string_view kEscalationIds[] = {
+    "xid_recurring",
+    "xid_fatal_repeated",
+    "xid_diagnostics_due",
+    "remediation_repeated",
+};
+
+inline bool IsEscalationId(std::string_view id) {
+  return std::find(std::begin(kEscalationIds), std::end(kEscalationIds), id) != std::end(kEscalationIds);
 }
 
 // Findings the agent raises about itself. Like the trend detectors they are

@@ -16,6 +16,7 @@ struct RuleEntry {
 // One function per rule id, in the order of kRuleIds.
 constexpr RuleEntry kRules[] = {
     {"nvml_hang", rules_internal::NvmlHang},
+    {"driver_hang", rules_internal::DriverHang},
     {"driver_unavailable", rules_internal::DriverUnavailable},
     {"driver_mismatch", rules_internal::DriverMismatch},
     {"nouveau_loaded", rules_internal::NouveauLoaded},
@@ -43,6 +44,7 @@ constexpr RuleEntry kRules[] = {
     {"pcie_link_degraded", rules_internal::PcieLinkDegraded},
     {"pcie_replay", rules_internal::PcieReplay},
     {"nvlink_down", rules_internal::NvlinkDown},
+    {"nvlink_fabric", rules_internal::NvlinkFabric},
     {"nvlink_errors", rules_internal::NvlinkErrors},
     {"xid_recent", rules_internal::XidRecent},
     {"log_errors", rules_internal::LogErrors},
@@ -52,6 +54,8 @@ constexpr RuleEntry kRules[] = {
     {"host_hung_tasks", rules_internal::HostHungTasks},
     {"host_memory", rules_internal::HostMemory},
     {"host_pressure", rules_internal::HostPressure},
+    {"maintenance_due", rules_internal::MaintenanceDue},
+    {"agent_history", rules_internal::AgentHistory},
 };
 
 constexpr bool RulesFollowRuleIds() {
@@ -65,8 +69,14 @@ static_assert(RulesFollowRuleIds(), "kRules must list one function per rule id, 
 }  // namespace
 
 std::vector<Finding> EvaluateRules(const HealthInput& input, const HealthConfig& config) {
+  std::vector<UncheckedRule> unchecked;
+  return EvaluateRules(input, config, unchecked);
+}
+
+std::vector<Finding> EvaluateRules(const HealthInput& input, const HealthConfig& config,
+                                   std::vector<UncheckedRule>& unchecked) {
   std::vector<Finding> findings;
-  RuleContext context(input, config, findings);
+  RuleContext context(input, config, findings, unchecked);
   for (const RuleEntry& rule : kRules) {
     if (config.Enabled(rule.id)) rule.evaluate(context);
   }

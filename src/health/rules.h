@@ -16,12 +16,16 @@
 //   int exit_status = ExitStatusFor(WorstSeverity(findings));
 #pragma once
 
+#include <string>
 #include <vector>
 
 #include "common/clock.h"
+#include "health/agent_record.h"
+#include "health/blocked_task_watch.h"
 #include "health/event_grader.h"
 #include "health/finding.h"
 #include "health/health_config.h"
+#include "health/maintenance.h"
 #include "host/host_signals.h"
 #include "logs/event.h"
 #include "model/snapshot.h"
@@ -39,6 +43,16 @@ struct HealthInput {
   // caller keeps them across snapshots (the agent). nullptr: the snapshot's own.
   const std::vector<XidEvent>* nvml_xid_events = nullptr;
   const EventGrader* event_grader = nullptr;          // nullptr: events graded by their own severity
+  // How long the host's blocked tasks have stayed blocked, from a caller that
+  // samples again and again (the agent). nullptr: this one sample, which
+  // alone never makes a task hung.
+  const BlockedTaskWatch* blocked_task_watch = nullptr;
+  // The agent's history, for a one-shot command (check, triage). nullptr:
+  // not looked for (the agent itself, captured or simulated inputs).
+  const AgentRecord* agent = nullptr;
+  // What the agent's history keeps about the host (maintenance done, the GPU
+  // count it learned). nullptr: no history read.
+  const HostHistory* host_history = nullptr;
   WallTime now;                                       // from the caller's Clock
 };
 
@@ -46,5 +60,17 @@ struct HealthInput {
 // Never fails: a rule that cannot judge something says so in an unknown
 // finding.
 std::vector<Finding> EvaluateRules(const HealthInput& input, const HealthConfig& config);
+
+// Why a rule that had nothing to judge judged nothing, where it can say
+// ("the GPUs are passively cooled and no chassis fan sensor can be read"):
+// `check` shows it on the checklist line that stays unchecked.
+struct UncheckedRule {
+  std::string rule_id;
+  std::string reason;
+};
+
+// As above, and adds to `unchecked` the reasons of the rules that judged nothing.
+std::vector<Finding> EvaluateRules(const HealthInput& input, const HealthConfig& config,
+                                   std::vector<UncheckedRule>& unchecked);
 
 }  // namespace gpudoctor

@@ -38,8 +38,23 @@ std::optional<uint32_t> NvmlGpuCount(const RuleContext& context) {
 }
 
 std::optional<size_t> PciGpuCount(const RuleContext& context) {
-  if (context.input.host == nullptr || !context.input.host->pci_gpus.has_value()) return std::nullopt;
-  return context.input.host->pci_gpus.value().size();
+  const HostSignals* host = context.GpuHost();
+  if (host == nullptr || !host->pci_gpus.has_value()) return std::nullopt;
+  return host->pci_gpus.value().size();
+}
+
+// "All 8 GPUs readable", or "7 of 8 GPUs readable (GPU 3 lost)" when
+// gpu_lost or nvml_hang report the others: never "all" while one is not.
+std::string ReadableSummary(const RuleContext& context) {
+  const std::vector<GpuSnapshot>& gpus = context.input.snapshot->gpus;
+  const size_t readable = context.ReadableGpus().size();
+  if (readable == gpus.size()) return AllOf(gpus.size(), "GPU", "GPUs") + " readable";
+  std::vector<std::string> others;
+  for (const GpuSnapshot& gpu : gpus) {
+    if (gpu.access_error == AccessError::kGpuLost) others.push_back(GpuLabel(gpu) + " lost");
+    if (gpu.access_error == AccessError::kHang) others.push_back(GpuLabel(gpu) + " hung");
+  }
+  return fmt::format("{} of {} GPUs readable ({})", readable, gpus.size(), JoinWithAnd(others));
 }
 
 bool SameDriverVersion(const std::string& a, const std::string& b) {
@@ -84,7 +99,12 @@ void NvmlHang(RuleContext& context) {
                    {snapshot->driver_message.empty() ? "nvmlInit did not return" : snapshot->driver_message});
     reported = true;
   }
-  if (!reported && context.DriverUp()) context.Pass("nvml_hang", "NVML answered every call in time");
+  if (reported || !context.DriverUp()) return;
+  if (context.SnapshotCaptured())
+    context.Pass("nvml_hang", "nvidia-smi answered when the capture was taken; nothing was called here");
+  else
+    context.Pass("nvml_hang", context.SnapshotSimulated() ? "The simulated NVML answered every call in time"
+                                                          : "NVML answered every call in time");
 }
 
 void DriverUnavailable(RuleContext& context) {
@@ -93,7 +113,7 @@ void DriverUnavailable(RuleContext& context) {
   std::vector<std::string> evidence;
   if (!snapshot->driver_message.empty()) evidence.push_back("NVML: " + snapshot->driver_message);
   if (!snapshot->source.empty()) evidence.push_back("source: " + snapshot->source);
-  if (context.input.host != nullptr && context.input.host->nvidia_module_version.not_supported()) {
+  if (context.GpuHost() != nullptr && context.GpuHost()->nvidia_module_version.not_supported()) {
     evidence.push_back("no nvidia kernel module loaded (/sys/module/nvidia absent)");
   }
   switch (snapshot->driver_error) {
@@ -129,7 +149,7 @@ void DriverUnavailable(RuleContext& context) {
 
 void DriverMismatch(RuleContext& context) {
   const Snapshot* snapshot = context.input.snapshot;
-  const HostSignals* host = context.input.host;
+  const HostSignals* host = context.GpuHost();
   const bool module_known = host != nullptr && host->nvidia_module_version.has_value();
   const std::string module = module_known ? host->nvidia_module_version.value() : "";
   std::vector<std::string> evidence;
@@ -249,12 +269,24 @@ void NoDevices(RuleContext& context) {
 }
 
 void GpuCountMismatch(RuleContext& context) {
-  const uint64_t expected = context.thresholds.gpu_count_mismatch.expected;
-  if (expected == 0) return;
+  // Configured, else learned by the agent from its first healthy sample.
+  uint64_t expected = context.thresholds.gpu_count_mismatch.expected;
+  std::string expected_from = "configured ([rules.gpu_count_mismatch] expected)";
+  const HostHistory* history = context.input.host_history;
+  if (expected == 0 && history != nullptr && history->learned_gpu_count) {
+    expected = *history->learned_gpu_count;
+    expected_from = "learned by the agent from its first healthy sample, " +
+                    FormatIsoUtc(history->gpu_count_learned_at).substr(0, 10);
+  }
+  if (expected == 0) {
+    context.Unchecked("gpu_count_mismatch",
+                      "no expected GPU count: none configured and no agent history that learned one");
+    return;
+  }
   std::optional<uint32_t> nvml = NvmlGpuCount(context);
   std::optional<size_t> on_bus = PciGpuCount(context);
   if (!nvml && !on_bus) return;
-  std::vector<std::string> evidence{fmt::format("expected: {}", expected)};
+  std::vector<std::string> evidence{fmt::format("expected: {} ({})", expected, expected_from)};
   if (nvml) evidence.push_back(fmt::format("NVML: {}", *nvml));
   if (on_bus) evidence.push_back(fmt::format("PCI bus: {}", *on_bus));
   if (nvml && *nvml != expected) {
@@ -272,9 +304,10 @@ void GpuCountMismatch(RuleContext& context) {
 }
 
 void GpuMissing(RuleContext& context) {
-  const HostSignals* host = context.input.host;
+  const HostSignals* host = context.GpuHost();
   if (host == nullptr || !host->pci_gpus.has_value() || !context.DriverUp()) return;
   const std::vector<PciGpuDevice>& on_bus = host->pci_gpus.value();
+  if (on_bus.empty()) return;  // nothing on the bus to hold against NVML (sysfs hidden, as in some containers)
   const Snapshot& snapshot = *context.input.snapshot;
 
   std::set<std::string> seen_by_nvml;
@@ -308,7 +341,8 @@ void GpuMissing(RuleContext& context) {
     reported = true;
   }
   if (!reported) {
-    context.Pass("gpu_missing", fmt::format("Every NVIDIA GPU on the PCI bus is visible to NVML ({})", on_bus.size()));
+    context.Pass("gpu_missing", fmt::format("{} on the PCI bus visible to NVML",
+                                            AllOf(on_bus.size(), "NVIDIA GPU", "NVIDIA GPUs")));
   }
 }
 
@@ -344,9 +378,7 @@ void GpuUnreachable(RuleContext& context) {
                    case_name);
     reported = true;
   }
-  if (!reported) {
-    context.Pass("gpu_unreachable", AllOf(snapshot->gpus.size(), "GPU", "GPUs") + " readable");
-  }
+  if (!reported) context.Pass("gpu_unreachable", ReadableSummary(context));
 }
 
 void FieldErrors(RuleContext& context) {

@@ -3,6 +3,7 @@
 
 #include <set>
 
+#include "health/checklist.h"
 #include "health/health_test_support.h"
 #include "health/rule_ids.h"
 
@@ -13,21 +14,6 @@ using namespace testing_support;
 using std::chrono::minutes;
 
 // The one finding with `id`; fails the test when there is not exactly one.
-Finding Single(const std::vector<Finding>& findings, std::string_view id) {
-  std::vector<Finding> matching = WithId(findings, id);
-  if (matching.size() != 1) {
-    ADD_FAILURE() << "expected one '" << id << "' finding, got " << matching.size();
-    return Finding{};
-  }
-  return matching.front();
-}
-
-bool EvidenceHas(const Finding& finding, std::string_view text) {
-  for (const std::string& line : finding.evidence)
-    if (line.find(text) != std::string::npos) return true;
-  return false;
-}
-
 HealthConfig ConfigWith(std::string_view toml) {
   Result<HealthConfig> config = ApplyHealthConfig(DefaultHealthConfig(), toml, "test");
   EXPECT_TRUE(config.ok()) << (config.ok() ? "" : config.error().message);
@@ -45,7 +31,13 @@ std::vector<Finding> EvaluateWith(const HealthConfig& config, const Snapshot* sn
 
 TEST(HealthyServer, EveryRuleReportsOkAndNothingElse) {
   Snapshot snapshot = HealthySnapshot(2);
+  for (GpuSnapshot& gpu : snapshot.gpus) {  // on an NVSwitch board, registered with the fabric
+    gpu.fabric_state.SetValue("completed");
+    gpu.fabric_status.SetValue("success");
+    gpu.fabric_health_mask.SetValue(0xaa);
+  }
   HostSignals host = HealthyHost(2);
+  host.nvidia_driver_built_at = Field<WallTime>::Value(kNow - std::chrono::days(30));
   std::vector<LogEvent> no_events;
   HealthConfig config = ConfigWith(R"(
     [rules.cuda_incompatible]
@@ -58,6 +50,11 @@ TEST(HealthyServer, EveryRuleReportsOkAndNothingElse) {
   input.previous = &snapshot;
   input.host = &host;
   input.log_events = &no_events;
+  AgentRecord agent{.state = AgentRecord::State::kRead, .database = "history.db", .last_sample = kNow};
+  input.agent = &agent;
+  HostHistory host_history{.maintenance = std::vector<MaintenanceDone>{{"dust_cleaning", kNow, ""},
+                                                                       {"power_and_cabling", kNow, ""}}};
+  input.host_history = &host_history;
   input.now = kNow;
   std::vector<Finding> findings = EvaluateRules(input, config);
 
@@ -336,6 +333,42 @@ TEST(FanFailure, ChassisFanFaultFromBmc) {
   Finding finding = Single(Evaluate(&snapshot, &host), "fan_failure");
   EXPECT_EQ(finding.severity, Severity::kCritical);
   EXPECT_EQ(finding.summary, "Chassis fan 'Fan2A' reports a fault");
+}
+
+// SXM GPUs have no fans: NVML reports fan speed as not supported.
+Snapshot PassivelyCooled(uint32_t count) {
+  Snapshot snapshot = HealthySnapshot(count);
+  for (GpuSnapshot& gpu : snapshot.gpus) gpu.fan_speeds_percent = Field<std::vector<uint32_t>>::NotSupported();
+  return snapshot;
+}
+
+TEST(FanFailure, PassivelyCooledGpusAreJudgedByTheChassisFans) {
+  Snapshot snapshot = PassivelyCooled(8);
+  HostSignals host = HealthyHost(8);  // the BMC reports one fan
+  Finding finding = Single(Evaluate(&snapshot, &host), "fan_failure");
+  EXPECT_EQ(finding.severity, Severity::kOk);
+  EXPECT_EQ(finding.summary, "Fans turning (1 chassis fan; 8 GPUs passively cooled)");
+}
+
+TEST(FanFailure, WithoutAnyFanTheChecklistSaysWhyItIsNotChecked) {
+  Snapshot snapshot = PassivelyCooled(8);
+  HostSignals host = HealthyHost(8);
+  host.ipmi_sensors = Field<std::vector<Sensor>>::NotSupported();
+  HealthInput input;
+  input.snapshot = &snapshot;
+  input.host = &host;
+  input.now = kNow;
+  std::vector<UncheckedRule> unchecked;
+  std::vector<Finding> findings = EvaluateRules(input, DefaultHealthConfig(), unchecked);
+  EXPECT_TRUE(WithId(findings, "fan_failure").empty());
+
+  Checklist checklist = BuildChecklist(findings, DefaultHealthConfig(), unchecked);
+  const ChecklistItem& fans = checklist.items[1];
+  ASSERT_EQ(fans.title, "Fans turning");
+  EXPECT_FALSE(fans.checked);
+  EXPECT_EQ(fans.summary,
+            "not checked: the GPUs are passively cooled (NVML reports no fan on them) and no chassis fan sensor could "
+            "be read (hwmon: no fan sensor with a reading; IPMI: ipmitool not installed, or [host] ipmi = false)");
 }
 
 TEST(ClockThrottle, HardwareSlowdownIsCritical) {

@@ -1,5 +1,5 @@
-// Rules about the host around the GPUs: storage, processes, backups, stuck
-// tasks, memory and pressure.
+// Rules about the host around the GPUs: storage, processes, backups, memory
+// and pressure (hung tasks: rules_hung_tasks.cc).
 #include <algorithm>
 
 #include "common/text.h"
@@ -11,9 +11,6 @@ namespace {
 double Percent(uint64_t part, uint64_t whole) {
   return whole == 0 ? 100.0 : 100.0 * static_cast<double>(part) / static_cast<double>(whole);
 }
-
-// The kernel keeps 15 characters of a task's name.
-bool SameTaskName(std::string_view task, std::string_view name) { return task == name.substr(0, 15); }
 
 }  // namespace
 
@@ -130,63 +127,6 @@ void BackupStale(RuleContext& context) {
     context.Pass("backup_stale", fmt::format("Backups recent (newest file younger than {})", FormatSpan(max_age)),
                  std::move(fresh));
   }
-}
-
-void HostHungTasks(RuleContext& context) {
-  const auto& config = context.thresholds.host_hung_tasks;
-  const HostSignals* host = context.input.host;
-  const bool have_tasks = host != nullptr && host->blocked_tasks.has_value();
-  const bool have_logs = context.input.log_events != nullptr;
-  if (!have_tasks && !have_logs) return;
-  auto is_gpu_task = [&](std::string_view name) {
-    return std::any_of(config.gpu_task_names.begin(), config.gpu_task_names.end(),
-                       [&](const std::string& gpu_task) { return SameTaskName(name, gpu_task); });
-  };
-
-  Severity severity = Severity::kOk;
-  std::vector<std::string> evidence, gpu_tasks;
-  size_t blocked = 0;
-  if (have_tasks) {
-    for (const BlockedTask& task : host->blocked_tasks.value()) {
-      ++blocked;
-      evidence.push_back(fmt::format("pid {} ({}) in D state{}", task.pid, task.name,
-                                     task.wait_channel.empty() ? "" : ", waiting in " + task.wait_channel));
-      if (is_gpu_task(task.name)) gpu_tasks.push_back(fmt::format("{} (pid {})", task.name, task.pid));
-    }
-    if (config.blocked_warning > 0 && blocked >= config.blocked_warning) severity = Severity::kWarning;
-  }
-  size_t reports = 0;
-  if (have_logs) {
-    for (const LogEvent& event : *context.input.log_events) {
-      if (event.kind != "hung_task" || !context.WithinWindow(event.time, config.window)) continue;
-      ++reports;
-      if (reports <= 5) evidence.push_back(event.raw.empty() ? event.message : event.raw);
-      if (is_gpu_task(event.process)) gpu_tasks.push_back(fmt::format("{} (log)", event.process));
-    }
-    if (reports > 0 && severity == Severity::kOk) severity = Severity::kWarning;
-  }
-  if (host != nullptr && host->hung_task_reports.has_value() && host->hung_task_reports.value() > 0) {
-    evidence.push_back(fmt::format("kernel hung-task detections since boot: {}", host->hung_task_reports.value()));
-  }
-  if (!gpu_tasks.empty()) severity = Severity::kCritical;
-
-  if (severity == Severity::kOk) {
-    context.Pass("host_hung_tasks",
-                 blocked == 0 ? std::string("No tasks stuck in uninterruptible sleep")
-                              : fmt::format("{} in uninterruptible sleep (below {})", Plural(blocked, "task", "tasks"),
-                                            config.blocked_warning),
-                 std::move(evidence));
-    return;
-  }
-  std::string summary;
-  if (!gpu_tasks.empty()) {
-    summary = fmt::format("GPU tool stuck in the kernel: {}", JoinWithAnd(gpu_tasks));
-  } else if (reports > 0) {
-    summary = fmt::format("{} in the kernel log", Plural(reports, "hung-task report", "hung-task reports"));
-  } else {
-    summary = fmt::format("{} stuck in uninterruptible sleep", Plural(blocked, "task", "tasks"));
-  }
-  context.Report("host_hung_tasks", severity, std::nullopt, std::move(summary), std::move(evidence));
 }
 
 void HostMemory(RuleContext& context) {

@@ -11,21 +11,6 @@ using namespace testing_support;
 using std::chrono::hours;
 using std::chrono::minutes;
 
-Finding Single(const std::vector<Finding>& findings, std::string_view id) {
-  std::vector<Finding> matching = WithId(findings, id);
-  if (matching.size() != 1) {
-    ADD_FAILURE() << "expected one '" << id << "' finding, got " << matching.size();
-    return Finding{};
-  }
-  return matching.front();
-}
-
-bool EvidenceHas(const Finding& finding, std::string_view text) {
-  for (const std::string& line : finding.evidence)
-    if (line.find(text) != std::string::npos) return true;
-  return false;
-}
-
 // Grades Xids and kinds the way a catalog would, for tests.
 class TableGrader final : public EventGrader {
  public:
@@ -208,39 +193,6 @@ TEST(BackupStale, EmptyOrUnreadableDirectory) {
   ASSERT_EQ(findings.size(), 2u);
   EXPECT_EQ(findings[0].summary, "Backup directory /empty is empty");
   EXPECT_EQ(findings[1].severity, Severity::kWarning);
-}
-
-TEST(HostHungTasks, StuckGpuToolIsCritical) {
-  HostSignals host = HealthyHost();
-  host.blocked_tasks = Field<std::vector<BlockedTask>>::Value({{2001, "nvidia-smi", "os_acquire_mutex"}});
-  Finding finding = Single(Evaluate(nullptr, &host), "host_hung_tasks");
-  EXPECT_EQ(finding.severity, Severity::kCritical);
-  EXPECT_EQ(finding.summary, "GPU tool stuck in the kernel: nvidia-smi (pid 2001)");
-}
-
-TEST(HostHungTasks, TruncatedTaskNamesMatch) {
-  HostSignals host = HealthyHost();
-  host.blocked_tasks = Field<std::vector<BlockedTask>>::Value({{812, "nvidia-persiste", ""}});
-  EXPECT_EQ(Single(Evaluate(nullptr, &host), "host_hung_tasks").severity, Severity::kCritical);
-}
-
-TEST(HostHungTasks, ManyBlockedTasksOrLogReportsAreAWarning) {
-  HostSignals host = HealthyHost();
-  std::vector<BlockedTask> tasks;
-  for (uint32_t pid = 100; pid < 105; ++pid) tasks.push_back({pid, "dd", "io_schedule"});
-  host.blocked_tasks = Field<std::vector<BlockedTask>>::Value(tasks);
-  EXPECT_EQ(Single(Evaluate(nullptr, &host), "host_hung_tasks").severity, Severity::kWarning);
-
-  host = HealthyHost();
-  LogEvent hung;
-  hung.kind = "hung_task";
-  hung.process = "kworker/u8:2";
-  hung.raw = "INFO: task kworker/u8:2:123 blocked for more than 120 seconds.";
-  hung.time = kNow - minutes(30);
-  std::vector<LogEvent> events{hung};
-  Finding finding = Single(Evaluate(nullptr, &host, &events), "host_hung_tasks");
-  EXPECT_EQ(finding.severity, Severity::kWarning);
-  EXPECT_EQ(finding.summary, "1 hung-task report in the kernel log");
 }
 
 TEST(HostMemory, LowAvailableRamIsAWarning) {

@@ -34,6 +34,26 @@ const NvLinkInfo* FindLink(const GpuSnapshot* gpu, uint32_t link) {
   return nullptr;
 }
 
+// What a GPU's fabric registration says is wrong, worst first; empty when all is well.
+std::vector<std::pair<Severity, std::string>> FabricProblems(const GpuSnapshot& gpu) {
+  std::vector<std::pair<Severity, std::string>> problems;
+  const std::string& state = gpu.fabric_state.value();
+  const std::string status = gpu.fabric_status.value_or("success");
+  if (state == "not_started") problems.emplace_back(Severity::kCritical, "registration with the NVLink fabric never started");
+  if (state == "in_progress") problems.emplace_back(Severity::kWarning, "registration with the NVLink fabric still in progress");
+  if (state == "completed" && status != "success")
+    problems.emplace_back(Severity::kCritical, "registration with the NVLink fabric failed: " + status);
+  if (!gpu.fabric_health_mask.has_value()) return problems;
+  using namespace fabric_health;
+  const uint32_t mask = gpu.fabric_health_mask.value();
+  if (IsTrue(mask, kRouteUnhealthyShift)) problems.emplace_back(Severity::kCritical, "a fabric route is unhealthy");
+  if (IsTrue(mask, kDegradedBandwidthShift)) problems.emplace_back(Severity::kWarning, "NVLink bandwidth is degraded");
+  if (IsTrue(mask, kRouteRecoveryShift)) problems.emplace_back(Severity::kWarning, "a fabric route is being recovered");
+  if (IsTrue(mask, kAccessTimeoutRecoveryShift))
+    problems.emplace_back(Severity::kWarning, "the fabric is recovering from an access timeout");
+  return problems;
+}
+
 }  // namespace
 
 void PcieLinkDegraded(RuleContext& context) {
@@ -82,7 +102,7 @@ void PcieLinkDegraded(RuleContext& context) {
   // GPUs NVML could not judge (not visible, unreadable, or read from a capture
   // without link data) are judged on the kernel's view of the link width.
   // Speed is not judged here: sysfs cannot tell an idle GPU from a slow link.
-  const HostSignals* host = context.input.host;
+  const HostSignals* host = context.GpuHost();
   if (host != nullptr && host->pci_gpus.has_value()) {
     for (const PciGpuDevice& device : host->pci_gpus.value()) {
       if (std::find(judged_by_nvml.begin(), judged_by_nvml.end(), device.pci_bus_id) != judged_by_nvml.end()) continue;
@@ -178,6 +198,37 @@ void NvlinkDown(RuleContext& context) {
   }
   if (!reported) context.Pass("nvlink_down", AllOf(links_up, "NVLink", "NVLinks") + " up");
 }
+
+void NvlinkFabric(RuleContext& context) {
+  size_t registered = 0;
+  bool reported = false;
+  for (const GpuSnapshot* gpu : context.ReadableGpus()) {
+    if (!gpu->fabric_state.has_value()) continue;  // no NVSwitch fabric, or not readable (field_error)
+    std::vector<std::pair<Severity, std::string>> problems = FabricProblems(*gpu);
+    if (problems.empty()) {
+      ++registered;
+      continue;
+    }
+    std::vector<std::string> evidence{"fabric state: " + gpu->fabric_state.value(),
+                                      "fabric status: " + gpu->fabric_status.value_or("not reported")};
+    if (gpu->fabric_clique_id.has_value()) evidence.push_back(fmt::format("clique id: {}", gpu->fabric_clique_id.value()));
+    if (gpu->fabric_health_mask.has_value())
+      evidence.push_back(fmt::format("health mask: 0x{:x}", gpu->fabric_health_mask.value()));
+    std::vector<std::string> said;
+    for (const auto& problem : problems) said.push_back(problem.second);
+    Severity worst = problems.front().first;
+    for (const auto& problem : problems)
+      if (SeverityRank(problem.first) > SeverityRank(worst)) worst = problem.first;
+    context.Report("nvlink_fabric", worst, RefFor(*gpu), fmt::format("{}: {}", GpuLabel(*gpu), JoinWithAnd(said)),
+                   std::move(evidence));
+    reported = true;
+  }
+  if (!reported && registered > 0)
+    context.Pass("nvlink_fabric", AllOf(registered, "GPU", "GPUs") + " registered with the NVLink fabric and healthy");
+  else if (!reported)
+    context.Unchecked("nvlink_fabric", "no GPU reports NVLink fabric registration (no NVSwitch fabric)");
+}
+
 
 void NvlinkErrors(RuleContext& context) {
   const double limit = context.thresholds.nvlink_errors.warning_per_minute;

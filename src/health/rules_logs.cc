@@ -1,4 +1,5 @@
 // Rules about the kernel and system log: Xids and other hardware errors.
+#include <algorithm>
 #include <map>
 #include <set>
 
@@ -78,6 +79,13 @@ std::string TimeSpan(const std::vector<std::optional<WallTime>>& times) {
   return fmt::format("first at {}, last at {}", FormatIsoUtc(*first), FormatIsoUtc(*last));
 }
 
+std::optional<WallTime> Newest(const std::vector<std::optional<WallTime>>& times) {
+  std::optional<WallTime> newest;
+  for (const auto& time : times)
+    if (time && (!newest || *time > *newest)) newest = time;
+  return newest;
+}
+
 std::string Times(size_t count) { return count == 1 ? "" : fmt::format(" ({} times)", count); }
 
 // Fills a finding's cause and actions from the catalog's grade, keeping the
@@ -90,6 +98,22 @@ void ApplyGrade(Finding& finding, const std::optional<EventGrade>& grade) {
     finding.cause += " Likely causes: " + JoinWithAnd(grade->cause_tags) + ".";
   }
   if (!grade->action.empty()) finding.actions.insert(finding.actions.begin(), grade->action);
+}
+
+// What the lines themselves say (logs/event_details.h): each distinct decoded
+// meaning as evidence, each distinct decoded action ahead of the catalog's.
+void ApplyDecodedDetails(Finding& finding, const std::vector<const LogEvent*>& events) {
+  auto add_once = [](std::vector<std::string>& list, std::string item) {
+    if (std::find(list.begin(), list.end(), item) == list.end()) list.push_back(std::move(item));
+  };
+  std::vector<std::string> actions;
+  for (const LogEvent* event : events) {
+    for (std::string_view name : {"meaning", "resolution"}) {
+      if (!event->Field(name).empty()) add_once(finding.evidence, fmt::format("{}: {}", name, event->Field(name)));
+    }
+    if (!event->Field("action").empty()) add_once(actions, std::string(event->Field("action")));
+  }
+  finding.actions.insert(finding.actions.begin(), actions.begin(), actions.end());
 }
 
 Severity WorstEventSeverity(const std::vector<const LogEvent*>& events) {
@@ -107,6 +131,30 @@ struct XidGroup {
   std::vector<const LogEvent*> log_events;
   std::vector<const XidEvent*> nvml_events;
 };
+
+// A line that says more than its code (an NVLink5 error the driver calls
+// non-fatal, Xid 74's registers, Xid 154's recovery action: the fields
+// logs/event_details.h decodes) is graded by what it says; any other line, and
+// an NVML event, which gives only the code, by the catalog's grade of the code.
+bool SaysMoreThanItsCode(const LogEvent& event) {
+  for (std::string_view field : {"nvlink_unit", "meaning", "recovery"}) {
+    if (!event.Field(field).empty()) return true;
+  }
+  return false;
+}
+
+Severity GroupSeverity(const XidGroup& group, const std::optional<EventGrade>& grade) {
+  const Severity by_code = grade ? grade->severity : Severity::kWarning;
+  Severity worst = Severity::kOk;
+  auto take = [&worst](Severity severity) {
+    if (SeverityRank(severity) > SeverityRank(worst)) worst = severity;
+  };
+  if (!group.nvml_events.empty()) take(by_code);
+  for (const LogEvent* event : group.log_events) {
+    take(SaysMoreThanItsCode(*event) || !grade ? SeverityForEvent(event->severity) : by_code);
+  }
+  return worst;
+}
 
 }  // namespace
 
@@ -139,9 +187,7 @@ void XidRecent(RuleContext& context) {
   for (const auto& [key, group] : groups) {
     std::optional<EventGrade> grade;
     if (context.input.event_grader != nullptr) grade = context.input.event_grader->GradeXid(group.code);
-    Severity severity = grade                       ? grade->severity
-                        : !group.log_events.empty() ? WorstEventSeverity(group.log_events)
-                                                    : Severity::kWarning;
+    Severity severity = GroupSeverity(group, grade);
     const size_t count = group.log_events.size() + group.nvml_events.size();
     std::string title = grade && !grade->title.empty() ? grade->title : "";
     std::string summary = fmt::format("Xid {}{}{}{}{}", group.code, group.device.label.empty() ? "" : " on ",
@@ -158,7 +204,11 @@ void XidRecent(RuleContext& context) {
     if (std::string span = TimeSpan(times); !span.empty()) evidence.push_back(span);
     Finding& finding =
         context.Report("xid_recent", severity, group.device.ref, std::move(summary), std::move(evidence));
+    // Each Xid of a GPU is its own incident: a Xid 45 can then be told as part of the Xid that caused it.
+    finding.subject = std::to_string(group.code);
+    finding.newest_event_at = Newest(times);
     ApplyGrade(finding, grade);
+    ApplyDecodedDetails(finding, group.log_events);
   }
   if (groups.empty() && context.input.log_events != nullptr) {
     context.Pass("xid_recent", "No Xid errors in the last " + FormatSpan(window));
@@ -204,6 +254,7 @@ void LogErrors(RuleContext& context) {
     if (std::string span = TimeSpan(times); !span.empty()) evidence.push_back(span);
     Finding& finding = context.Report("log_errors", WorstEventSeverity(group.events), group.device.ref,
                                       std::move(summary), std::move(evidence));
+    finding.newest_event_at = Newest(times);
     ApplyGrade(finding, grade);
   }
   if (groups.empty()) {

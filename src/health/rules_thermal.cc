@@ -68,6 +68,25 @@ TemperatureLimits LimitsFor(const GpuSnapshot& gpu, const RuleThresholds& thresh
   return limits;
 }
 
+// A GPU cooled by the chassis airflow: NVML reports no fan for it.
+bool IsPassivelyCooled(const GpuSnapshot& gpu) {
+  return gpu.fan_speeds_percent.not_supported() ||
+         (gpu.fan_speeds_percent.has_value() && gpu.fan_speeds_percent.value().empty());
+}
+
+// Why no chassis fan could be read, source by source.
+std::string WhyNoChassisFan(const HostSignals* host) {
+  if (host == nullptr) return "the host's fan sensors were not read (captured input or --no-host)";
+  auto why = [](const Field<std::vector<Sensor>>& source, std::string_view name, std::string_view absent) {
+    if (source.failed()) return fmt::format("{}: {}", name, source.error());
+    if (source.not_supported()) return fmt::format("{}: {}", name, absent);
+    return fmt::format("{}: no fan sensor with a reading", name);
+  };
+  return "no chassis fan sensor could be read (" +
+         why(host->hwmon_sensors, "hwmon", "no sensor chips in /sys/class/hwmon") + "; " +
+         why(host->ipmi_sensors, "IPMI", "ipmitool not installed, or [host] ipmi = false") + ")";
+}
+
 }  // namespace
 
 void TemperatureHigh(RuleContext& context) {
@@ -126,9 +145,10 @@ void TemperatureHigh(RuleContext& context) {
 
 void FanFailure(RuleContext& context) {
   const double hot_c = context.thresholds.fan_failure.hot_c;
-  size_t gpu_fans = 0, chassis_fans = 0;
+  size_t gpu_fans = 0, chassis_fans = 0, passive_gpus = 0;
   bool reported = false;
   for (const GpuSnapshot* gpu : context.ReadableGpus()) {
+    if (IsPassivelyCooled(*gpu)) ++passive_gpus;
     const std::optional<uint32_t> temperature = gpu->temperature_c.optional();
     const bool hot = temperature && *temperature >= hot_c;
     std::string temperature_text = temperature ? fmt::format("{} temperature: {} °C", GpuLabel(*gpu), *temperature)
@@ -164,11 +184,19 @@ void FanFailure(RuleContext& context) {
                    {DescribeSensor(*sensor)});
     reported = true;
   }
-  if (reported || gpu_fans + chassis_fans == 0) return;
+  if (reported) return;
+  if (gpu_fans + chassis_fans == 0) {
+    if (passive_gpus > 0)
+      context.Unchecked("fan_failure", "the GPUs are passively cooled (NVML reports no fan on them) and " +
+                                           WhyNoChassisFan(context.input.host));
+    return;
+  }
   std::vector<std::string> parts;
   if (gpu_fans > 0) parts.push_back(Plural(gpu_fans, "GPU fan", "GPU fans"));
   if (chassis_fans > 0) parts.push_back(Plural(chassis_fans, "chassis fan", "chassis fans"));
-  context.Pass("fan_failure", "Fans turning (" + JoinWithAnd(parts) + ")");
+  std::string summary = "Fans turning (" + JoinWithAnd(parts);
+  if (passive_gpus > 0) summary += fmt::format("; {} passively cooled", Plural(passive_gpus, "GPU", "GPUs"));
+  context.Pass("fan_failure", summary + ")");
 }
 
 void ClockThrottle(RuleContext& context) {

@@ -3,6 +3,7 @@
 #include <re2/re2.h>
 
 #include <cmath>
+#include <ctime>
 
 #include "common/text.h"
 
@@ -172,7 +173,25 @@ Result<ProcStat> ParseProcStat(std::string_view text) {
   auto pid = ParseInt<uint32_t>(text.substr(0, open));
   std::string_view rest = Trim(text.substr(close + 1));
   if (!pid || rest.empty()) return Error{"stat: malformed"};
-  return ProcStat{*pid, std::string(text.substr(open + 1, close - open - 1)), rest.front()};
+  ProcStat stat{*pid, std::string(text.substr(open + 1, close - open - 1)), rest.front()};
+  // After the name: state is field 3, the parent field 4, the start time field 22.
+  const std::vector<std::string_view> fields = Words(rest);
+  if (fields.size() > 1) stat.parent_pid = ParseInt<uint32_t>(fields[1]).value_or(0);
+  if (fields.size() > 19) stat.start_time_ticks = ParseInt<uint64_t>(fields[19]).value_or(0);
+  return stat;
+}
+
+Result<uint64_t> ParseContextSwitches(std::string_view text) {
+  std::optional<uint64_t> voluntary, involuntary;
+  for (std::string_view line : Split(text, '\n')) {
+    const size_t colon = line.find(':');
+    if (colon == std::string_view::npos) continue;
+    const std::string_view key = line.substr(0, colon);
+    if (key == "voluntary_ctxt_switches") voluntary = ParseInt<uint64_t>(Trim(line.substr(colon + 1)));
+    if (key == "nonvoluntary_ctxt_switches") involuntary = ParseInt<uint64_t>(Trim(line.substr(colon + 1)));
+  }
+  if (!voluntary || !involuntary) return Error{"status: no context switch counts"};
+  return *voluntary + *involuntary;
 }
 
 Result<double> ParsePcieSpeed(std::string_view text) {
@@ -192,6 +211,24 @@ Result<std::string> ParseNvidiaModuleVersion(std::string_view text) {
     return version;
   }
   return Error{"no driver version in '" + std::string(Trim(first_line)) + "'"};
+}
+
+Result<WallTime> ParseNvidiaDriverBuildDate(std::string_view text) {
+  static const RE2 kDate(R"(\b(Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec)\s+(\d{1,2})\s+(\d\d):(\d\d):(\d\d)\s+UTC\s+(\d{4})\s*$)");
+  constexpr std::string_view kMonths = "JanFebMarAprMayJunJulAugSepOctNovDec";
+  std::string_view first_line = Trim(text.substr(0, text.find('\n')));
+  std::string month;
+  int day = 0, hour = 0, minute = 0, second = 0, year = 0;
+  if (!RE2::PartialMatch(first_line, kDate, &month, &day, &hour, &minute, &second, &year))
+    return Error{"no build date in '" + std::string(first_line) + "'"};
+  std::tm civil{};
+  civil.tm_year = year - 1900;
+  civil.tm_mon = static_cast<int>(kMonths.find(month) / 3);
+  civil.tm_mday = day;
+  civil.tm_hour = hour;
+  civil.tm_min = minute;
+  civil.tm_sec = second;
+  return WallTime{std::chrono::seconds{timegm(&civil)}};
 }
 
 std::vector<Sensor> ParseIpmiSdrList(std::string_view text) {

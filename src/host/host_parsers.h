@@ -21,13 +21,19 @@ Result<MemoryInfo> ParseMemInfo(std::string_view text);       // /proc/meminfo
 Result<uint32_t> ParseCpuList(std::string_view text);         // "0-7,16-23" -> 16
 
 // The fields of /proc/<pid>/stat that matter here. The command name may hold
-// spaces and parentheses, so it is taken up to the last ')'.
+// spaces and parentheses, so it is taken up to the last ')'. Fields past the
+// state that a short line lacks stay 0.
 struct ProcStat {
   uint32_t pid = 0;
   std::string name;
   char state = '?';
+  uint32_t parent_pid = 0;
+  uint64_t start_time_ticks = 0;  // field 22: clock ticks after boot
 };
 Result<ProcStat> ParseProcStat(std::string_view text);
+
+// voluntary_ctxt_switches + nonvoluntary_ctxt_switches of /proc/<pid>/status.
+Result<uint64_t> ParseContextSwitches(std::string_view text);
 
 // "16.0 GT/s PCIe", "8 GT/s", "2.5 GT/s" -> GT/s. "Unknown" is an error.
 Result<double> ParsePcieSpeed(std::string_view text);
@@ -35,6 +41,9 @@ Result<double> ParsePcieSpeed(std::string_view text);
 // The version in /sys/module/nvidia/version ("550.54.15\n") or in the
 // first line of /proc/driver/nvidia/version.
 Result<std::string> ParseNvidiaModuleVersion(std::string_view text);
+// When the loaded driver was built, from /proc/driver/nvidia/version's first
+// line ("... 550.54.15  Release Build  (...)  Tue Mar  5 19:33:33 UTC 2024").
+Result<WallTime> ParseNvidiaDriverBuildDate(std::string_view text);
 
 // `ipmitool sdr elist` output: "Inlet Temp | 04h | ok | 7.1 | 23 degrees C".
 // Lines that are not sensor rows are skipped.

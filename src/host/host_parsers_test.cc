@@ -86,6 +86,25 @@ TEST(ParseProcStat, TakesNameUpToLastParenthesis) {
   EXPECT_FALSE(ParseProcStat("12 (x)").ok());
 }
 
+TEST(ParseProcStat, ReadsTheParentAndTheStartTime) {
+  // A real line: the name holds a space and parentheses, the start time is field 22.
+  auto stat = ParseProcStat(
+      "4123 (python3 (dl)) D 4100 4123 4100 0 -1 1077936192 90215 0 3 0 5210 900 0 0 20 0 12 0 987654 "
+      "25769803776 402653 18446744073709551615 1 1 0 0 0 0 0 16781312 0 0 0 17 5 0 0 0 0 0");
+  ASSERT_TRUE(stat.ok());
+  EXPECT_EQ(stat->name, "python3 (dl)");
+  EXPECT_EQ(stat->parent_pid, 4100u);
+  EXPECT_EQ(stat->start_time_ticks, 987654u);
+  EXPECT_EQ(ParseProcStat("2002 (short) D 1 2002")->start_time_ticks, 0u);
+}
+
+TEST(ParseContextSwitches, AddsVoluntaryAndInvoluntary) {
+  EXPECT_EQ(*ParseContextSwitches("Name:\tbash\nState:\tD (disk sleep)\nvoluntary_ctxt_switches:\t150\n"
+                                  "nonvoluntary_ctxt_switches:\t7\n"),
+            157u);
+  EXPECT_FALSE(ParseContextSwitches("Name:\tbash\nvoluntary_ctxt_switches:\t150\n").ok());
+}
+
 TEST(ParsePcieSpeed, AcceptsOldAndNewKernelForms) {
   EXPECT_DOUBLE_EQ(*ParsePcieSpeed("16.0 GT/s PCIe\n"), 16.0);
   EXPECT_DOUBLE_EQ(*ParsePcieSpeed("8 GT/s"), 8.0);

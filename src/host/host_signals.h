@@ -22,6 +22,7 @@
 #include <vector>
 
 #include "common/clock.h"
+#include "common/pci_device.h"
 #include "host/host_env.h"
 #include "model/field.h"
 
@@ -104,11 +105,19 @@ struct BackupDirectory {
   bool operator==(const BackupDirectory&) const = default;
 };
 
-// A task in uninterruptible sleep ("D" state).
+// A task in uninterruptible sleep ("D" state). The pid and start time name
+// one task across samples (pids are reused); its context switch count stays
+// put while it never runs, which is how the kernel's hung-task detector tells
+// a task stuck from one that keeps waking up.
 struct BlockedTask {
   uint32_t pid = 0;
-  std::string name;          // comm
-  std::string wait_channel;  // kernel function it sleeps in, when readable
+  uint64_t start_time_ticks = 0;             // clock ticks after boot; 0 when unknown
+  std::optional<uint64_t> context_switches;  // voluntary and involuntary, when readable
+  std::string name;                          // comm
+  std::string wait_channel;                  // kernel function it sleeps in, when readable
+  // What ties it to the NVIDIA driver, as evidence: "/dev/nvidia0 open",
+  // "kernel stack in nvidia: os_acquire_mutex". Empty: nothing seen (or not readable).
+  std::vector<std::string> nvidia_ties;
   bool operator==(const BlockedTask&) const = default;
 };
 
@@ -162,16 +171,25 @@ struct HostSignals {
   std::vector<DiskUsage> disks;            // one per HostConfig::disk_paths entry
   std::vector<ProcessPresence> processes;  // one per HostConfig::processes entry
   std::vector<BackupDirectory> backups;    // one per HostConfig::backup_dirs entry
+  // Tasks in uninterruptible sleep now, except gpudoctor's own (this process,
+  // its probes and any other gpudoctor), which wait on what they measure.
   Field<std::vector<BlockedTask>> blocked_tasks;
-  Field<uint64_t> hung_task_reports;  // kernel's hung-task detections since boot
+  Field<uint64_t> hung_task_reports;          // kernel's hung-task detections since boot
+  Field<uint64_t> hung_task_timeout_seconds;  // the kernel's hung_task_timeout_secs; 0: detector off
   Field<std::vector<PciGpuDevice>> pci_gpus;
   Field<std::vector<Sensor>> hwmon_sensors;
   Field<std::vector<Sensor>> ipmi_sensors;
   Field<std::string> nvidia_module_version;  // loaded kernel module, e.g. "550.54.15"
+  Field<WallTime> nvidia_driver_built_at;    // its build date (/proc/driver/nvidia/version)
   Field<bool> nouveau_loaded;
   bool operator==(const HostSignals&) const = default;
 };
 
 HostSignals CollectHostSignals(const HostConfig& config, HostEnv& env);
+
+// Every device on the PCI bus and its place in the topology, for naming the
+// devices that logs mention (a port is not a GPU). NotSupported without
+// /sys/bus/pci.
+Field<std::vector<PciDevice>> ReadPciDevices(const HostEnv& env);
 
 }  // namespace gpudoctor

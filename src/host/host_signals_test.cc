@@ -113,6 +113,58 @@ TEST(CollectHostSignals, ReadsHealthyTree) {
   EXPECT_EQ(commands.calls[0], (std::vector<std::string>{"ipmitool", "sdr", "elist"}));
 }
 
+// gpudoctor sleeps in the kernel while it reads files, and its probe while
+// it waits on NVML: neither is ever a blocked task of the host.
+TEST(CollectHostSignals, BlockedTasksLeaveOutGpudoctorAndItsProbes) {
+  FakeCommands commands;
+  LinuxHostEnv env(TreeRoot("hung_tasks"), commands);
+  HostSignals host = CollectHostSignals(HostConfig{}, env);
+
+  ASSERT_TRUE(host.blocked_tasks.has_value());
+  std::vector<uint32_t> pids;
+  for (const BlockedTask& task : host.blocked_tasks.value()) pids.push_back(task.pid);
+  EXPECT_EQ(pids, (std::vector<uint32_t>{4100, 4200, 4300, 4400, 4500}));
+  EXPECT_EQ(host.hung_task_timeout_seconds.value_or(0), 120u);
+  EXPECT_EQ(host.hung_task_reports.value_or(0), 1u);
+}
+
+TEST(CollectHostSignals, BlockedTasksCarryTheirIdentityAndTiesToTheNvidiaDriver) {
+  FakeCommands commands;
+  LinuxHostEnv env(TreeRoot("hung_tasks"), commands);
+  HostSignals host = CollectHostSignals(HostConfig{}, env);
+  ASSERT_TRUE(host.blocked_tasks.has_value());
+  const std::vector<BlockedTask>& tasks = host.blocked_tasks.value();
+  ASSERT_EQ(tasks.size(), 5u);
+
+  const BlockedTask& rsync = tasks[0];
+  EXPECT_EQ(rsync.start_time_ticks, 5000u);
+  EXPECT_EQ(rsync.context_switches, std::optional<uint64_t>(42));
+  EXPECT_EQ(rsync.wait_channel, "folio_wait_bit_common");
+  EXPECT_TRUE(rsync.nvidia_ties.empty());
+
+  // Device files by their descriptors, each once.
+  EXPECT_EQ(tasks[1].nvidia_ties, (std::vector<std::string>{"/dev/nvidia0 open", "/dev/nvidiactl open"}));
+  // The stack names the module; wchan alone is only a name.
+  EXPECT_EQ(tasks[2].nvidia_ties, (std::vector<std::string>{"kernel stack in nvidia: os_acquire_mutex"}));
+  EXPECT_EQ(tasks[3].name, "kworker/u64:3");
+  EXPECT_EQ(tasks[3].nvidia_ties, (std::vector<std::string>{"waits in nvidia function _nv012345rm"}));
+  EXPECT_EQ(tasks[4].wait_channel, "nvme_poll_cq");
+  EXPECT_TRUE(tasks[4].nvidia_ties.empty());  // nvme is storage, not NVIDIA
+}
+
+TEST(ReadPciDevices, ReadsEachDeviceWithThePortAboveIt) {
+  FakeCommands commands;
+  LinuxHostEnv env(TreeRoot("pci_topology"), commands);
+  Field<std::vector<PciDevice>> devices = ReadPciDevices(env);
+  ASSERT_TRUE(devices.has_value());
+  EXPECT_EQ(devices.value(), (std::vector<PciDevice>{{"0000:00:03.0", 0x8086, 0x060400, ""},
+                                                     {"0000:00:1f.0", 0x8086, 0x060100, ""},
+                                                     {"0000:01:00.0", 0x10de, 0x030200, "0000:00:03.0"}}));
+  EXPECT_TRUE(devices.value()[2].IsNvidiaGpu());
+  EXPECT_TRUE(devices.value()[0].IsBridge());
+  EXPECT_TRUE(ReadPciDevices(LinuxHostEnv(TreeRoot("hung_tasks"), commands)).not_supported());
+}
+
 TEST(CollectHostSignals, ReadsFaultyTree) {
   FakeCommands commands;
   LinuxHostEnv env(TreeRoot("faulty"), commands);

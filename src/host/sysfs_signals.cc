@@ -10,9 +10,6 @@
 namespace gpudoctor::host_internal {
 namespace {
 
-constexpr uint32_t kNvidiaVendorId = 0x10de;
-constexpr uint32_t kDisplayVgaClass = 0x0300;  // class code >> 8
-constexpr uint32_t kDisplay3dClass = 0x0302;
 constexpr std::string_view kPciDevices = "/sys/bus/pci/devices";
 
 std::optional<uint32_t> ReadHex(const HostEnv& env, const std::string& path) {
@@ -46,12 +43,12 @@ Field<std::vector<PciGpuDevice>> ReadPciGpus(const HostEnv& env) {
   std::vector<PciGpuDevice> gpus;
   for (const DirEntry& entry : *entries) {
     const std::string dir = std::string(kPciDevices) + "/" + entry.name;
-    if (ReadHex(env, dir + "/vendor") != kNvidiaVendorId) continue;
-    std::optional<uint32_t> class_code = ReadHex(env, dir + "/class");
-    if (!class_code || ((*class_code >> 8) != kDisplayVgaClass && (*class_code >> 8) != kDisplay3dClass)) continue;
+    const PciDevice identity{.vendor_id = ReadHex(env, dir + "/vendor").value_or(0),
+                             .class_code = ReadHex(env, dir + "/class").value_or(0)};
+    if (!identity.IsNvidiaGpu()) continue;
     PciGpuDevice device;
     device.pci_bus_id = NormalizePciBusId(entry.name).value_or(entry.name);
-    device.class_code = *class_code;
+    device.class_code = identity.class_code;
     device.device_id = ReadHex(env, dir + "/device").value_or(0);
     if (Result<std::string> driver = env.ReadLink(dir + "/driver")) {
       std::string_view target = *driver;
@@ -63,6 +60,19 @@ Field<std::vector<PciGpuDevice>> ReadPciGpus(const HostEnv& env) {
   std::sort(gpus.begin(), gpus.end(),
             [](const PciGpuDevice& a, const PciGpuDevice& b) { return a.pci_bus_id < b.pci_bus_id; });
   return Field<std::vector<PciGpuDevice>>::Value(std::move(gpus));
+}
+
+// The bridge or port above the device at `device_dir`: /sys/bus/pci/devices
+// entries link to "../../../devices/pci0000:00/0000:00:03.0/0000:01:00.0",
+// whose parent directory is the upstream device (or the host bridge, "pci0000:00").
+std::string UpstreamOf(const HostEnv& env, const std::string& device_dir) {
+  Result<std::string> target = env.ReadLink(device_dir);
+  if (!target) return "";
+  std::vector<std::string_view> parts = Split(*target, '/');
+  if (parts.size() < 2) return "";
+  std::string_view parent = parts[parts.size() - 2];
+  std::optional<std::string> id = NormalizePciBusId(parent);
+  return id && EqualsIgnoreCase(*id, parent) ? *id : "";
 }
 
 struct HwmonKind {
@@ -164,7 +174,29 @@ void ReadSysfsSignals(const HostEnv& env, HostSignals& signals) {
   signals.pci_gpus = ReadPciGpus(env);
   signals.hwmon_sensors = ReadHwmon(env);
   signals.nvidia_module_version = ReadNvidiaModuleVersion(env);
+  signals.nvidia_driver_built_at =
+      ReadParsed<WallTime>(env, "/proc/driver/nvidia/version", ParseNvidiaDriverBuildDate);
   signals.nouveau_loaded = ReadNouveauLoaded(env);
 }
 
 }  // namespace gpudoctor::host_internal
+
+namespace gpudoctor {
+
+Field<std::vector<PciDevice>> ReadPciDevices(const HostEnv& env) {
+  using host_internal::kPciDevices, host_internal::ReadHex, host_internal::UpstreamOf;
+  if (!env.Exists(kPciDevices)) return Field<std::vector<PciDevice>>::NotSupported();
+  Result<std::vector<DirEntry>> entries = env.ListDir(kPciDevices);
+  if (!entries) return Field<std::vector<PciDevice>>::Failed(entries.error().message);
+  std::vector<PciDevice> devices;
+  for (const DirEntry& entry : *entries) {
+    const std::string dir = std::string(kPciDevices) + "/" + entry.name;
+    devices.push_back({NormalizePciBusId(entry.name).value_or(entry.name), ReadHex(env, dir + "/vendor").value_or(0),
+                       ReadHex(env, dir + "/class").value_or(0), UpstreamOf(env, dir)});
+  }
+  std::sort(devices.begin(), devices.end(),
+            [](const PciDevice& a, const PciDevice& b) { return a.pci_bus_id < b.pci_bus_id; });
+  return Field<std::vector<PciDevice>>::Value(std::move(devices));
+}
+
+}  // namespace gpudoctor

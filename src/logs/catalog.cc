@@ -80,6 +80,27 @@ class TomlReader {
     return *severity;
   }
 
+  // An integer in [0, max]; `fallback` when absent and not required.
+  uint32_t Unsigned(const toml::node_view<const toml::node>& node, std::string_view what, uint32_t max,
+                    bool required) {
+    auto value = node.value<int64_t>();
+    if (value && *value >= 0 && *value <= max) return static_cast<uint32_t>(*value);
+    if (required || node) Fail(std::string(what) + " must be an integer between 0 and " + std::to_string(max));
+    return 0;
+  }
+
+  std::vector<uint32_t> UnsignedList(const toml::node_view<const toml::node>& node, std::string_view what,
+                                     uint32_t max) {
+    std::vector<uint32_t> out;
+    const toml::array* array = node.as_array();
+    if (!array) {
+      Fail(std::string(what) + " must be an array of integers");
+      return out;
+    }
+    for (const toml::node& item : *array) out.push_back(Unsigned(toml::node_view<const toml::node>{item}, what, max, true));
+    return out;
+  }
+
   std::vector<std::string> Causes(const toml::node_view<const toml::node>& node, std::string_view what) {
     std::vector<std::string> causes = Strings(node, what);
     for (const std::string& cause : causes) {
@@ -95,6 +116,73 @@ class TomlReader {
   std::string origin_;
   std::string error_;
 };
+
+// Calls `read` with each table of the array at `key`, as a node view.
+template <typename Read>
+void ForEachEntry(const toml::table& root, std::string_view key, Read read) {
+  if (const toml::array* entries = root[key].as_array()) {
+    for (const toml::node& node : *entries) read(toml::node_view<const toml::node>{node});
+  }
+}
+
+std::vector<SxidInfo> ReadSxids(const toml::table& root, TomlReader& reader) {
+  std::vector<SxidInfo> sxids;
+  std::set<uint32_t> seen;
+  ForEachEntry(root, "sxids", [&](toml::node_view<const toml::node> entry) {
+    SxidInfo info;
+    info.code = reader.Unsigned(entry["code"], "every sxids entry's code", 0xffff, true);
+    std::string where = "sxid " + std::to_string(info.code);
+    if (!seen.insert(info.code).second) reader.Fail(where + " is listed twice");
+    info.name = reader.String(entry["name"], where + " name", true);
+    info.severity = reader.Severity(entry["severity"], where + " severity", EventSeverity::kWarning);
+    info.action = reader.String(entry["action"], where + " action", true);
+    sxids.push_back(std::move(info));
+  });
+  std::sort(sxids.begin(), sxids.end(), [](const SxidInfo& a, const SxidInfo& b) { return a.code < b.code; });
+  return sxids;
+}
+
+XidDecodeTables ReadDecodeTables(const toml::table& root, TomlReader& reader) {
+  XidDecodeTables tables;
+  if (const toml::table* actions = root["nvlink5_actions"].as_table()) {
+    for (const auto& [bucket, text] : *actions) {
+      tables.nvlink5_actions[std::string(bucket.str())] =
+          reader.String(toml::node_view<const toml::node>{text}, "nvlink5_actions." + std::string(bucket.str()), true);
+    }
+  }
+  ForEachEntry(root, "nvlink5", [&](toml::node_view<const toml::node> entry) {
+    NvLink5Row row;
+    row.xid = reader.Unsigned(entry["xid"], "an nvlink5 row's xid", 0xffff, true);
+    const std::string units = reader.String(entry["unit"], "an nvlink5 row's unit", true);
+    for (std::string_view unit : Split(units, '/')) row.units.emplace_back(unit);
+    row.error_status = reader.Unsigned(entry["status"], "an nvlink5 row's status", UINT32_MAX, true);
+    if (entry["subcode"]) row.subcode = reader.Unsigned(entry["subcode"], "an nvlink5 row's subcode", 63, true);
+    row.fatal = entry["fatal"].value_or(false);
+    for (auto [bucket, key] : {std::pair{&row.immediate, "now"}, std::pair{&row.investigatory, "then"}}) {
+      *bucket = reader.String(entry[key], std::string("an nvlink5 row's ") + key, true);
+      if (!tables.nvlink5_actions.count(*bucket)) reader.Fail("nvlink5: no nvlink5_actions entry for " + *bucket);
+    }
+    tables.nvlink5.push_back(std::move(row));
+  });
+  ForEachEntry(root, "recovery_actions", [&](toml::node_view<const toml::node> entry) {
+    RecoveryAction action;
+    action.action = reader.String(entry["action"], "a recovery_actions entry's action", true);
+    for (std::string& name : reader.Strings(entry["names"], "recovery_actions names")) action.names.push_back(ToLower(name));
+    action.severity = reader.Severity(entry["severity"], "recovery_actions severity", EventSeverity::kWarning);
+    action.step = reader.String(entry["step"], "a recovery_actions entry's step", true);
+    tables.recovery_actions.push_back(std::move(action));
+  });
+  ForEachEntry(root, "xid74_bits", [&](toml::node_view<const toml::node> entry) {
+    Xid74Bits bits;
+    bits.register_index = reader.Unsigned(entry["register"], "an xid74_bits register", 6, true);
+    bits.bits = reader.UnsignedList(entry["bits"], "xid74_bits bits", 31);
+    bits.severity = reader.Severity(entry["severity"], "xid74_bits severity", EventSeverity::kWarning);
+    bits.meaning = reader.String(entry["meaning"], "an xid74_bits meaning", true);
+    bits.step = reader.String(entry["step"], "an xid74_bits step", true);
+    tables.xid74_bits.push_back(std::move(bits));
+  });
+  return tables;
+}
 
 }  // namespace
 
@@ -161,6 +249,8 @@ Result<LogCatalog> LogCatalog::FromToml(std::string_view text, std::string_view 
   }
   std::sort(catalog.xids_.begin(), catalog.xids_.end(),
             [](const XidInfo& a, const XidInfo& b) { return a.code < b.code; });
+  catalog.sxids_ = ReadSxids(root, reader);
+  catalog.decode_ = ReadDecodeTables(root, reader);
 
   std::set<std::string> seen_ids;
   if (const toml::array* patterns = root["patterns"].as_array()) {
@@ -233,11 +323,21 @@ const LogCatalog& LogCatalog::Builtin() {
   return catalog;
 }
 
-const XidInfo* LogCatalog::FindXid(uint32_t code) const {
-  auto it = std::lower_bound(xids_.begin(), xids_.end(), code,
-                             [](const XidInfo& info, uint32_t wanted) { return info.code < wanted; });
-  return it != xids_.end() && it->code == code ? &*it : nullptr;
+namespace {
+
+// The entry with `code` in a list sorted by code, or nullptr.
+template <typename Info>
+const Info* FindByCode(const std::vector<Info>& sorted, uint32_t code) {
+  auto it = std::lower_bound(sorted.begin(), sorted.end(), code,
+                             [](const Info& info, uint32_t wanted) { return info.code < wanted; });
+  return it != sorted.end() && it->code == code ? &*it : nullptr;
 }
+
+}  // namespace
+
+const XidInfo* LogCatalog::FindXid(uint32_t code) const { return FindByCode(xids_, code); }
+
+const SxidInfo* LogCatalog::FindSxid(uint32_t code) const { return FindByCode(sxids_, code); }
 
 const KindInfo* LogCatalog::FindKind(std::string_view name) const {
   for (const KindInfo& kind : kinds_) {
@@ -261,6 +361,16 @@ std::string LogCatalog::TitleOf(std::string_view kind, std::optional<uint32_t> x
   }
   const KindInfo* info = FindKind(kind);
   return info ? info->title : std::string(kind);
+}
+
+std::string LogCatalog::TitleOf(const LogEvent& event) const {
+  if (event.kind == "nvswitch_sxid") {
+    if (auto code = ParseInt<uint32_t>(event.Field("sxid"))) {
+      const SxidInfo* info = FindSxid(*code);
+      return "SXid " + std::to_string(*code) + (info ? ": " + info->name : std::string(": unknown SXid"));
+    }
+  }
+  return TitleOf(event.kind, event.xid);
 }
 
 }  // namespace gpudoctor

@@ -20,7 +20,7 @@
 
 namespace gpudoctor {
 
-// The largest replacement catalog read; data/events.toml is about 75 KiB.
+// The largest replacement catalog read; data/events.toml is about 125 KiB.
 inline constexpr uint64_t kMaxCatalogFileBytes = 4 << 20;
 
 // The cause tags an entry may use.
@@ -35,6 +35,51 @@ struct XidInfo {
   std::vector<std::string> causes;      // cause tags
   std::vector<std::string> also_kinds;  // extra event kinds an Xid line yields, e.g. "gpu_off_bus"
   std::string action;
+};
+
+// An NVSwitch error code (SXid) from NVIDIA's Fabric Manager User Guide.
+struct SxidInfo {
+  uint32_t code = 0;
+  std::string name;
+  EventSeverity severity = EventSeverity::kWarning;  // used when the SXid line does not say
+  std::string action;
+};
+
+// One row of NVIDIA's decode table for the NVLink5 Xids 144-150: a unit's
+// error status (and, for link-down events, the sub-code) and what to do.
+struct NvLink5Row {
+  uint32_t xid = 0;
+  std::vector<std::string> units;  // the unit's names, any of which a line may print
+  uint32_t error_status = 0;
+  std::optional<uint32_t> subcode;  // bits 20-25 of the interrupt info; nullopt: any
+  bool fatal = false;               // NVIDIA's severity column
+  std::string immediate;            // resolution bucket, a key of nvlink5_actions
+  std::string investigatory;        // resolution bucket, a key of nvlink5_actions
+};
+
+// A recovery action Xid 154 can name.
+struct RecoveryAction {
+  std::string action;              // "gpu_reset"
+  std::vector<std::string> names;  // lower-case substrings of the driver's wording
+  EventSeverity severity = EventSeverity::kWarning;
+  std::string step;  // what the operator does
+};
+
+// What some bits of one of Xid 74's registers mean.
+struct Xid74Bits {
+  uint32_t register_index = 0;
+  std::vector<uint32_t> bits;
+  EventSeverity severity = EventSeverity::kWarning;
+  std::string meaning;
+  std::string step;
+};
+
+// The tables that decode Xid lines carrying more than a number.
+struct XidDecodeTables {
+  std::vector<NvLink5Row> nvlink5;
+  std::map<std::string, std::string, std::less<>> nvlink5_actions;  // bucket -> what to do
+  std::vector<RecoveryAction> recovery_actions;                      // first match wins
+  std::vector<Xid74Bits> xid74_bits;
 };
 
 // Whether events of a kind concern one device or the whole host.
@@ -82,19 +127,26 @@ class LogCatalog {
   static Result<LogCatalog> LoadFile(const std::string& path);
 
   const XidInfo* FindXid(uint32_t code) const;
+  const SxidInfo* FindSxid(uint32_t code) const;
   const KindInfo* FindKind(std::string_view name) const;
 
   // The severity of an event of `kind` (and Xid `xid` for kind "xid").
   EventSeverity SeverityOf(std::string_view kind, std::optional<uint32_t> xid) const;
   // A short human title: the Xid name for Xid events, else the kind's title.
   std::string TitleOf(std::string_view kind, std::optional<uint32_t> xid) const;
+  // The same for an event, naming the SXid of an NVSwitch event too.
+  std::string TitleOf(const LogEvent& event) const;
 
-  const std::vector<XidInfo>& xids() const { return xids_; }  // sorted by code
+  const std::vector<XidInfo>& xids() const { return xids_; }    // sorted by code
+  const std::vector<SxidInfo>& sxids() const { return sxids_; }  // sorted by code
+  const XidDecodeTables& decode() const { return decode_; }
   const std::vector<KindInfo>& kinds() const { return kinds_; }
   const std::vector<PatternSpec>& patterns() const { return patterns_; }
 
  private:
   std::vector<XidInfo> xids_;
+  std::vector<SxidInfo> sxids_;
+  XidDecodeTables decode_;
   std::vector<KindInfo> kinds_;
   std::vector<PatternSpec> patterns_;
 };

@@ -11,6 +11,13 @@
 namespace gpudoctor {
 namespace {
 
+constexpr const char* kOnlyTheXidKind = R"(
+[kinds.xid]
+title = "Xid"
+cause = "c"
+action = "a"
+)";
+
 TEST(Catalog, BuiltinCoversEveryXidOfTheReferenceTable) {
   const LogCatalog& catalog = LogCatalog::Builtin();
   std::ifstream table(std::string(GPUDOCTOR_SOURCE_DIR) + "/testdata/xid_catalog.tsv");
@@ -26,7 +33,46 @@ TEST(Catalog, BuiltinCoversEveryXidOfTheReferenceTable) {
     EXPECT_FALSE(xid->action.empty());
     ++rows;
   }
-  EXPECT_GE(rows, 162);
+  EXPECT_GE(rows, 172);
+}
+
+TEST(Catalog, EveryXidOfNvidiasCatalogAndTheDriverIsExplained) {
+  for (uint32_t code = 1; code <= 176; ++code) EXPECT_NE(LogCatalog::Builtin().FindXid(code), nullptr) << code;
+}
+
+TEST(Catalog, SxidsOfTheFabricManagerGuide) {
+  const LogCatalog& catalog = LogCatalog::Builtin();
+  const SxidInfo* ltssm = catalog.FindSxid(20034);
+  ASSERT_NE(ltssm, nullptr);
+  EXPECT_EQ(ltssm->severity, EventSeverity::kCritical);
+  EXPECT_EQ(catalog.FindSxid(11012)->severity, EventSeverity::kWarning);  // a corrected single-bit ECC error
+  EXPECT_EQ(catalog.FindSxid(99999), nullptr);
+  LogEvent event;
+  event.kind = "nvswitch_sxid";
+  event.fields.push_back({"sxid", "20034"});
+  EXPECT_EQ(catalog.TitleOf(event).substr(0, 12), "SXid 20034: ");
+  event.fields[0].value = "31337";
+  EXPECT_EQ(catalog.TitleOf(event), "SXid 31337: unknown SXid");
+}
+
+TEST(Catalog, DecodeTablesOfXids74_144To150_154) {
+  const XidDecodeTables& tables = LogCatalog::Builtin().decode();
+  ASSERT_FALSE(tables.nvlink5.empty());
+  for (const NvLink5Row& row : tables.nvlink5) {
+    EXPECT_TRUE(row.xid >= 144 && row.xid <= 150) << row.xid;
+    EXPECT_TRUE(tables.nvlink5_actions.count(row.immediate)) << row.immediate;
+    EXPECT_TRUE(tables.nvlink5_actions.count(row.investigatory)) << row.investigatory;
+  }
+  EXPECT_EQ(tables.recovery_actions.front().action, "none");
+  EXPECT_FALSE(tables.xid74_bits.empty());
+}
+
+TEST(Catalog, ADecodeRowNamingAnUnknownActionIsRejected) {
+  std::string text = "nvlink5 = [ { xid = 149, unit = \"NETIR\", status = 0, now = \"NOPE\", then = \"NOPE\" } ]\n" +
+                     std::string(kOnlyTheXidKind);
+  auto catalog = LogCatalog::FromToml(text, "decode.toml");
+  ASSERT_FALSE(catalog);
+  EXPECT_NE(catalog.error().message.find("no nvlink5_actions entry for NOPE"), std::string::npos);
 }
 
 TEST(Catalog, KeyEntries) {

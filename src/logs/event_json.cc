@@ -25,7 +25,7 @@ std::string JoinTags(const std::vector<std::string>& tags) {
 Advice AdviceFor(const LogEvent& event, const LogCatalog& catalog) {
   Advice advice;
   const KindInfo* kind = catalog.FindKind(event.kind);
-  advice.title = catalog.TitleOf(event.kind, event.xid);
+  advice.title = catalog.TitleOf(event);
   if (kind) {
     advice.causes = kind->causes;
     advice.cause = kind->cause;
@@ -40,6 +40,12 @@ Advice AdviceFor(const LogEvent& event, const LogCatalog& catalog) {
       advice.cause = "Xid " + std::to_string(*event.xid) + " is not in the catalog.";
     }
   }
+  if (event.kind == "nvswitch_sxid") {
+    auto code = ParseInt<uint32_t>(event.Field("sxid"));
+    if (const SxidInfo* sxid = code ? catalog.FindSxid(*code) : nullptr) advice.action = sxid->action;
+  }
+  // What the line itself says to do (logs/event_details.h) is the most specific advice.
+  if (std::string_view decoded = event.Field("action"); !decoded.empty()) advice.action = std::string(decoded);
   return advice;
 }
 
@@ -49,7 +55,7 @@ json LogEventToJson(const LogEvent& event, const LogCatalog& catalog) {
   return json{
       {"kind", event.kind},
       {"severity", EventSeverityName(event.severity)},
-      {"title", catalog.TitleOf(event.kind, event.xid)},
+      {"title", catalog.TitleOf(event)},
       {"time", OptionalTime(event.time)},
       {"time_is_utc", event.time_is_utc},
       {"time_estimated", event.time_estimated},
@@ -105,6 +111,41 @@ json XidInfoToJson(const XidInfo& xid) {
   return json{{"xid", xid.code},         {"name", xid.name},       {"mnemonic", OptionalText(xid.mnemonic)},
               {"severity", EventSeverityName(xid.severity)}, {"causes", xid.causes},
               {"also", xid.also_kinds},  {"action", xid.action}};
+}
+
+json SxidInfoToJson(const SxidInfo& sxid) {
+  return json{{"sxid", sxid.code},
+              {"name", sxid.name},
+              {"severity", EventSeverityName(sxid.severity)},
+              {"action", sxid.action}};
+}
+
+json XidDecodingToJson(const XidDecodeTables& tables, uint32_t xid) {
+  json rows = json::array();
+  for (const NvLink5Row& row : tables.nvlink5) {
+    if (row.xid != xid) continue;
+    rows.push_back(json{{"units", row.units},
+                        {"error_status", row.error_status},
+                        {"subcode", row.subcode ? json(*row.subcode) : json(nullptr)},
+                        {"fatal", row.fatal},
+                        {"immediate", row.immediate},
+                        {"investigatory", row.investigatory}});
+  }
+  if (xid == 74) {
+    for (const Xid74Bits& bits : tables.xid74_bits) {
+      rows.push_back(json{{"register", bits.register_index},
+                          {"bits", bits.bits},
+                          {"severity", EventSeverityName(bits.severity)},
+                          {"meaning", bits.meaning},
+                          {"action", bits.step}});
+    }
+  }
+  if (xid == 154) {
+    for (const RecoveryAction& action : tables.recovery_actions) {
+      rows.push_back(json{{"recovery", action.action}, {"wordings", action.names}, {"action", action.step}});
+    }
+  }
+  return rows;
 }
 
 json KindInfoToJson(const KindInfo& kind) {

@@ -18,6 +18,9 @@ namespace gpudoctor {
 nlohmann::ordered_json LogEventToJson(const LogEvent& event, const LogCatalog& catalog = LogCatalog::Builtin());
 nlohmann::ordered_json IncidentToJson(const Incident& incident, const LogCatalog& catalog = LogCatalog::Builtin());
 nlohmann::ordered_json XidInfoToJson(const XidInfo& xid);
+nlohmann::ordered_json SxidInfoToJson(const SxidInfo& sxid);
+// The rows that decode Xid `xid`'s lines (Xid 74, 144-150, 154); empty for others.
+nlohmann::ordered_json XidDecodingToJson(const XidDecodeTables& tables, uint32_t xid);
 nlohmann::ordered_json KindInfoToJson(const KindInfo& kind);
 
 // One line of JSON; bytes that are not UTF-8 become U+FFFD.

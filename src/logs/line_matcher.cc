@@ -11,66 +11,10 @@
 
 namespace gpudoctor {
 
+// Generated at build time by pattern_database_tool from data/events.toml.
+std::vector<std::string_view> BuiltinPatternDatabaseBytes();
+
 namespace {
-
-struct IdentitySpec {
-  IdentityLine kind;
-  const char* literal;
-  const char* regex;
-};
-
-constexpr IdentitySpec kIdentitySpecs[] = {
-    {IdentityLine::kUuid, "GPU at PCI:",
-     R"(NVRM: GPU at PCI:(?P<pci>[0-9A-Fa-f]{4,8}:[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2}(?:\.[0-7])?): (?P<uuid>GPU-[0-9A-Fa-f-]+))"},
-    {IdentityLine::kBoardSerial, "GPU Board Serial Number:", R"(NVRM: GPU Board Serial Number: (?P<serial>\S+))"},
-    {IdentityLine::kSerial, "serial number is",
-     R"(NVRM: GPU (?:PCI:)?(?P<pci>[0-9A-Fa-f]{4,8}:[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2}(?:\.[0-7])?): GPU serial number is (?P<serial>[\w-]+))"},
-};
-
-// `dmesg -H` prints "[Feb23 16:24]" when the minute changes; the parser needs
-// these lines to date the "[  +0.000316]" lines after them.
-constexpr const char* kMinuteStampRegex = R"(^\[[^\s\]]{1,12}\s*\d{1,2}\s+\d{1,2}:\d\d\])";
-
-std::string EscapeLiteral(std::string_view literal) {
-  std::string out;
-  for (unsigned char c : literal) {
-    if ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9')) {
-      out.push_back(static_cast<char>(c));
-    } else {
-      char buffer[8];
-      std::snprintf(buffer, sizeof buffer, "\\x%02x", c);
-      out += buffer;
-    }
-  }
-  return out;
-}
-
-struct HsInput {
-  std::vector<std::string> expressions;
-  std::vector<unsigned> flags;
-  std::vector<unsigned> ids;
-
-  void Add(std::string expression, unsigned flag, unsigned id) {
-    expressions.push_back(std::move(expression));
-    flags.push_back(flag);
-    ids.push_back(id);
-  }
-
-  Result<hs_database_t*> Compile(std::string_view what) const {
-    std::vector<const char*> pointers;
-    for (const std::string& e : expressions) pointers.push_back(e.c_str());
-    hs_database_t* database = nullptr;
-    hs_compile_error_t* error = nullptr;
-    if (hs_compile_multi(pointers.data(), flags.data(), ids.data(), static_cast<unsigned>(pointers.size()),
-                         HS_MODE_BLOCK, nullptr, &database, &error) != HS_SUCCESS) {
-      std::string message = std::string("cannot compile the ") + std::string(what) + ": " +
-                            (error && error->message ? error->message : "unknown error");
-      hs_free_compile_error(error);
-      return Error{message};
-    }
-    return database;
-  }
-};
 
 Result<std::unique_ptr<re2::RE2>> CompileRegex(const std::string& regex, std::string_view id) {
   re2::RE2::Options options;
@@ -113,9 +57,10 @@ bool RunRegex(const re2::RE2& regex, const std::vector<std::string>& names, std:
 
 LineMatcher::Scratch::Scratch(const LineMatcher& matcher) {
   // The databases share one scratch, sized for the largest of them.
-  if (hs_alloc_scratch(matcher.line_database_, &scratch_) != HS_SUCCESS ||
-      hs_alloc_scratch(matcher.block_database_, &scratch_) != HS_SUCCESS ||
-      hs_alloc_scratch(matcher.stamped_block_database_, &scratch_) != HS_SUCCESS) {
+  const PatternDatabases& databases = *matcher.databases_;
+  if (hs_alloc_scratch(databases.line(), &scratch_) != HS_SUCCESS ||
+      hs_alloc_scratch(databases.block(), &scratch_) != HS_SUCCESS ||
+      hs_alloc_scratch(databases.stamped_block(), &scratch_) != HS_SUCCESS) {
     std::fprintf(stderr, "gpudoctor: out of memory allocating pattern scratch space\n");
     std::abort();
   }
@@ -123,32 +68,24 @@ LineMatcher::Scratch::Scratch(const LineMatcher& matcher) {
 
 LineMatcher::Scratch::~Scratch() { hs_free_scratch(scratch_); }
 
-LineMatcher::~LineMatcher() {
-  hs_free_database(line_database_);
-  hs_free_database(block_database_);
-  hs_free_database(stamped_block_database_);
-}
+LineMatcher::LineMatcher() = default;
+LineMatcher::~LineMatcher() = default;
 
 Result<std::shared_ptr<const LineMatcher>> LineMatcher::Create(LogCatalog catalog) {
+  return Create(std::move(catalog), {});
+}
+
+Result<std::shared_ptr<const LineMatcher>> LineMatcher::Create(LogCatalog catalog,
+                                                               const std::vector<std::string_view>& prebuilt) {
   std::shared_ptr<LineMatcher> matcher(new LineMatcher());
   matcher->catalog_ = std::move(catalog);
   const auto& patterns = matcher->catalog_.patterns();
-
-  HsInput line_input;
-  HsInput block_input;
   for (uint32_t index = 0; index < patterns.size(); ++index) {
     const PatternSpec& spec = patterns[index];
     auto regex = CompileRegex(spec.regex, spec.id);
     if (!regex) return regex.error();
     matcher->group_names_.push_back(GroupNames(**regex));
     matcher->regexes_.push_back(std::move(regex).value());
-    for (const std::string& literal : spec.literals) {
-      unsigned flags = spec.caseless ? HS_FLAG_CASELESS : 0u;
-      line_input.Add(EscapeLiteral(literal), flags | HS_FLAG_SINGLEMATCH, index);
-      // Continue patterns only matter while an event is open, and then the
-      // reader feeds every line anyway: the block scan need not find them.
-      if (spec.role != PatternRole::kContinue) block_input.Add(EscapeLiteral(literal), flags, 0);
-    }
     if (spec.literals.empty()) {
       auto it = std::find_if(matcher->continuations_.begin(), matcher->continuations_.end(),
                              [&](const auto& entry) { return entry.first == spec.kind; });
@@ -164,28 +101,26 @@ Result<std::shared_ptr<const LineMatcher>> LineMatcher::Create(LogCatalog catalo
     if (!regex) return regex.error();
     matcher->identity_group_names_.push_back(GroupNames(**regex));
     matcher->identity_regexes_.push_back(std::move(regex).value());
-    unsigned id = static_cast<unsigned>(patterns.size()) + static_cast<unsigned>(identity.kind);
-    line_input.Add(EscapeLiteral(identity.literal), HS_FLAG_SINGLEMATCH, id);
-    block_input.Add(EscapeLiteral(identity.literal), 0, 0);
   }
-  auto line_database = line_input.Compile("line literals");
-  if (!line_database) return line_database.error();
-  matcher->line_database_ = *line_database;
-  auto block_database = block_input.Compile("block literals");
-  if (!block_database) return block_database.error();
-  matcher->block_database_ = *block_database;
-  // Matching the minute-stamp expression at every line start costs a third
-  // of the scan, so only dmesg -H input pays for it.
-  block_input.Add(kMinuteStampRegex, HS_FLAG_MULTILINE, 0);
-  auto stamped_database = block_input.Compile("block literals with minute stamps");
-  if (!stamped_database) return stamped_database.error();
-  matcher->stamped_block_database_ = *stamped_database;
+  const uint64_t cpu_features = HostCpuFeatures();
+  for (std::string_view bytes : prebuilt) {
+    auto loaded = PatternDatabases::Deserialize(bytes, matcher->catalog_, cpu_features);
+    if (!loaded) continue;  // built for another CPU, catalog or Vectorscan
+    matcher->databases_ = std::make_unique<PatternDatabases>(std::move(loaded).value());
+    matcher->prebuilt_ = true;
+    break;
+  }
+  if (!matcher->databases_) {
+    auto compiled = PatternDatabases::Compile(matcher->catalog_, cpu_features);
+    if (!compiled) return compiled.error();
+    matcher->databases_ = std::make_unique<PatternDatabases>(std::move(compiled).value());
+  }
   return std::shared_ptr<const LineMatcher>(std::move(matcher));
 }
 
 std::shared_ptr<const LineMatcher> LineMatcher::Builtin() {
   static const std::shared_ptr<const LineMatcher> matcher = [] {
-    auto created = Create(LogCatalog::Builtin());
+    auto created = Create(LogCatalog::Builtin(), BuiltinPatternDatabaseBytes());
     if (!created) {
       std::fprintf(stderr, "gpudoctor: built-in event patterns do not compile: %s\n",
                    created.error().message.c_str());
@@ -202,7 +137,7 @@ void LineMatcher::Candidates(std::string_view line, Scratch& scratch, std::vecto
     static_cast<std::vector<uint32_t>*>(context)->push_back(id);
     return 0;
   };
-  hs_scan(line_database_, line.data(), static_cast<unsigned>(std::min<size_t>(line.size(), UINT32_MAX)), 0,
+  hs_scan(databases_->line(), line.data(), static_cast<unsigned>(std::min<size_t>(line.size(), UINT32_MAX)), 0,
           scratch.scratch_, on_match, &out);
   std::sort(out.begin(), out.end());
   out.erase(std::unique(out.begin(), out.end()), out.end());
@@ -257,7 +192,7 @@ void LineMatcher::ScanBlock(std::string_view block, bool minute_stamps, Scratch&
   };
   // hs_scan takes at most 4 GiB at once; callers pass blocks of a few MiB.
   // Matches arrive in order of their end offset.
-  hs_scan(minute_stamps ? stamped_block_database_ : block_database_, block.data(),
+  hs_scan(minute_stamps ? databases_->stamped_block() : databases_->block(), block.data(),
           static_cast<unsigned>(std::min<size_t>(block.size(), UINT32_MAX)), 0, scratch.scratch_, on_match, &context);
 }
 

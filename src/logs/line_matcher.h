@@ -1,7 +1,9 @@
 // LineMatcher: the catalog's patterns compiled for speed. A vectorscan
 // (hyperscan) database of every pattern's literals finds the few patterns
 // worth trying on a line, or the few lines worth parsing in a large buffer;
-// RE2 then does the detailed match and extracts the fields.
+// RE2 then does the detailed match and extracts the fields. The built-in
+// catalog's databases are compiled at build time and only loaded at start
+// (pattern_databases.h).
 //
 //   auto matcher = LineMatcher::Builtin();
 //   LineMatcher::Scratch scratch(*matcher);
@@ -22,8 +24,8 @@
 #include "common/result.h"
 #include "logs/catalog.h"
 #include "logs/event.h"
+#include "logs/pattern_databases.h"
 
-struct hs_database;
 struct hs_scratch;
 
 namespace re2 {
@@ -31,10 +33,6 @@ class RE2;
 }
 
 namespace gpudoctor {
-
-// Lines that tie a PCI bus id to a GPU's UUID or serial number; they produce
-// no event but let later events name the GPU.
-enum class IdentityLine { kUuid, kBoardSerial, kSerial };
 
 class LineMatcher {
  public:
@@ -50,10 +48,19 @@ class LineMatcher {
     hs_scratch* scratch_ = nullptr;
   };
 
+  // Compiles the catalog's literal databases now (a catalog named at run time).
   static Result<std::shared_ptr<const LineMatcher>> Create(LogCatalog catalog);
-  // The matcher for LogCatalog::Builtin(), built once.
+  // Loads the first of `prebuilt` (PatternDatabases::Serialize bytes) that
+  // fits this CPU, this Vectorscan and `catalog`; compiles when none does.
+  static Result<std::shared_ptr<const LineMatcher>> Create(LogCatalog catalog,
+                                                           const std::vector<std::string_view>& prebuilt);
+  // The matcher for LogCatalog::Builtin(), made once, from the databases
+  // compiled at build time when they fit this machine.
   static std::shared_ptr<const LineMatcher> Builtin();
   ~LineMatcher();
+
+  // Whether the literal databases were loaded from prebuilt bytes rather than compiled.
+  bool prebuilt() const { return prebuilt_; }
 
   const LogCatalog& catalog() const { return catalog_; }
   const PatternSpec& pattern(uint32_t index) const { return catalog_.patterns()[index]; }
@@ -81,8 +88,7 @@ class LineMatcher {
                  const std::function<void(size_t begin, size_t end)>& on_line) const;
 
  private:
-  struct Compiled;
-  LineMatcher() = default;
+  LineMatcher();
 
   LogCatalog catalog_;
   std::vector<std::unique_ptr<re2::RE2>> regexes_;             // one per catalog pattern
@@ -90,9 +96,8 @@ class LineMatcher {
   std::vector<std::pair<std::string, std::vector<uint32_t>>> continuations_;
   std::vector<std::unique_ptr<re2::RE2>> identity_regexes_;    // by IdentityLine
   std::vector<std::vector<std::string>> identity_group_names_;
-  hs_database* line_database_ = nullptr;   // literal id = pattern index; identity ids after them
-  hs_database* block_database_ = nullptr;          // the literals that can start an event
-  hs_database* stamped_block_database_ = nullptr;  // the same plus the dmesg -H minute stamp
+  std::unique_ptr<PatternDatabases> databases_;
+  bool prebuilt_ = false;
 };
 
 }  // namespace gpudoctor

@@ -4,6 +4,7 @@
 #include <limits>
 
 #include "common/text.h"
+#include "logs/event_details.h"
 
 namespace gpudoctor {
 
@@ -120,6 +121,54 @@ bool CloseInTime(const LogEvent& open, const LogEvent& candidate) {
   return CloseInTime(open, candidate.time, candidate.uptime_seconds);
 }
 
+// The text after the "NVRM:" tag, when `text` starts with it.
+std::optional<std::string_view> AfterNvrmTag(std::string_view text) {
+  if (!StartsWith(text, "NVRM:")) return std::nullopt;
+  return text.substr(5);
+}
+
+// Whether a line continues the message of the line before it. NVIDIA's driver
+// prints multi-line messages as one kernel record, each line tagged "NVRM:",
+// and the record reaches a log in one of three shapes:
+//  - journalctl and dmesg indent the record's later lines and give them no prefix;
+//  - a syslog daemon that does not escape line breaks writes them raw, so a
+//    line with no prefix follows the prefixed first line;
+//  - dumps indent their lines after the tag ("NVRM:     Reported by ...").
+bool ContinuesPreviousLine(const LinePrefix& prefix, LineFormat previous_format) {
+  std::optional<std::string_view> after_tag = AfterNvrmTag(Trim(prefix.message));
+  if (!after_tag) return false;
+  if (prefix.format == LineFormat::kBare && (prefix.indented || previous_format != LineFormat::kBare)) return true;
+  auto blank = [](char c) { return c == ' ' || c == '\t'; };
+  return after_tag->size() > 2 && blank((*after_tag)[0]) && blank((*after_tag)[1]);
+}
+
+// A record's line breaks escaped inside one line: "#012" (rsyslog) or "\x0a"
+// (/dev/kmsg). Fills `unfolded` with the lines joined by spaces, each later
+// line without its "NVRM:" tag; false when there is none.
+bool UnfoldEscapedLineBreaks(std::string_view message, std::string& unfolded) {
+  constexpr std::string_view kBreaks[] = {"#012", "\\x0a"};
+  std::string_view escape;
+  for (std::string_view candidate : kBreaks) {
+    if (message.find(candidate) != std::string_view::npos) {
+      escape = candidate;
+      break;
+    }
+  }
+  if (escape.empty()) return false;
+  unfolded.clear();
+  for (size_t start = 0; start <= message.size();) {
+    size_t end = std::min(message.find(escape, start), message.size());
+    std::string_view piece = Trim(message.substr(start, end - start));
+    if (!unfolded.empty()) piece = Trim(AfterNvrmTag(piece).value_or(piece));
+    if (!piece.empty()) {
+      if (!unfolded.empty()) unfolded += ' ';
+      unfolded += piece;
+    }
+    start = end + escape.size();
+  }
+  return true;
+}
+
 bool DetailsAgree(const LogEvent& open, const LogEvent& candidate) {
   for (const EventField& field : candidate.fields) {
     std::string_view existing = open.Field(field.name);
@@ -157,6 +206,7 @@ void LogParser::Feed(std::string_view line, uint64_t line_number, std::vector<Lo
   while (!line.empty() && (line.back() == '\n' || line.back() == '\r')) line.remove_suffix(1);
   LinePrefix prefix = ParseLinePrefix(line, options_.prefix);
   if (prefix.format == LineFormat::kDmesgMinute && minute_stamps_enabled_) minute_stamp_ = prefix.time;
+  if (UnfoldEscapedLineBreaks(prefix.message, unfolded_)) prefix.message = unfolded_;
   // Close the events this line can no longer belong to: past their window,
   // or logged well before it.
   for (size_t i = open_.size(); i-- > 0;) {
@@ -165,7 +215,9 @@ void LogParser::Feed(std::string_view line, uint64_t line_number, std::vector<Lo
     }
   }
 
-  if (!JoinWrappedLine(prefix, line, line_number)) {
+  const bool joined = JoinWrappedLine(prefix, line, line_number);
+  previous_format_ = prefix.format;
+  if (!joined) {
     matcher_->Candidates(line, scratch_, candidates_);
     for (const OpenEvent& open : open_) {
       const auto& continuations = matcher_->ContinuationsOf(open.event.kind);
@@ -277,12 +329,14 @@ void LogParser::StartEvent(LogEvent event, uint32_t join_key, std::optional<uint
   const KindInfo* kind = matcher_->catalog().FindKind(event.kind);
   uint32_t window = kind ? kind->window_lines : 0;
   if (origin && matcher_->pattern(*origin).window_lines) window = *matcher_->pattern(*origin).window_lines;
+  const uint64_t start_order = next_start_order_++;
   if (window == 0) {
-    closed_.push_back(std::move(event));
+    closed_.push_back(StartedEvent{std::move(event), start_order});
     return;
   }
   OpenEvent open;
   open.event = std::move(event);
+  open.start_order = start_order;
   open.joined.push_back(join_key);
   open.last_line = line_number + window;
   open.origin = origin;
@@ -307,10 +361,8 @@ void LogParser::MergeOrStart(LogEvent event, uint32_t join_key, std::optional<ui
 }
 
 bool LogParser::JoinWrappedLine(const LinePrefix& prefix, std::string_view line, uint64_t line_number) {
-  if (prefix.format != LineFormat::kBare || !prefix.indented) return false;
-  std::string_view text = Trim(prefix.message);
-  if (!StartsWith(text, "NVRM:")) return false;
-  std::string_view tail = Trim(text.substr(5));
+  if (!ContinuesPreviousLine(prefix, previous_format_)) return false;
+  std::string_view tail = Trim(AfterNvrmTag(Trim(prefix.message)).value_or(""));
   bool joined = false;
   for (OpenEvent& open : open_) {
     // Only an event whose message ended on the line just before continues.
@@ -366,7 +418,7 @@ LogParser::OpenEvent* LogParser::FindOpen(std::string_view kind) {
 }
 
 void LogParser::Close(size_t open_index) {
-  closed_.push_back(std::move(open_[open_index].event));
+  closed_.push_back(StartedEvent{std::move(open_[open_index].event), open_[open_index].start_order});
   open_.erase(open_.begin() + static_cast<std::ptrdiff_t>(open_index));
 }
 
@@ -384,12 +436,15 @@ void LogParser::Release(std::vector<LogEvent>& out) {
   if (closed_.empty()) return;
   uint64_t horizon = std::numeric_limits<uint64_t>::max();
   for (const OpenEvent& open : open_) horizon = std::min(horizon, open.event.line_number);
-  std::stable_sort(closed_.begin(), closed_.end(),
-                   [](const LogEvent& a, const LogEvent& b) { return a.line_number < b.line_number; });
+  std::sort(closed_.begin(), closed_.end(), [](const StartedEvent& a, const StartedEvent& b) {
+    return std::pair(a.event.line_number, a.start_order) < std::pair(b.event.line_number, b.start_order);
+  });
   size_t released = 0;
-  while (released < closed_.size() && closed_[released].line_number < horizon) {
-    LogEvent& event = closed_[released];
+  while (released < closed_.size() && closed_[released].event.line_number < horizon) {
+    LogEvent& event = closed_[released].event;
     FillIdentity(event);
+    // Decoded once the event is whole: a wrapped message is joined by now.
+    DecodeEventDetails(matcher_->catalog(), event);
     event.detail = FormatDetail(event.fields);
     out.push_back(std::move(event));
     ++released;

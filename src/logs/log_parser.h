@@ -4,8 +4,10 @@
 // patterns (LineMatcher). The parser keeps the little state that spans lines:
 // an event stays open for its kind's window so that the lines belonging to it
 // (an AER report's details, a hung task's stack, an OOM report) are added to
-// it; NVRM messages wrapped over several lines are joined; "GPU at PCI:..."
-// lines link a bus id to a GPU UUID and serial for later events.
+// it; NVRM messages continued on following lines are joined (indented by
+// journalctl or dmesg, written raw into syslog, or escaped as "#012" or "\x0a"
+// inside one line); "GPU at PCI:..." lines link a bus id to a GPU UUID and
+// serial for later events.
 //
 //   LogParser parser(options);
 //   std::vector<LogEvent> events;
@@ -59,8 +61,15 @@ class LogParser {
   const ParseOptions& options() const { return options_; }
 
  private:
+  // An event in the order it was started: events of one line come out in that
+  // order, however long each stays open.
+  struct StartedEvent {
+    LogEvent event;
+    uint64_t start_order = 0;
+  };
   struct OpenEvent {
     LogEvent event;
+    uint64_t start_order = 0;
     std::vector<uint32_t> joined;  // patterns that contributed (kAlsoPattern for Xid extras)
     uint64_t last_line = 0;        // the last line it may take
     std::optional<uint32_t> origin;  // the pattern that started it
@@ -83,13 +92,16 @@ class LogParser {
   std::shared_ptr<const LineMatcher> matcher_;
   LineMatcher::Scratch scratch_;
   std::vector<OpenEvent> open_;   // at most one per kind
-  std::vector<LogEvent> closed_;  // finished, waiting for earlier open events
+  std::vector<StartedEvent> closed_;  // finished, waiting for earlier open events
+  uint64_t next_start_order_ = 0;
   std::unordered_map<std::string, std::string> uuid_by_pci_;
   std::unordered_map<std::string, std::string> serial_by_pci_;
   std::string last_gpu_at_pci_;  // from the latest "GPU at PCI:" line
   uint64_t last_gpu_at_line_ = 0;
   std::optional<WallTime> minute_stamp_;  // latest dmesg -H "[Feb23 16:24]"
   bool minute_stamps_enabled_ = true;
+  LineFormat previous_format_ = LineFormat::kBare;  // of the line fed before this one
+  std::string unfolded_;  // a message whose escaped line breaks were unfolded
   // Reused buffers.
   std::vector<uint32_t> candidates_;
   std::vector<EventField> fields_;

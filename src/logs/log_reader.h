@@ -91,7 +91,7 @@ struct LogFileContents {
 };
 
 // Streams a log file ("-": standard input; gzip decoded by content) through
-// `sink`, in constant memory: plain files are mapped a window at a time.
+// `sink`, in constant memory: one block of bytes and one partial line.
 // Errors only when the file cannot be opened (the input rule of
 // common/input_file.h); a read error midway is in the returned stats' `error`.
 Result<ReadStats> ScanLogFile(const std::string& path, ReadOptions options, const EventSink& sink);

@@ -66,6 +66,11 @@ inline constexpr std::tuple kScalarGpuFields = {
     ScalarGpuField{"remapped_rows_uncorrectable", &GpuSnapshot::remapped_rows_uncorrectable},
     ScalarGpuField{"remapped_rows_pending", &GpuSnapshot::remapped_rows_pending},
     ScalarGpuField{"remapped_rows_failure", &GpuSnapshot::remapped_rows_failure},
+    ScalarGpuField{"fabric_state", &GpuSnapshot::fabric_state},
+    ScalarGpuField{"fabric_status", &GpuSnapshot::fabric_status},
+    ScalarGpuField{"fabric_clique_id", &GpuSnapshot::fabric_clique_id},
+    ScalarGpuField{"fabric_cluster_uuid", &GpuSnapshot::fabric_cluster_uuid},
+    ScalarGpuField{"fabric_health_mask", &GpuSnapshot::fabric_health_mask},
 };
 inline constexpr size_t kScalarGpuFieldCount = std::tuple_size_v<std::remove_const_t<decltype(kScalarGpuFields)>>;
 

@@ -67,6 +67,17 @@ inline constexpr uint64_t kDisplayClockSetting = 0x100;
 // Names of the set bits, e.g. {"sw_power_cap", "hw_thermal_slowdown"}.
 std::vector<std::string> DecodeClockEventReasons(uint64_t mask);
 
+// The GPU fabric health mask: two-bit fields, each 0 not supported, 1 true, 2 false.
+namespace fabric_health {
+inline constexpr uint32_t kDegradedBandwidthShift = 0;
+inline constexpr uint32_t kRouteRecoveryShift = 2;
+inline constexpr uint32_t kRouteUnhealthyShift = 4;
+inline constexpr uint32_t kAccessTimeoutRecoveryShift = 6;
+inline constexpr uint32_t kTrue = 1;
+// Whether the field at `shift` says true.
+constexpr bool IsTrue(uint32_t mask, uint32_t shift) { return ((mask >> shift) & 0x3) == kTrue; }
+}  // namespace fabric_health
+
 struct GpuSnapshot {
   // Identity.
   uint32_t index = 0;
@@ -125,6 +136,13 @@ struct GpuSnapshot {
   Field<bool> remapped_rows_pending;
   Field<bool> remapped_rows_failure;
   Field<std::vector<NvLinkInfo>> nvlinks;
+
+  // NVLink fabric registration (NVSwitch systems; not supported elsewhere).
+  Field<std::string> fabric_state;         // "not_started", "in_progress", "completed"
+  Field<std::string> fabric_status;        // "success", or why registration failed
+  Field<uint32_t> fabric_clique_id;
+  Field<std::string> fabric_cluster_uuid;  // 32 hex digits
+  Field<uint32_t> fabric_health_mask;      // fabric_health bits, from NVML's v2 call
 
   // Marks the whole GPU unreadable: every field becomes an error with `message`.
   void MarkUnreadable(AccessError error, const std::string& message);

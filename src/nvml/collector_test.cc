@@ -453,6 +453,39 @@ TEST_F(CollectorTest, LegacyLibraryIsReadThroughTheOldEntryPoints) {
   EXPECT_TRUE(s.gpus[0].clock_event_reasons.has_value());
 }
 
+TEST_F(CollectorTest, FabricRegistrationIsReadOnAnHgxBoard) {
+  NvmlCollector collector(Options("hgx-fabric-fault.toml"));
+  Snapshot s = collector.Collect();
+  ASSERT_EQ(s.gpus.size(), 8u) << s.driver_message;
+  const GpuSnapshot& healthy = s.gpus[0];
+  EXPECT_EQ(healthy.fabric_state.value_or(""), "completed");
+  EXPECT_EQ(healthy.fabric_status.value_or(""), "success");
+  EXPECT_EQ(healthy.fabric_clique_id.value_or(0), 32766u);
+  EXPECT_EQ(healthy.fabric_cluster_uuid.value_or(""), "5e9a7c1f0b2d4e8a9f3c6d1e2a4b8c70");
+  EXPECT_EQ(healthy.fabric_health_mask.value_or(0), 0xaau);
+  EXPECT_EQ(s.gpus[3].fabric_health_mask.value_or(0), 0x99u);
+  EXPECT_NE(s.gpus[5].fabric_status.value_or("").find("NOT_READY"), std::string::npos);
+}
+
+TEST_F(CollectorTest, FabricStateOfTheOriginalCallHasNoHealthMask) {
+  CollectorOptions options = Options("hgx-fabric-fault.toml");
+  options.library_path = kBin + "libgpudoctor_fake_nvml_legacy.so";
+  NvmlCollector collector(options);
+  Snapshot s = collector.Collect();
+  ASSERT_EQ(s.gpus.size(), 8u) << s.driver_message;
+  EXPECT_EQ(s.gpus[0].fabric_state.value_or(""), "completed");
+  EXPECT_TRUE(s.gpus[0].fabric_health_mask.not_supported());
+}
+
+TEST_F(CollectorTest, FabricFieldsOfAServerWithoutNvSwitchAreNotSupported) {
+  NvmlCollector collector(Options("healthy-8xh100.toml"));
+  Snapshot s = collector.Collect();
+  ASSERT_FALSE(s.gpus.empty());
+  EXPECT_TRUE(s.gpus[0].fabric_state.not_supported());
+  EXPECT_TRUE(s.gpus[0].fabric_status.not_supported());
+  EXPECT_TRUE(s.gpus[0].fabric_health_mask.not_supported());
+}
+
 TEST_F(CollectorTest, XidEventsArriveThroughTheEventApi) {
   CollectorOptions options = Options("ecc-dbe-row-remap.toml");
   options.event_window = milliseconds(200);

@@ -132,6 +132,38 @@ typedef struct {
   unsigned int computeInstanceId;
 } nvmlEventData_t;
 
+// GPU fabric registration on NVSwitch systems (HGX): the fabric manager
+// registers every GPU with the NVLink fabric before CUDA can use it.
+typedef unsigned char nvmlGpuFabricState_t;
+enum : unsigned char {
+  NVML_GPU_FABRIC_STATE_NOT_SUPPORTED = 0,
+  NVML_GPU_FABRIC_STATE_NOT_STARTED = 1,
+  NVML_GPU_FABRIC_STATE_IN_PROGRESS = 2,
+  NVML_GPU_FABRIC_STATE_COMPLETED = 3,
+};
+constexpr unsigned NVML_GPU_FABRIC_UUID_LEN = 16;
+
+// What nvmlDeviceGetGpuFabricInfo fills.
+typedef struct {
+  unsigned char clusterUuid[NVML_GPU_FABRIC_UUID_LEN];
+  nvmlReturn_t status;  // of the registration
+  unsigned int cliqueId;
+  nvmlGpuFabricState_t state;
+} nvmlGpuFabricInfo_t;
+
+// Version 2 of what nvmlDeviceGetGpuFabricInfoV fills, which adds the health
+// mask. The caller sets `version`; drivers that know later versions accept it.
+typedef struct {
+  unsigned int version;
+  unsigned char clusterUuid[NVML_GPU_FABRIC_UUID_LEN];
+  nvmlReturn_t status;
+  unsigned int cliqueId;
+  nvmlGpuFabricState_t state;
+  unsigned int healthMask;
+} nvmlGpuFabricInfo_v2_t;
+// NVML_STRUCT_VERSION(GpuFabricInfo, 2): the struct's size and, in the top byte, its version.
+constexpr unsigned int nvmlGpuFabricInfo_v2 = static_cast<unsigned int>(sizeof(nvmlGpuFabricInfo_v2_t)) | (2u << 24);
+
 typedef union {
   double dVal;
   unsigned int uiVal;
@@ -214,6 +246,8 @@ typedef struct {
   X(nvmlDeviceGetRemappedRows, nvmlReturn_t,                                                             \
     (nvmlDevice_t device, unsigned int* correctable, unsigned int* uncorrectable, unsigned int* pending, \
      unsigned int* failure))                                                                             \
+  X(nvmlDeviceGetGpuFabricInfoV, nvmlReturn_t, (nvmlDevice_t device, nvmlGpuFabricInfo_v2_t * info))      \
+  X(nvmlDeviceGetGpuFabricInfo, nvmlReturn_t, (nvmlDevice_t device, nvmlGpuFabricInfo_t * info))            \
   X(nvmlDeviceGetNvLinkState, nvmlReturn_t, (nvmlDevice_t device, unsigned int link, nvmlEnableState_t * active)) \
   X(nvmlDeviceGetNvLinkErrorCounter, nvmlReturn_t,                                                       \
     (nvmlDevice_t device, unsigned int link, int counter, unsigned long long* value))                    \

@@ -143,6 +143,7 @@ class GpuReader {
     ReadPower(gpu);
     ReadUse(gpu);
     ReadErrors(gpu);
+    ReadFabric(gpu);
     ReadProcesses(gpu);
     ReadNvLinks(gpu);
     gpu.Finish(lost_ ? AccessError::kGpuLost : AccessError::kNone, lost_message_);
@@ -492,6 +493,57 @@ class GpuReader {
       Record<&GpuSnapshot::remapped_rows_pending>(gpu, rc, pending != 0);
       Record<&GpuSnapshot::remapped_rows_failure>(gpu, rc, failure != 0);
     }
+  }
+
+  // NVLink fabric registration: the versioned call (with the health mask)
+  // first, the original one on drivers without it. A state of "not
+  // supported" (no NVSwitch) leaves every fabric field out.
+  void ReadFabric(GpuFrameEncoder& gpu) {
+    if (lost_) {
+      gpu.Failed<&GpuSnapshot::fabric_state>(lost_message_);
+      gpu.Failed<&GpuSnapshot::fabric_status>(lost_message_);
+      gpu.Failed<&GpuSnapshot::fabric_clique_id>(lost_message_);
+      gpu.Failed<&GpuSnapshot::fabric_cluster_uuid>(lost_message_);
+      gpu.Failed<&GpuSnapshot::fabric_health_mask>(lost_message_);
+      return;
+    }
+    nvmlGpuFabricInfo_v2_t info{};
+    info.version = nvmlGpuFabricInfo_v2;
+    bool has_health_mask = true;
+    nvmlReturn_t rc = CallFor(&info, "nvmlDeviceGetGpuFabricInfoV", nvml_.nvmlDeviceGetGpuFabricInfoV);
+    if (rc == NVML_ERROR_FUNCTION_NOT_FOUND || rc == NVML_ERROR_ARGUMENT_VERSION_MISMATCH) {
+      nvmlGpuFabricInfo_t original{};
+      rc = CallFor(&original, "nvmlDeviceGetGpuFabricInfo", nvml_.nvmlDeviceGetGpuFabricInfo);
+      std::memcpy(info.clusterUuid, original.clusterUuid, sizeof info.clusterUuid);
+      info.status = original.status;
+      info.cliqueId = original.cliqueId;
+      info.state = original.state;
+      has_health_mask = false;
+    }
+    if (rc == NVML_SUCCESS && info.state == NVML_GPU_FABRIC_STATE_NOT_SUPPORTED) rc = NVML_ERROR_NOT_SUPPORTED;
+    Record<&GpuSnapshot::fabric_state>(gpu, rc, FabricStateName(info.state));
+    Record<&GpuSnapshot::fabric_status>(gpu, rc,
+                                        info.status == NVML_SUCCESS ? std::string("success") : NvmlErrorMessage(info.status));
+    Record<&GpuSnapshot::fabric_clique_id>(gpu, rc, info.cliqueId);
+    Record<&GpuSnapshot::fabric_cluster_uuid>(gpu, rc, HexBytes(info.clusterUuid, sizeof info.clusterUuid));
+    if (has_health_mask) Record<&GpuSnapshot::fabric_health_mask>(gpu, rc, info.healthMask);
+  }
+  static std::string_view FabricStateName(nvmlGpuFabricState_t state) {
+    switch (state) {
+      case NVML_GPU_FABRIC_STATE_NOT_STARTED: return "not_started";
+      case NVML_GPU_FABRIC_STATE_IN_PROGRESS: return "in_progress";
+      case NVML_GPU_FABRIC_STATE_COMPLETED: return "completed";
+      default: return "unknown";
+    }
+  }
+  static std::string HexBytes(const unsigned char* bytes, size_t size) {
+    static constexpr char kDigits[] = "0123456789abcdef";
+    std::string text;
+    for (size_t i = 0; i < size; ++i) {
+      text.push_back(kDigits[bytes[i] >> 4]);
+      text.push_back(kDigits[bytes[i] & 0xf]);
+    }
+    return text;
   }
 
   template <auto Member>

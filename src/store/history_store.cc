@@ -28,21 +28,29 @@ const char* TransitionName(FindingTransition::Kind kind) {
     case FindingTransition::Kind::kOpened: return "opened";
     case FindingTransition::Kind::kResolved: return "resolved";
     case FindingTransition::Kind::kSeverityChanged: return "severity_changed";
+    case FindingTransition::Kind::kAcknowledged: return "acknowledged";
   }
   return "opened";
 }
 
-std::string FindingKey(const Finding& finding) {
-  std::string key = finding.id;
-  if (finding.gpu) {
-    const GpuRef& gpu = *finding.gpu;
-    if (!gpu.uuid.empty()) key += "@" + gpu.uuid;
-    else if (!gpu.pci_bus_id.empty()) key += "@" + gpu.pci_bus_id;
-    else if (gpu.index) key += "@gpu" + std::to_string(*gpu.index);
-    else if (!gpu.serial.empty()) key += "@" + gpu.serial;
-  }
-  if (!finding.subject.empty()) key += "/" + finding.subject;
-  return key;
+bool ClosesIncident(FindingTransition::Kind kind) {
+  return kind == FindingTransition::Kind::kResolved || kind == FindingTransition::Kind::kAcknowledged;
+}
+
+const char* RemediationKindName(Remediation::Kind kind) {
+  return kind == Remediation::Kind::kReboot ? "reboot" : "ack";
+}
+
+std::string DescribeRemediation(const Remediation& remediation) {
+  const std::string incident =
+      "incident " + std::to_string(remediation.incident_id) + " (" + remediation.incident_key + ")";
+  if (remediation.kind == Remediation::Kind::kReboot)
+    return "reboot while " + incident + " was " + SeverityName(remediation.severity);
+  std::string line = "acknowledged " + incident;
+  if (!remediation.actor.empty()) line += " by " + remediation.actor;
+  if (remediation.gpu_reset) line += ", GPU reset";
+  if (!remediation.note.empty()) line += ": " + remediation.note;
+  return line;
 }
 
 Result<std::vector<FindingTransition>> HistoryStore::UpsertFindings(std::span<const Finding> findings,

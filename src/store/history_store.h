@@ -9,6 +9,7 @@
 //   AppendSnapshot(**store, snapshot);                       // samples
 //   auto changes = (*store)->UpsertFindings(findings, now);  // opened / resolved
 //   (*store)->RecordIncidents(tracker.Touched());             // or: incidents decided elsewhere
+//   (*store)->RecordRemediation(ack);                         // gpudoctor ack
 //   (*store)->Maintain(now);                                 // downsample, prune
 //   auto temps = (*store)->QuerySeries({.gpu = "0", .metric = Metric::kTemperatureC,
 //                                       .from = now - 1h, .until = now});
@@ -27,6 +28,7 @@
 #include "common/clock.h"
 #include "common/result.h"
 #include "health/finding.h"
+#include "health/maintenance.h"
 #include "logs/event.h"
 #include "model/snapshot.h"
 #include "store/metric.h"
@@ -115,17 +117,59 @@ struct StoredFinding {
 };
 
 struct FindingTransition {
-  enum class Kind { kOpened, kResolved, kSeverityChanged };
+  // kAcknowledged: an operator resolved it (gpudoctor ack).
+  enum class Kind { kOpened, kResolved, kSeverityChanged, kAcknowledged };
   Kind kind = Kind::kOpened;
   StoredFinding incident;  // after the transition
   bool operator==(const FindingTransition&) const = default;
 };
-const char* TransitionName(FindingTransition::Kind kind);  // "opened", "resolved", "severity_changed"
+// "opened", "resolved", "severity_changed", "acknowledged"
+const char* TransitionName(FindingTransition::Kind kind);
+// Whether the incident is over after a transition of this kind.
+bool ClosesIncident(FindingTransition::Kind kind);
 
-// What makes two findings "the same incident": the rule id, the GPU (UUID,
-// else bus id, else index) and the subject, e.g. "memory_leak@GPU-1234...",
-// "job_stall/llama-70b".
-std::string FindingKey(const Finding& finding);
+// A boot of the host, as the agent saw it (/proc/sys/kernel/random/boot_id),
+// so that an Xid can be judged to have come back after a reboot.
+struct BootRecord {
+  std::string boot_id;
+  WallTime booted_at;
+  bool operator==(const BootRecord&) const = default;
+};
+
+// What was done about a finding, kept so the agent can resolve the incident
+// and count remediations: an operator's acknowledgement (gpudoctor ack), or a
+// reboot that came while a critical finding was open.
+struct Remediation {
+  enum class Kind { kAck, kReboot };
+  int64_t id = 0;  // given by the store
+  Kind kind = Kind::kAck;
+  WallTime at;
+  int64_t incident_id = 0;
+  std::string incident_key;
+  Severity severity = Severity::kWarning;  // the finding's, when it was remediated
+  std::optional<GpuRef> gpu;               // the finding's GPU; nullopt: the host
+  bool gpu_reset = false;                  // ack: the operator also reset the GPU
+  std::string actor;                       // ack: who
+  std::string note;                        // ack: what was done
+  bool operator==(const Remediation&) const = default;
+};
+const char* RemediationKindName(Remediation::Kind kind);  // "ack", "reboot"
+// One line: "acknowledged incident 17 (temperature_high@GPU-...) by alice, GPU reset: reseated the card",
+// "reboot while incident 9 (xid_recent@GPU-.../79) was critical".
+std::string DescribeRemediation(const Remediation& remediation);
+
+// The GPU count the agent learned from its first healthy sample.
+struct LearnedGpuCount {
+  uint32_t count = 0;
+  WallTime learned_at;
+  bool operator==(const LearnedGpuCount&) const = default;
+};
+
+struct RemediationQuery {
+  WallTime from;  // `at` in [from, until)
+  WallTime until;
+  int64_t after_id = 0;  // only those recorded after this one
+};
 
 struct FindingQuery {
   WallTime from;   // incidents open at any time in [from, until)
@@ -179,11 +223,32 @@ class HistoryStore {
   // hold events (read without upgrading) has none.
   virtual Result<RecentEvents> QueryEvents(WallTime from, WallTime until) const = 0;
 
+  // Records the host's boot once, seen `now`; false when it was already recorded.
+  virtual Result<bool> RecordBoot(const BootRecord& boot, WallTime now) = 0;
+  // The boots with booted_at in [from, until), oldest first.
+  virtual Result<std::vector<BootRecord>> QueryBoots(WallTime from, WallTime until) const = 0;
+  // Keeps a remediation durably; its id.
+  virtual Result<int64_t> RecordRemediation(const Remediation& remediation) = 0;
+  // Oldest first. A history too old to hold them (read without upgrading) has none.
+  virtual Result<std::vector<Remediation>> QueryRemediations(const RemediationQuery& query) const = 0;
+
+  // Keeps a maintenance task an operator did (gpudoctor maintenance done); never pruned.
+  virtual Status RecordMaintenance(const MaintenanceDone& done, WallTime recorded_at) = 0;
+  // Every record, oldest first. A history too old to hold them has none.
+  virtual Result<std::vector<MaintenanceDone>> QueryMaintenance() const = 0;
+  // Keeps `count` as the host's expected GPU count unless one is kept
+  // already: the first healthy sample decides. True when kept now.
+  virtual Result<bool> LearnGpuCount(uint32_t count, WallTime at) = 0;
+  virtual Result<std::optional<LearnedGpuCount>> QueryLearnedGpuCount() const = 0;
+
   // Writes the completed 1-minute and 1-hour buckets and prunes by the
   // retention policy, a bounded amount of work per call.
   virtual Result<MaintenanceReport> Maintain(WallTime now) = 0;
 
   virtual Result<std::vector<GpuIdentity>> ListGpus() const = 0;
+  // The time of the newest GPU sample ever appended; nullopt when none was.
+  // Kept beyond the raw retention, so it tells how long ago the agent last sampled.
+  virtual Result<std::optional<WallTime>> NewestSampleTime() const = 0;
   virtual Result<Series> QuerySeries(const SeriesQuery& query) const = 0;
   // Oldest first.
   virtual Result<std::vector<ProcessMemorySample>> QueryProcessMemory(std::string_view gpu, WallTime from,

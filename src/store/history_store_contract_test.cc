@@ -79,6 +79,26 @@ TYPED_TEST(HistoryStoreContract, RawSeriesByIndexOrUuid) {
   EXPECT_EQ((*gpus)[1].uuid, samples[1].uuid);
 }
 
+TYPED_TEST(HistoryStoreContract, NewestSampleTimeOutlivesTheRawRetention) {
+  RetentionPolicy retention;
+  retention.raw = 1h;
+  auto store = this->Make(retention);
+  auto empty = store->NewestSampleTime();
+  ASSERT_TRUE(empty.ok());
+  EXPECT_EQ(*empty, std::nullopt);
+
+  ASSERT_TRUE(store->Append(std::vector{Sample(T0() + 2h, 0, 40, 5), Sample(T0() + 1h, 1, 40, 5)}, {}).ok());
+  ASSERT_TRUE(store->Append(std::vector{Sample(T0(), 0, 40, 5)}, {}).ok());  // an older one, late
+  for (int step = 0; step < 10; ++step) {
+    auto report = store->Maintain(T0() + 5h);
+    ASSERT_TRUE(report.ok());
+    if (!report->more_work) break;
+  }
+  auto newest = store->NewestSampleTime();
+  ASSERT_TRUE(newest.ok()) << newest.error().message;
+  EXPECT_EQ(*newest, std::optional<WallTime>(T0() + 2h));
+}
+
 TYPED_TEST(HistoryStoreContract, MissingReadingsNeverBecomeZero) {
   auto store = this->Make();
   GpuSample with_fan = Sample(T0(), 0, 40, 5);
@@ -365,6 +385,36 @@ TYPED_TEST(HistoryStoreContract, RecordedIncidentsAreKeptByIdAndIdsAreNeverReuse
   EXPECT_EQ(next->front().incident.incident_id, 10);
 }
 
+TYPED_TEST(HistoryStoreContract, MaintenanceRecordsComeBackOldestFirstAndAreKept) {
+  auto store = this->Make();
+  ASSERT_TRUE(store->RecordMaintenance({"power_and_cabling", T0() - 24h, ""}, T0()).ok());
+  ASSERT_TRUE(store->RecordMaintenance({"dust_cleaning", T0() - 72h, "filters of rack 4"}, T0()).ok());
+  ASSERT_TRUE(store->RecordMaintenance({"dust_cleaning", T0(), ""}, T0()).ok());
+  ASSERT_TRUE(store->Maintain(T0() + 24h * 365).ok());  // retention never drops them
+  auto records = store->QueryMaintenance();
+  ASSERT_TRUE(records.ok()) << records.error().message;
+  ASSERT_EQ(records->size(), 3u);
+  EXPECT_EQ((*records)[0], (MaintenanceDone{"dust_cleaning", T0() - 72h, "filters of rack 4"}));
+  EXPECT_EQ((*records)[1].task, "power_and_cabling");
+  EXPECT_EQ((*records)[2], (MaintenanceDone{"dust_cleaning", T0(), ""}));
+}
+
+TYPED_TEST(HistoryStoreContract, TheFirstLearnedGpuCountStays) {
+  auto store = this->Make();
+  auto none = store->QueryLearnedGpuCount();
+  ASSERT_TRUE(none.ok());
+  EXPECT_FALSE(*none);
+  auto first = store->LearnGpuCount(8, T0());
+  ASSERT_TRUE(first.ok());
+  EXPECT_TRUE(*first);
+  auto second = store->LearnGpuCount(7, T0() + 1h);
+  ASSERT_TRUE(second.ok());
+  EXPECT_FALSE(*second);
+  auto learned = store->QueryLearnedGpuCount();
+  ASSERT_TRUE(learned.ok() && *learned);
+  EXPECT_EQ(**learned, (LearnedGpuCount{8, T0()}));
+}
+
 TYPED_TEST(HistoryStoreContract, EventsComeBackInTheOrderTheyArrivedAndAgeOut) {
   auto store = this->Make();
   LogEvent xid;
@@ -429,6 +479,87 @@ TYPED_TEST(HistoryStoreContract, SnapshotRowsWithProcesses) {
   auto power = store->QuerySeries({.gpu = "3", .metric = Metric::kPowerW, .from = T0(), .until = T0() + 1s});
   ASSERT_TRUE(power.ok());
   EXPECT_TRUE(power->points.empty());  // not reported: absent, not 0
+}
+
+TYPED_TEST(HistoryStoreContract, FindingsKeepTheRootTheyArePartOfAndTheirNewestEvent) {
+  auto store = this->Make();
+  Finding member = MakeFinding("temperature_high", 3, Severity::kCritical);
+  member.part_of = "facility_cooling";
+  member.newest_event_at = T0() - 1min;
+  Finding root = MakeFinding("facility_cooling", std::nullopt, Severity::kCritical);
+  ASSERT_TRUE(store->UpsertFindings(std::vector<Finding>{member, root}, T0()).ok());
+  auto open = store->OpenIncidents();
+  ASSERT_TRUE(open.ok());
+  ASSERT_EQ(open->size(), 2u);
+  EXPECT_EQ((*open)[0].finding, member);
+  EXPECT_EQ((*open)[1].finding, root);
+}
+
+TYPED_TEST(HistoryStoreContract, BootsAreRecordedOnceAndComeBackOldestFirst) {
+  auto store = this->Make();
+  const BootRecord second{"b-2", T0() - 1h}, first{"b-1", T0() - 30h};
+  auto recorded = [&](const BootRecord& boot, WallTime now) {
+    auto result = store->RecordBoot(boot, now);
+    EXPECT_TRUE(result.ok()) << result.error().message;
+    return result.ok() && *result;
+  };
+  EXPECT_TRUE(recorded(second, T0()));
+  EXPECT_TRUE(recorded(first, T0()));
+  EXPECT_FALSE(recorded(second, T0() + 1h));  // a restarted agent, the same boot
+  auto boots = store->QueryBoots(T0() - 48h, T0());
+  ASSERT_TRUE(boots.ok());
+  EXPECT_EQ(*boots, (std::vector<BootRecord>{first, second}));
+  auto recent = store->QueryBoots(T0() - 2h, T0());
+  ASSERT_TRUE(recent.ok());
+  EXPECT_EQ(*recent, std::vector<BootRecord>{second});
+}
+
+TYPED_TEST(HistoryStoreContract, RemediationsGetIdsAndCanBeReadAfterOne) {
+  auto store = this->Make();
+  Remediation ack{.kind = Remediation::Kind::kAck,
+                  .at = T0(),
+                  .incident_id = 7,
+                  .incident_key = "xid_recent@GPU-3/79",
+                  .severity = Severity::kCritical,
+                  .gpu = GpuRef{.index = 3, .uuid = "GPU-3", .pci_bus_id = "0000:3b:00.0"},
+                  .gpu_reset = true,
+                  .actor = "alice",
+                  .note = "reseated; \"quoted\""};
+  Remediation reboot{.kind = Remediation::Kind::kReboot, .at = T0() - 1h, .incident_id = 5, .incident_key = "psu_fault"};
+  auto first = store->RecordRemediation(ack);
+  auto second = store->RecordRemediation(reboot);
+  ASSERT_TRUE(first.ok() && second.ok());
+  EXPECT_GT(*second, *first);
+  ack.id = *first;
+  reboot.id = *second;
+
+  auto all = store->QueryRemediations({.from = T0() - 24h, .until = T0() + 1s});
+  ASSERT_TRUE(all.ok());
+  EXPECT_EQ(*all, (std::vector<Remediation>{reboot, ack}));  // by time
+  auto newer = store->QueryRemediations({.from = WallTime{}, .until = WallTime::max(), .after_id = *first});
+  ASSERT_TRUE(newer.ok());
+  EXPECT_EQ(*newer, std::vector<Remediation>{reboot});
+  EXPECT_EQ(DescribeRemediation(ack),
+            "acknowledged incident 7 (xid_recent@GPU-3/79) by alice, GPU reset: reseated; \"quoted\"");
+  EXPECT_EQ(DescribeRemediation(reboot), "reboot while incident 5 (psu_fault) was warning");
+}
+
+TYPED_TEST(HistoryStoreContract, BootsAndRemediationsAreKeptAsLongAsResolvedIncidents) {
+  RetentionPolicy retention;
+  retention.resolved_findings = 48h;
+  auto store = this->Make(retention);
+  ASSERT_TRUE(store->RecordBoot({"old", T0() - 72h}, T0()).ok());
+  ASSERT_TRUE(store->RecordBoot({"new", T0() - 1h}, T0()).ok());
+  ASSERT_TRUE(store->RecordRemediation({.at = T0() - 72h, .incident_id = 1, .incident_key = "a"}).ok());
+  ASSERT_TRUE(store->RecordRemediation({.at = T0() - 1h, .incident_id = 2, .incident_key = "b"}).ok());
+  ASSERT_TRUE(store->Maintain(T0()).ok());
+  auto boots = store->QueryBoots(WallTime{}, WallTime::max());
+  auto remediations = store->QueryRemediations({.from = WallTime{}, .until = WallTime::max()});
+  ASSERT_TRUE(boots.ok() && remediations.ok());
+  ASSERT_EQ(boots->size(), 1u);
+  EXPECT_EQ(boots->front().boot_id, "new");
+  ASSERT_EQ(remediations->size(), 1u);
+  EXPECT_EQ(remediations->front().incident_key, "b");
 }
 
 }  // namespace

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <map>
+#include <set>
 #include <string>
 
 #include "store/maintenance_plan.h"
@@ -59,7 +60,8 @@ IncidentTracker::Adoption IncidentTracker::Adopt(std::vector<StoredFinding> stor
 
 std::vector<FindingTransition> IncidentTracker::Update(std::span<const Finding> findings, WallTime now) {
   updated_ = true;
-  const FindingPlan plan = PlanFindingUpdate(open_, findings);
+  const std::vector<Finding> judged = WithoutAcknowledged(findings);
+  const FindingPlan plan = PlanFindingUpdate(open_, judged);
   std::vector<FindingTransition> transitions;
   std::vector<StoredFinding> still_open;
   std::vector<StoredFinding> resolved;
@@ -91,6 +93,52 @@ std::vector<FindingTransition> IncidentTracker::Update(std::span<const Finding> 
   open_ = std::move(still_open);
   SetTouched(std::move(resolved));
   return transitions;
+}
+
+std::vector<FindingTransition> IncidentTracker::Acknowledge(int64_t incident_id, WallTime at) {
+  auto acked = std::find_if(open_.begin(), open_.end(),
+                            [&](const StoredFinding& incident) { return incident.incident_id == incident_id; });
+  if (acked == open_.end()) return {};
+  const std::string root_key = acked->key;
+  std::vector<FindingTransition> transitions;
+  std::vector<StoredFinding> resolved;
+  std::erase_if(open_, [&](const StoredFinding& incident) {
+    if (incident.key != root_key && incident.finding.part_of != root_key) return false;
+    StoredFinding row = incident;
+    row.resolved_at = std::max(at, row.opened_at);
+    acknowledged_[row.key] = {row.finding.severity, at};
+    transitions.push_back({FindingTransition::Kind::kAcknowledged, row});
+    resolved.push_back(std::move(row));
+    return true;
+  });
+  SetTouched(std::move(resolved));
+  return transitions;
+}
+
+void IncidentTracker::RestoreAcknowledgement(const std::string& key, Severity severity, WallTime at) {
+  acknowledged_[key] = {severity, at};
+}
+
+std::vector<Finding> IncidentTracker::WithoutAcknowledged(std::span<const Finding> findings) {
+  if (acknowledged_.empty()) return {findings.begin(), findings.end()};
+  std::set<std::string> still_quiet;
+  std::set<std::string> came_back;
+  for (const Finding& finding : findings) {
+    const std::string key = FindingKey(finding);
+    auto it = acknowledged_.find(key);
+    if (it == acknowledged_.end()) continue;
+    const bool worse = SeverityRank(finding.severity) > SeverityRank(it->second.severity);
+    const bool newer = finding.newest_event_at && *finding.newest_event_at > it->second.at;
+    (worse || newer ? came_back : still_quiet).insert(key);
+  }
+  // Cleared or back: the acknowledgement is spent, and the next finding opens a new incident.
+  std::erase_if(acknowledged_, [&](const auto& entry) {
+    return !still_quiet.contains(entry.first) || came_back.contains(entry.first);
+  });
+  std::vector<Finding> kept;
+  for (const Finding& finding : findings)
+    if (!acknowledged_.contains(FindingKey(finding))) kept.push_back(finding);
+  return kept;
 }
 
 void IncidentTracker::SetTouched(std::vector<StoredFinding> resolved) {

@@ -11,6 +11,7 @@
 //   incidents.Adopt(*store.OpenIncidents(), *store.LastIncidentId(), now);
 //   std::vector<FindingTransition> changes = incidents.Update(findings, now);
 //   store.RecordIncidents(incidents.Touched());
+//   changes = incidents.Acknowledge(ack.incident_id, ack.at);   // gpudoctor ack
 //
 // Ids continue from the store's, so an incident keeps its id across agent
 // restarts. Until a store has been adopted, new incidents get provisional
@@ -18,7 +19,9 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <span>
+#include <string>
 #include <utility>
 #include <vector>
 
@@ -46,6 +49,17 @@ class IncidentTracker {
   // resolves incidents. Several findings with one key count as the worst.
   std::vector<FindingTransition> Update(std::span<const Finding> findings, WallTime now);
 
+  // An operator has dealt with open incident `incident_id` (gpudoctor ack):
+  // it and the open incidents that are part of it resolve `at`, as
+  // acknowledged. Their findings open no new incident while they stay as
+  // they were - present, no worse, with no event newer than `at` - and open a
+  // new one once they have cleared, or when they get worse or show a newer
+  // event. An id that is not open changes nothing. Touched() holds the result.
+  std::vector<FindingTransition> Acknowledge(int64_t incident_id, WallTime at);
+  // Takes up an acknowledgement made before a restart: findings with `key`
+  // stay quiet as above.
+  void RestoreAcknowledgement(const std::string& key, Severity severity, WallTime at);
+
   // The open incidents, in the order they opened.
   const std::vector<StoredFinding>& open() const { return open_; }
   // What the last Update or Adopt changed, for the store: every open incident
@@ -54,10 +68,19 @@ class IncidentTracker {
   bool adopted() const { return adopted_; }
 
  private:
+  struct Acknowledged {
+    Severity severity = Severity::kWarning;
+    WallTime at;
+  };
+
   int64_t NewId() { return adopted_ ? ++last_id_ : --last_provisional_id_; }
   void SetTouched(std::vector<StoredFinding> resolved);
+  // `findings` less those an acknowledgement still covers; forgets the
+  // acknowledgements whose findings cleared or came back.
+  std::vector<Finding> WithoutAcknowledged(std::span<const Finding> findings);
 
   std::vector<StoredFinding> open_;
+  std::map<std::string, Acknowledged> acknowledged_;  // by key
   std::vector<StoredFinding> touched_;
   // Provisional ids handed out before adoption, open or resolved since.
   std::vector<int64_t> provisional_ids_;

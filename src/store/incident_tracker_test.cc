@@ -107,5 +107,88 @@ TEST(IncidentTracker, SeveralFindingsWithOneKeyAreOneIncidentAtTheWorstSeverity)
   EXPECT_EQ(opened[0].incident.finding.severity, Severity::kCritical);
 }
 
+// ---- Acknowledgements (gpudoctor ack) -------------------------------------------
+
+TEST(IncidentTrackerAck, AnAcknowledgedIncidentResolvesAndStaysQuietWhileItsFindingStaysAsItWas) {
+  IncidentTracker incidents;
+  incidents.Adopt({}, 0, T0());
+  Finding xid = MakeFinding("xid_recent", 3, Severity::kCritical);
+  xid.newest_event_at = T0() - 1min;
+  incidents.Update(std::vector{xid}, T0());
+  const int64_t id = incidents.open().at(0).incident_id;
+
+  auto acked = incidents.Acknowledge(id, T0() + 10s);
+  ASSERT_EQ(Kinds(acked), std::vector{Kind::kAcknowledged});
+  EXPECT_EQ(acked[0].incident.resolved_at, T0() + 10s);
+  EXPECT_TRUE(incidents.open().empty());
+  EXPECT_EQ(incidents.Touched().size(), 1u);  // the store records the resolution
+  // The same Xid, still in the rule's window: nothing new.
+  for (int cycle = 1; cycle <= 3; ++cycle) EXPECT_TRUE(incidents.Update(std::vector{xid}, T0() + cycle * 5s).empty());
+  EXPECT_TRUE(incidents.open().empty());
+
+  // A newer Xid is the fault returning: a new incident.
+  xid.newest_event_at = T0() + 1min;
+  auto back = incidents.Update(std::vector{xid}, T0() + 2min);
+  ASSERT_EQ(Kinds(back), std::vector{Kind::kOpened});
+  EXPECT_GT(back[0].incident.incident_id, id);
+}
+
+TEST(IncidentTrackerAck, AStateFindingOpensAgainWhenItGetsWorseOrReturnsAfterClearing) {
+  IncidentTracker incidents;
+  incidents.Adopt({}, 0, T0());
+  Finding hot = MakeFinding("temperature_high", 0, Severity::kWarning);
+  incidents.Update(std::vector{hot}, T0());
+  incidents.Acknowledge(incidents.open().at(0).incident_id, T0() + 1s);
+  EXPECT_TRUE(incidents.Update(std::vector{hot}, T0() + 5s).empty());
+
+  Finding hotter = hot;
+  hotter.severity = Severity::kCritical;
+  EXPECT_EQ(Kinds(incidents.Update(std::vector{hotter}, T0() + 10s)), std::vector{Kind::kOpened});
+
+  incidents.Acknowledge(incidents.open().at(0).incident_id, T0() + 11s);
+  EXPECT_TRUE(incidents.Update(std::vector{hotter}, T0() + 15s).empty());
+  EXPECT_TRUE(incidents.Update(std::vector<Finding>{}, T0() + 20s).empty());  // cleared: the ack is spent
+  EXPECT_EQ(Kinds(incidents.Update(std::vector{hotter}, T0() + 25s)), std::vector{Kind::kOpened});
+}
+
+TEST(IncidentTrackerAck, AcknowledgingARootResolvesTheFindingsThatArePartOfIt) {
+  IncidentTracker incidents;
+  incidents.Adopt({}, 0, T0());
+  Finding root = MakeFinding("facility_cooling", std::nullopt, Severity::kCritical);
+  std::vector<Finding> findings{root};
+  for (uint32_t gpu = 0; gpu < 3; ++gpu) {
+    Finding member = MakeFinding("temperature_high", gpu, Severity::kCritical);
+    member.part_of = "facility_cooling";
+    findings.push_back(member);
+  }
+  Finding other = MakeFinding("disk_space", std::nullopt);
+  findings.push_back(other);
+  incidents.Update(findings, T0());
+  const int64_t root_id = incidents.open().at(0).incident_id;
+
+  auto acked = incidents.Acknowledge(root_id, T0() + 1s);
+  EXPECT_EQ(acked.size(), 4u);
+  ASSERT_EQ(incidents.open().size(), 1u);
+  EXPECT_EQ(incidents.open()[0].finding.id, "disk_space");
+  EXPECT_TRUE(incidents.Update(findings, T0() + 5s).empty());
+}
+
+TEST(IncidentTrackerAck, AnIdThatIsNotOpenChangesNothing) {
+  IncidentTracker incidents;
+  incidents.Adopt({}, 0, T0());
+  incidents.Update(std::vector{MakeFinding("disk_space", std::nullopt)}, T0());
+  EXPECT_TRUE(incidents.Acknowledge(99, T0()).empty());
+  EXPECT_EQ(incidents.open().size(), 1u);
+}
+
+TEST(IncidentTrackerAck, ARestoredAcknowledgementKeepsTheFindingQuietAfterARestart) {
+  IncidentTracker incidents;
+  incidents.Adopt({}, 5, T0());
+  Finding xid = MakeFinding("xid_recent", 1, Severity::kCritical);
+  xid.newest_event_at = T0() - 1h;
+  incidents.RestoreAcknowledgement(FindingKey(xid), Severity::kCritical, T0() - 30min);
+  EXPECT_TRUE(incidents.Update(std::vector{xid}, T0()).empty());
+}
+
 }  // namespace
 }  // namespace gpudoctor

@@ -86,6 +86,52 @@ Result<RecentEvents> MemoryHistoryStore::QueryEvents(WallTime from, WallTime unt
   return events;
 }
 
+Result<bool> MemoryHistoryStore::RecordBoot(const BootRecord& boot, WallTime) {
+  return boots_.try_emplace(boot.boot_id, boot).second;
+}
+
+Result<std::vector<BootRecord>> MemoryHistoryStore::QueryBoots(WallTime from, WallTime until) const {
+  std::vector<BootRecord> boots;
+  for (const auto& [id, boot] : boots_)
+    if (boot.booted_at >= from && boot.booted_at < until) boots.push_back(boot);
+  std::stable_sort(boots.begin(), boots.end(),
+                   [](const BootRecord& a, const BootRecord& b) { return a.booted_at < b.booted_at; });
+  return boots;
+}
+
+Status MemoryHistoryStore::RecordMaintenance(const MaintenanceDone& done, WallTime) {
+  auto later = std::upper_bound(maintenance_.begin(), maintenance_.end(), done.done_at,
+                                [](WallTime at, const MaintenanceDone& record) { return at < record.done_at; });
+  maintenance_.insert(later, done);
+  return Status::Ok();
+}
+
+Result<std::vector<MaintenanceDone>> MemoryHistoryStore::QueryMaintenance() const { return maintenance_; }
+
+Result<bool> MemoryHistoryStore::LearnGpuCount(uint32_t count, WallTime at) {
+  if (learned_gpu_count_) return false;
+  learned_gpu_count_ = LearnedGpuCount{count, at};
+  return true;
+}
+
+Result<std::optional<LearnedGpuCount>> MemoryHistoryStore::QueryLearnedGpuCount() const { return learned_gpu_count_; }
+
+Result<int64_t> MemoryHistoryStore::RecordRemediation(const Remediation& remediation) {
+  Remediation& stored = remediations_.emplace_back(remediation);
+  stored.id = ++last_remediation_id_;
+  return stored.id;
+}
+
+Result<std::vector<Remediation>> MemoryHistoryStore::QueryRemediations(const RemediationQuery& query) const {
+  std::vector<Remediation> found;
+  for (const Remediation& remediation : remediations_)
+    if (remediation.at >= query.from && remediation.at < query.until && remediation.id > query.after_id)
+      found.push_back(remediation);
+  std::stable_sort(found.begin(), found.end(),
+                   [](const Remediation& a, const Remediation& b) { return a.at < b.at; });
+  return found;
+}
+
 int64_t MemoryHistoryStore::Downsample(Resolution resolution, WallTime now, bool& more_work) {
   auto& buckets = resolution == Resolution::kMinute ? minute_ : hour_;
   std::optional<int64_t> done;
@@ -136,8 +182,15 @@ Result<MaintenanceReport> MemoryHistoryStore::Maintain(WallTime now) {
   });
   report.rows_pruned += std::erase_if(
       events_, [&](const StoredEvent& stored) { return stored.received_ms < ToUnixMillis(now - retention_.raw); });
+  const WallTime record_cutoff = now - retention_.resolved_findings;
+  report.rows_pruned +=
+      std::erase_if(boots_, [&](const auto& entry) { return entry.second.booted_at < record_cutoff; });
+  report.rows_pruned +=
+      std::erase_if(remediations_, [&](const Remediation& remediation) { return remediation.at < record_cutoff; });
   return report;
 }
+
+Result<std::optional<WallTime>> MemoryHistoryStore::NewestSampleTime() const { return newest_; }
 
 Result<std::vector<GpuIdentity>> MemoryHistoryStore::ListGpus() const {
   std::vector<GpuIdentity> gpus;

@@ -25,8 +25,17 @@ class MemoryHistoryStore final : public HistoryStore {
   Result<int64_t> LastIncidentId() const override;
   Status AppendEvents(const RecentEvents& events, WallTime received_at) override;
   Result<RecentEvents> QueryEvents(WallTime from, WallTime until) const override;
+  Result<bool> RecordBoot(const BootRecord& boot, WallTime now) override;
+  Result<std::vector<BootRecord>> QueryBoots(WallTime from, WallTime until) const override;
+  Result<int64_t> RecordRemediation(const Remediation& remediation) override;
+  Result<std::vector<Remediation>> QueryRemediations(const RemediationQuery& query) const override;
+  Status RecordMaintenance(const MaintenanceDone& done, WallTime recorded_at) override;
+  Result<std::vector<MaintenanceDone>> QueryMaintenance() const override;
+  Result<bool> LearnGpuCount(uint32_t count, WallTime at) override;
+  Result<std::optional<LearnedGpuCount>> QueryLearnedGpuCount() const override;
   Result<MaintenanceReport> Maintain(WallTime now) override;
   Result<std::vector<GpuIdentity>> ListGpus() const override;
+  Result<std::optional<WallTime>> NewestSampleTime() const override;
   Result<Series> QuerySeries(const SeriesQuery& query) const override;
   Result<std::vector<ProcessMemorySample>> QueryProcessMemory(std::string_view gpu, WallTime from,
                                                               WallTime until) const override;
@@ -54,6 +63,11 @@ class MemoryHistoryStore final : public HistoryStore {
   std::map<int64_t, StoredFinding> incidents_;  // by incident id
   int64_t last_incident_id_ = 0;
   std::vector<StoredEvent> events_;  // oldest first
+  std::map<std::string, BootRecord> boots_;  // by boot id
+  std::vector<MaintenanceDone> maintenance_;  // oldest first
+  std::optional<LearnedGpuCount> learned_gpu_count_;
+  std::vector<Remediation> remediations_;    // by id
+  int64_t last_remediation_id_ = 0;          // ids are never given twice
   std::optional<WallTime> newest_;
 };
 

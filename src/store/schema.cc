@@ -90,6 +90,57 @@ CREATE TABLE events (
 CREATE INDEX events_by_time ON events (t);
 )sql";
 
+// Version 4. One story per incident and what was done about it: the root
+// a finding is part of and its newest event; the host's boots, so an Xid can
+// be seen to outlive a reboot; and remediations (acknowledgements, reboots
+// after a critical finding), which resolve incidents and are counted.
+constexpr const char* kMigration4 = R"sql(
+ALTER TABLE findings ADD COLUMN part_of TEXT NOT NULL DEFAULT '';
+ALTER TABLE findings ADD COLUMN newest_event_at INTEGER;
+CREATE TABLE boots (
+  boot_id TEXT PRIMARY KEY,
+  booted_at INTEGER NOT NULL,
+  recorded_at INTEGER NOT NULL
+);
+CREATE INDEX boots_by_time ON boots (booted_at);
+CREATE TABLE remediations (
+  id INTEGER PRIMARY KEY AUTOINCREMENT,
+  kind TEXT NOT NULL CHECK (kind IN ('ack', 'reboot')),
+  at INTEGER NOT NULL,
+  incident_id INTEGER NOT NULL,
+  incident_key TEXT NOT NULL,
+  severity TEXT NOT NULL,
+  has_gpu INTEGER NOT NULL,
+  gpu_index INTEGER,
+  gpu_uuid TEXT NOT NULL,
+  gpu_pci_bus_id TEXT NOT NULL,
+  gpu_serial TEXT NOT NULL,
+  gpu_reset INTEGER NOT NULL,
+  actor TEXT NOT NULL,
+  note TEXT NOT NULL
+);
+CREATE INDEX remediations_by_time ON remediations (at);
+)sql";
+
+// Version 5. What operators did to keep the host up (gpudoctor maintenance
+// done TASK), and facts the agent learned about the host: the GPU count of
+// its first healthy sample, kept under the name 'gpu_count'.
+constexpr const char* kMigration5 = R"sql(
+CREATE TABLE maintenance_done (
+  id INTEGER PRIMARY KEY AUTOINCREMENT,
+  task TEXT NOT NULL,
+  done_at INTEGER NOT NULL,
+  note TEXT NOT NULL,
+  recorded_at INTEGER NOT NULL
+);
+CREATE INDEX maintenance_done_by_task ON maintenance_done (task, done_at);
+CREATE TABLE host_facts (
+  name TEXT PRIMARY KEY,
+  value TEXT NOT NULL,
+  learned_at INTEGER NOT NULL
+);
+)sql";
+
 struct Migration {
   int version;
   std::string sql;
@@ -100,6 +151,8 @@ const std::vector<Migration>& Migrations() {
       {1, kMigration1 + AggregateTable("samples_1m") + AggregateTable("samples_1h")},
       {2, kMigration2},
       {3, kMigration3},
+      {4, kMigration4},
+      {5, kMigration5},
   };
   return migrations;
 }

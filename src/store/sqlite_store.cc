@@ -7,6 +7,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "common/text.h"
 #include "store/event_records.h"
 #include "store/maintenance_plan.h"
 #include "store/schema.h"
@@ -56,13 +57,15 @@ std::string AggregateInsertSql(Resolution resolution) {
          " FROM samples_raw WHERE t >= ?1 AND t < ?2 GROUP BY t - t % " + width + ", gpu_id";
 }
 
-// The columns ReadIncident reads, in its order. A version-1 history, read
-// without upgrading it, has no subject: every finding's is empty there.
+// The columns ReadIncident reads, in its order. An older history, read
+// without upgrading it, lacks the later columns: a version-1 finding's
+// subject is empty, a version-3 finding is part of nothing.
 std::string IncidentColumns(int schema_version) {
   return std::string(
              "id, incident_key, rule_id, has_gpu, gpu_index, gpu_uuid, gpu_pci_bus_id, gpu_serial, severity, summary, "
              "evidence, cause, actions, opened_at, last_seen, resolved_at, ") +
-         (schema_version >= 2 ? "subject" : "'' AS subject");
+         (schema_version >= 2 ? "subject" : "'' AS subject") +
+         (schema_version >= 4 ? ", part_of, newest_event_at" : ", '' AS part_of, NULL AS newest_event_at");
 }
 
 std::vector<std::string> StringsFromJson(const std::string& text) {
@@ -77,20 +80,40 @@ std::string JsonFromStrings(const std::vector<std::string>& strings) {
   return nlohmann::json(strings).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
 }
 
+// A GPU reference from columns first..first+4: has_gpu, gpu_index, gpu_uuid, gpu_pci_bus_id, gpu_serial.
+std::optional<GpuRef> ReadGpu(const SqliteStatement& row, int first) {
+  if (row.Int(first) == 0) return std::nullopt;
+  GpuRef gpu;
+  if (auto index = row.OptionalInt(first + 1)) gpu.index = static_cast<uint32_t>(*index);
+  gpu.uuid = row.Text(first + 2);
+  gpu.pci_bus_id = row.Text(first + 3);
+  gpu.serial = row.Text(first + 4);
+  return gpu;
+}
+
+// Binds a GPU reference to parameters first..first+4, in ReadGpu's order.
+void BindGpu(SqliteStatement& statement, int first, const std::optional<GpuRef>& ref) {
+  statement.Bind(first, int64_t{ref.has_value()});
+  const GpuRef gpu = ref.value_or(GpuRef{});
+  if (gpu.index) statement.Bind(first + 1, int64_t{*gpu.index});
+  else statement.BindNull(first + 1);
+  statement.Bind(first + 2, gpu.uuid);
+  statement.Bind(first + 3, gpu.pci_bus_id);
+  statement.Bind(first + 4, gpu.serial);
+}
+
+void BindTime(SqliteStatement& statement, int index, const std::optional<WallTime>& time) {
+  if (time) statement.Bind(index, ToUnixMillis(*time));
+  else statement.BindNull(index);
+}
+
 StoredFinding ReadIncident(const SqliteStatement& row) {
   StoredFinding incident;
   incident.incident_id = row.Int(0);
   incident.key = row.Text(1);
   Finding& finding = incident.finding;
   finding.id = row.Text(2);
-  if (row.Int(3) != 0) {
-    GpuRef gpu;
-    if (auto index = row.OptionalInt(4)) gpu.index = static_cast<uint32_t>(*index);
-    gpu.uuid = row.Text(5);
-    gpu.pci_bus_id = row.Text(6);
-    gpu.serial = row.Text(7);
-    finding.gpu = gpu;
-  }
+  finding.gpu = ReadGpu(row, 3);
   finding.severity = SeverityFromName(row.Text(8)).value_or(Severity::kUnknown);
   finding.summary = row.Text(9);
   finding.evidence = StringsFromJson(row.Text(10));
@@ -100,24 +123,41 @@ StoredFinding ReadIncident(const SqliteStatement& row) {
   incident.last_seen = FromUnixMillis(row.Int(14));
   if (auto resolved = row.OptionalInt(15)) incident.resolved_at = FromUnixMillis(*resolved);
   finding.subject = row.Text(16);
+  finding.part_of = row.Text(17);
+  if (auto newest = row.OptionalInt(18)) finding.newest_event_at = FromUnixMillis(*newest);
   return incident;
 }
 
-// Binds the finding's content to parameters first..first+10.
+// Binds the finding's content to parameters first..first+12.
 void BindFinding(SqliteStatement& statement, int first, const Finding& finding) {
-  statement.Bind(first, int64_t{finding.gpu.has_value()});
-  const GpuRef gpu = finding.gpu.value_or(GpuRef{});
-  if (gpu.index) statement.Bind(first + 1, int64_t{*gpu.index});
-  else statement.BindNull(first + 1);
-  statement.Bind(first + 2, gpu.uuid);
-  statement.Bind(first + 3, gpu.pci_bus_id);
-  statement.Bind(first + 4, gpu.serial);
+  BindGpu(statement, first, finding.gpu);
   statement.Bind(first + 5, std::string_view(SeverityName(finding.severity)));
   statement.Bind(first + 6, finding.summary);
   statement.Bind(first + 7, JsonFromStrings(finding.evidence));
   statement.Bind(first + 8, finding.cause);
   statement.Bind(first + 9, JsonFromStrings(finding.actions));
   statement.Bind(first + 10, finding.subject);
+  statement.Bind(first + 11, finding.part_of);
+  BindTime(statement, first + 12, finding.newest_event_at);
+}
+
+const char* const kRemediationColumns =
+    "id, kind, at, incident_id, incident_key, severity, has_gpu, gpu_index, gpu_uuid, gpu_pci_bus_id, gpu_serial, "
+    "gpu_reset, actor, note";
+
+Remediation ReadRemediation(const SqliteStatement& row) {
+  Remediation remediation;
+  remediation.id = row.Int(0);
+  remediation.kind = row.Text(1) == "reboot" ? Remediation::Kind::kReboot : Remediation::Kind::kAck;
+  remediation.at = FromUnixMillis(row.Int(2));
+  remediation.incident_id = row.Int(3);
+  remediation.incident_key = row.Text(4);
+  remediation.severity = SeverityFromName(row.Text(5)).value_or(Severity::kUnknown);
+  remediation.gpu = ReadGpu(row, 6);
+  remediation.gpu_reset = row.Int(11) != 0;
+  remediation.actor = row.Text(12);
+  remediation.note = row.Text(13);
+  return remediation;
 }
 
 // Restores synchronous=NORMAL however the durable section ends.
@@ -275,21 +315,22 @@ Status SqliteHistoryStore::RecordIncidents(std::span<const StoredFinding> incide
   for (const StoredFinding& incident : incidents) {
     auto upsert = db_->Prepared(
         "INSERT INTO findings (has_gpu, gpu_index, gpu_uuid, gpu_pci_bus_id, gpu_serial, severity, summary, "
-        "evidence, cause, actions, subject, id, incident_key, rule_id, opened_at, last_seen, resolved_at, state) "
-        "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18) "
+        "evidence, cause, actions, subject, part_of, newest_event_at, id, incident_key, rule_id, opened_at, "
+        "last_seen, resolved_at, state) "
+        "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20) "
         "ON CONFLICT (id) DO UPDATE SET has_gpu = ?1, gpu_index = ?2, gpu_uuid = ?3, gpu_pci_bus_id = ?4, "
         "gpu_serial = ?5, severity = ?6, summary = ?7, evidence = ?8, cause = ?9, actions = ?10, subject = ?11, "
-        "incident_key = ?13, rule_id = ?14, opened_at = ?15, last_seen = ?16, resolved_at = ?17, state = ?18");
+        "part_of = ?12, newest_event_at = ?13, incident_key = ?15, rule_id = ?16, opened_at = ?17, last_seen = ?18, "
+        "resolved_at = ?19, state = ?20");
     if (!upsert) return upsert.error();
     BindFinding(**upsert, 1, incident.finding);
-    (*upsert)->Bind(12, incident.incident_id);
-    (*upsert)->Bind(13, incident.key);
-    (*upsert)->Bind(14, incident.finding.id);
-    (*upsert)->Bind(15, ToUnixMillis(incident.opened_at));
-    (*upsert)->Bind(16, ToUnixMillis(incident.last_seen));
-    if (incident.resolved_at) (*upsert)->Bind(17, ToUnixMillis(*incident.resolved_at));
-    else (*upsert)->BindNull(17);
-    (*upsert)->Bind(18, std::string_view(incident.open() ? "open" : "resolved"));
+    (*upsert)->Bind(14, incident.incident_id);
+    (*upsert)->Bind(15, incident.key);
+    (*upsert)->Bind(16, incident.finding.id);
+    (*upsert)->Bind(17, ToUnixMillis(incident.opened_at));
+    (*upsert)->Bind(18, ToUnixMillis(incident.last_seen));
+    BindTime(**upsert, 19, incident.resolved_at);
+    (*upsert)->Bind(20, std::string_view(incident.open() ? "open" : "resolved"));
     if (Status status = (*upsert)->Run(); !status) return status;
   }
   return transaction->Commit();
@@ -338,6 +379,132 @@ Result<RecentEvents> SqliteHistoryStore::QueryEvents(WallTime from, WallTime unt
     }
   }
   return events;
+}
+
+Result<bool> SqliteHistoryStore::RecordBoot(const BootRecord& boot, WallTime now) {
+  std::lock_guard lock(mutex_);
+  auto insert = db_->Prepared(
+      "INSERT INTO boots (boot_id, booted_at, recorded_at) VALUES (?, ?, ?) ON CONFLICT (boot_id) DO NOTHING");
+  if (!insert) return insert.error();
+  (*insert)->Bind(1, boot.boot_id);
+  (*insert)->Bind(2, ToUnixMillis(boot.booted_at));
+  (*insert)->Bind(3, ToUnixMillis(now));
+  if (Status status = (*insert)->Run(); !status) return status.error();
+  return db_->Changes() > 0;
+}
+
+Result<std::vector<BootRecord>> SqliteHistoryStore::QueryBoots(WallTime from, WallTime until) const {
+  std::lock_guard lock(mutex_);
+  std::vector<BootRecord> boots;
+  if (schema_version_ < 4) return boots;
+  auto select = db_->Prepared("SELECT boot_id, booted_at FROM boots WHERE booted_at >= ? AND booted_at < ? "
+                              "ORDER BY booted_at, boot_id");
+  if (!select) return select.error();
+  (*select)->Bind(1, ToUnixMillis(from));
+  (*select)->Bind(2, ToUnixMillis(until));
+  for (;;) {
+    auto row = (*select)->Step();
+    if (!row) return row.error();
+    if (!*row) return boots;
+    boots.push_back({(*select)->Text(0), FromUnixMillis((*select)->Int(1))});
+  }
+}
+
+Result<int64_t> SqliteHistoryStore::RecordRemediation(const Remediation& remediation) {
+  std::lock_guard lock(mutex_);
+  FullSyncScope durable(*db_);
+  if (!durable.status()) return durable.status().error();
+  auto transaction = SqliteTransaction::Begin(*db_);
+  if (!transaction) return transaction.error();
+  int64_t id = 0;
+  {
+    auto insert = db_->Prepared(
+        "INSERT INTO remediations (has_gpu, gpu_index, gpu_uuid, gpu_pci_bus_id, gpu_serial, kind, at, incident_id, "
+        "incident_key, severity, gpu_reset, actor, note) "
+        "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13) RETURNING id");
+    if (!insert) return insert.error();
+    BindGpu(**insert, 1, remediation.gpu);
+    (*insert)->Bind(6, std::string_view(RemediationKindName(remediation.kind)));
+    (*insert)->Bind(7, ToUnixMillis(remediation.at));
+    (*insert)->Bind(8, remediation.incident_id);
+    (*insert)->Bind(9, remediation.incident_key);
+    (*insert)->Bind(10, std::string_view(SeverityName(remediation.severity)));
+    (*insert)->Bind(11, int64_t{remediation.gpu_reset});
+    (*insert)->Bind(12, remediation.actor);
+    (*insert)->Bind(13, remediation.note);
+    auto row = (*insert)->Step();
+    if (!row) return row.error();
+    id = (*insert)->Int(0);
+  }  // the statement is reset here, so the transaction can commit
+  if (Status status = transaction->Commit(); !status) return status.error();
+  return id;
+}
+
+Result<std::vector<Remediation>> SqliteHistoryStore::QueryRemediations(const RemediationQuery& query) const {
+  std::lock_guard lock(mutex_);
+  std::vector<Remediation> remediations;
+  if (schema_version_ < 4) return remediations;
+  auto select = db_->Prepared(std::string("SELECT ") + kRemediationColumns +
+                              " FROM remediations WHERE at >= ? AND at < ? AND id > ? ORDER BY at, id");
+  if (!select) return select.error();
+  (*select)->Bind(1, ToUnixMillis(query.from));
+  (*select)->Bind(2, ToUnixMillis(query.until));
+  (*select)->Bind(3, query.after_id);
+  for (;;) {
+    auto row = (*select)->Step();
+    if (!row) return row.error();
+    if (!*row) return remediations;
+    remediations.push_back(ReadRemediation(**select));
+  }
+}
+
+Status SqliteHistoryStore::RecordMaintenance(const MaintenanceDone& done, WallTime recorded_at) {
+  std::lock_guard lock(mutex_);
+  auto insert =
+      db_->Prepared("INSERT INTO maintenance_done (task, done_at, note, recorded_at) VALUES (?, ?, ?, ?)");
+  if (!insert) return insert.error();
+  (*insert)->Bind(1, done.task);
+  (*insert)->Bind(2, ToUnixMillis(done.done_at));
+  (*insert)->Bind(3, done.note);
+  (*insert)->Bind(4, ToUnixMillis(recorded_at));
+  return (*insert)->Run();
+}
+
+Result<std::vector<MaintenanceDone>> SqliteHistoryStore::QueryMaintenance() const {
+  std::lock_guard lock(mutex_);
+  std::vector<MaintenanceDone> records;
+  if (schema_version_ < 5) return records;
+  auto select = db_->Prepared("SELECT task, done_at, note FROM maintenance_done ORDER BY done_at, id");
+  if (!select) return select.error();
+  for (;;) {
+    auto row = (*select)->Step();
+    if (!row) return row.error();
+    if (!*row) return records;
+    records.push_back({(*select)->Text(0), FromUnixMillis((*select)->Int(1)), (*select)->Text(2)});
+  }
+}
+
+Result<bool> SqliteHistoryStore::LearnGpuCount(uint32_t count, WallTime at) {
+  std::lock_guard lock(mutex_);
+  auto insert = db_->Prepared(
+      "INSERT INTO host_facts (name, value, learned_at) VALUES ('gpu_count', ?, ?) ON CONFLICT (name) DO NOTHING");
+  if (!insert) return insert.error();
+  (*insert)->Bind(1, std::to_string(count));
+  (*insert)->Bind(2, ToUnixMillis(at));
+  if (Status status = (*insert)->Run(); !status) return status.error();
+  return db_->Changes() > 0;
+}
+
+Result<std::optional<LearnedGpuCount>> SqliteHistoryStore::QueryLearnedGpuCount() const {
+  std::lock_guard lock(mutex_);
+  if (schema_version_ < 5) return std::optional<LearnedGpuCount>();
+  auto select = db_->Prepared("SELECT value, learned_at FROM host_facts WHERE name = 'gpu_count'");
+  if (!select) return select.error();
+  auto row = (*select)->Step();
+  if (!row) return row.error();
+  std::optional<uint32_t> count = *row ? ParseInt<uint32_t>((*select)->Text(0)) : std::nullopt;
+  if (!count) return std::optional<LearnedGpuCount>();
+  return std::optional<LearnedGpuCount>(LearnedGpuCount{*count, FromUnixMillis((*select)->Int(1))});
 }
 
 Result<std::optional<int64_t>> SqliteHistoryStore::DoneUntil(Resolution resolution) const {
@@ -397,6 +564,8 @@ Result<int64_t> SqliteHistoryStore::Prune(WallTime now) {
       {"DELETE FROM findings WHERE state = 'resolved' AND resolved_at < ?",
        ToUnixMillis(now - retention.resolved_findings)},
       {"DELETE FROM events WHERE t < ?", ToUnixMillis(now - retention.raw)},
+      {"DELETE FROM boots WHERE booted_at < ?", ToUnixMillis(now - retention.resolved_findings)},
+      {"DELETE FROM remediations WHERE at < ?", ToUnixMillis(now - retention.resolved_findings)},
   };
   int64_t pruned = 0;
   for (const auto& [sql, cutoff] : deletions) {
@@ -501,6 +670,15 @@ Result<MaintenanceReport> SqliteHistoryStore::Maintain(WallTime now) {
   }
   if (Status status = ReleaseFreePages(); !status) return status.error();
   return report;
+}
+
+Result<std::optional<WallTime>> SqliteHistoryStore::NewestSampleTime() const {
+  std::lock_guard lock(mutex_);
+  // Each GPU's row keeps the time of its newest sample, pruning or not.
+  auto newest = db_->QueryInt("SELECT max(last_seen) FROM gpus");
+  if (!newest) return newest.error();
+  if (!newest->has_value()) return std::optional<WallTime>();
+  return std::optional<WallTime>(FromUnixMillis(**newest));
 }
 
 Result<std::vector<GpuIdentity>> SqliteHistoryStore::ListGpus() const {

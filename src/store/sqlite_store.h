@@ -44,8 +44,17 @@ class SqliteHistoryStore final : public HistoryStore {
   Result<int64_t> LastIncidentId() const override;
   Status AppendEvents(const RecentEvents& events, WallTime received_at) override;
   Result<RecentEvents> QueryEvents(WallTime from, WallTime until) const override;
+  Result<bool> RecordBoot(const BootRecord& boot, WallTime now) override;
+  Result<std::vector<BootRecord>> QueryBoots(WallTime from, WallTime until) const override;
+  Result<int64_t> RecordRemediation(const Remediation& remediation) override;
+  Result<std::vector<Remediation>> QueryRemediations(const RemediationQuery& query) const override;
+  Status RecordMaintenance(const MaintenanceDone& done, WallTime recorded_at) override;
+  Result<std::vector<MaintenanceDone>> QueryMaintenance() const override;
+  Result<bool> LearnGpuCount(uint32_t count, WallTime at) override;
+  Result<std::optional<LearnedGpuCount>> QueryLearnedGpuCount() const override;
   Result<MaintenanceReport> Maintain(WallTime now) override;
   Result<std::vector<GpuIdentity>> ListGpus() const override;
+  Result<std::optional<WallTime>> NewestSampleTime() const override;
   Result<Series> QuerySeries(const SeriesQuery& query) const override;
   Result<std::vector<ProcessMemorySample>> QueryProcessMemory(std::string_view gpu, WallTime from,
                                                               WallTime until) const override;

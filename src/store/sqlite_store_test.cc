@@ -4,6 +4,7 @@
 
 #include <fstream>
 
+#include "store/schema.h"
 #include "store/sqlite_store.h"
 #include "store/test_support.h"
 
@@ -37,6 +38,33 @@ std::vector<std::string> RawSql(const std::string& path, const std::string& sql)
   return rows;
 }
 
+// Turns a current history back into what version `version` (1 or 3) wrote:
+// the tables and findings columns later versions added are dropped.
+void DowngradeTo(const std::string& path, int version) {
+  const std::string v1_tables =
+      "'gpus', 'samples_raw', 'process_memory', 'downsample_progress', 'findings', 'samples_1m', 'samples_1h', "
+      "'schema_migrations', 'sqlite_sequence'";
+  const std::string tables = version >= 3 ? v1_tables + ", 'events'" : v1_tables;
+  for (const std::string& table :
+       RawSql(path, "SELECT name FROM sqlite_schema WHERE type = 'table' AND name NOT IN (" + tables + ")"))
+    RawSql(path, "DROP TABLE " + table);
+  std::string v1_columns =
+      "'id', 'incident_key', 'rule_id', 'gpu_index', 'gpu_uuid', 'gpu_pci_bus_id', 'gpu_serial', 'has_gpu', "
+      "'severity', 'summary', 'evidence', 'cause', 'actions', 'opened_at', 'last_seen', 'resolved_at', 'state'";
+  const std::string columns = version >= 2 ? v1_columns + ", 'subject'" : v1_columns;
+  for (const std::string& column :
+       RawSql(path, "SELECT name FROM pragma_table_info('findings') WHERE name NOT IN (" + columns + ")"))
+    RawSql(path, "ALTER TABLE findings DROP COLUMN " + column);
+  RawSql(path, "DELETE FROM schema_migrations WHERE version > " + std::to_string(version));
+}
+
+std::vector<std::string> EveryVersionApplied(int64_t applied_ms) {
+  std::vector<std::string> rows;
+  for (int version = 1; version <= kSchemaVersion; ++version)
+    rows.push_back(std::to_string(version) + "|" + std::to_string(applied_ms));
+  return rows;
+}
+
 TEST(SqliteStore, CreatesAVersionedWalHistory) {
   ScratchDir dir;
   const std::string path = dir.File("h.db");
@@ -47,12 +75,12 @@ TEST(SqliteStore, CreatesAVersionedWalHistory) {
   EXPECT_EQ(RawSql(path, "PRAGMA journal_mode"), std::vector<std::string>{"wal"});
   EXPECT_EQ(RawSql(path, "PRAGMA auto_vacuum"), std::vector<std::string>{"2"});  // incremental
   EXPECT_EQ(RawSql(path, "PRAGMA application_id"), std::vector<std::string>{std::to_string(0x47504448)});
-  const std::string applied = std::to_string(ToUnixMillis(T0()));
   EXPECT_EQ(RawSql(path, "SELECT version, applied_at FROM schema_migrations ORDER BY version"),
-            (std::vector<std::string>{"1|" + applied, "2|" + applied, "3|" + applied}));
+            EveryVersionApplied(ToUnixMillis(T0())));
   // Reopening applies nothing twice.
   ASSERT_TRUE(SqliteHistoryStore::Open(path, {}, T0() + 1h).ok());
-  EXPECT_EQ(RawSql(path, "SELECT count(*) FROM schema_migrations"), std::vector<std::string>{"3"});
+  EXPECT_EQ(RawSql(path, "SELECT count(*) FROM schema_migrations"),
+            std::vector<std::string>{std::to_string(kSchemaVersion)});
 }
 
 TEST(SqliteStore, UpgradesAVersion1History) {
@@ -63,14 +91,12 @@ TEST(SqliteStore, UpgradesAVersion1History) {
     ASSERT_TRUE(store.ok());
     ASSERT_TRUE((*store)->UpsertFindings(std::vector{MakeFinding("temperature_high", 0)}, T0()).ok());
   }
-  // The file as version 1 left it: no subject column.
-  RawSql(path, "ALTER TABLE findings DROP COLUMN subject");
-  RawSql(path, "DROP TABLE events");
-  RawSql(path, "DELETE FROM schema_migrations WHERE version >= 2");
+  DowngradeTo(path, 1);  // no subject column
 
   auto store = SqliteHistoryStore::Open(path, {}, T0() + 1h);
   ASSERT_TRUE(store.ok()) << store.error().message;
-  EXPECT_EQ(RawSql(path, "SELECT max(version) FROM schema_migrations"), std::vector<std::string>{"3"});
+  EXPECT_EQ(RawSql(path, "SELECT max(version) FROM schema_migrations"),
+            std::vector<std::string>{std::to_string(kSchemaVersion)});
   auto findings = (*store)->QueryFindings({.from = T0(), .until = T0() + 1s, .open_only = true});
   ASSERT_TRUE(findings.ok()) << findings.error().message;
   ASSERT_EQ(findings->size(), 1u);
@@ -87,9 +113,7 @@ TEST(SqliteStore, ReadsAVersion1HistoryWithoutUpgradingIt) {
     ASSERT_TRUE((*store)->Append(std::vector{Sample(T0(), 0, 55, 99)}, {}).ok());
     ASSERT_TRUE((*store)->UpsertFindings(std::vector{MakeFinding("temperature_high", 0)}, T0()).ok());
   }
-  RawSql(path, "ALTER TABLE findings DROP COLUMN subject");
-  RawSql(path, "DROP TABLE events");
-  RawSql(path, "DELETE FROM schema_migrations WHERE version >= 2");
+  DowngradeTo(path, 1);
 
   SqliteStoreOptions read_only;
   read_only.read_only = true;
@@ -106,6 +130,34 @@ TEST(SqliteStore, ReadsAVersion1HistoryWithoutUpgradingIt) {
   EXPECT_EQ(RawSql(path, "SELECT max(version) FROM schema_migrations"), std::vector<std::string>{"1"});
   EXPECT_EQ(RawSql(path, "SELECT count(*) FROM pragma_table_info('findings') WHERE name = 'subject'"),
             std::vector<std::string>{"0"});
+}
+
+TEST(SqliteStore, ReadsAVersion3HistoryWithoutUpgradingItAsOneWithNoAcknowledgementsOrBoots) {
+  ScratchDir dir;
+  const std::string path = dir.File("h.db");
+  {
+    auto store = SqliteHistoryStore::Open(path, {}, T0());
+    ASSERT_TRUE(store.ok());
+    Finding member = MakeFinding("temperature_high", 0);
+    member.part_of = "facility_cooling";
+    ASSERT_TRUE((*store)->UpsertFindings(std::vector{member}, T0()).ok());
+  }
+  DowngradeTo(path, 3);
+
+  SqliteStoreOptions read_only;
+  read_only.read_only = true;
+  auto store = SqliteHistoryStore::Open(path, read_only, T0() + 1h);
+  ASSERT_TRUE(store.ok()) << store.error().message;
+  auto findings = (*store)->QueryFindings({.from = T0(), .until = T0() + 1s});
+  ASSERT_TRUE(findings.ok()) << findings.error().message;
+  ASSERT_EQ(findings->size(), 1u);
+  EXPECT_EQ(findings->front().finding, MakeFinding("temperature_high", 0));  // part of nothing
+  auto remediations = (*store)->QueryRemediations({.from = WallTime{}, .until = WallTime::max()});
+  auto boots = (*store)->QueryBoots(WallTime{}, WallTime::max());
+  ASSERT_TRUE(remediations.ok() && boots.ok());
+  EXPECT_TRUE(remediations->empty());
+  EXPECT_TRUE(boots->empty());
+  EXPECT_EQ(RawSql(path, "SELECT max(version) FROM schema_migrations"), std::vector<std::string>{"3"});
 }
 
 TEST(SqliteStore, ReadOnlyRefusesAHistoryFromANewerGpudoctor) {

@@ -101,3 +101,55 @@ put $r/sys/class/hwmon/hwmon0/fan1_label 'CPU_FAN\n'
 put $r/sys/class/hwmon/hwmon0/temp1_input '101000\n'
 put $r/sys/class/hwmon/hwmon0/temp1_crit '100000\n'
 put $r/sys/class/hwmon/hwmon0/temp2_input 'garbage\n'
+
+# proc_task TREE PID NAME STATE PARENT START: a /proc/PID/stat line with every field up to the start time (22).
+proc_task() {
+  put "$1/proc/$2/stat" "$2 ($3) $4 $5 $2 $2 0 -1 4194560 100 0 0 0 5 3 0 0 20 0 1 0 $6 1000000 200\\n"
+  put "$1/proc/$2/status" "Name:\\t$3\\nState:\\t$4\\nvoluntary_ctxt_switches:\\t40\\nnonvoluntary_ctxt_switches:\\t2\\n"
+}
+
+# hung_tasks: tasks in uninterruptible sleep. gpudoctor itself (pid 3000, /proc/self) and its probe
+# (3001) wait on a page; rsync waits on storage; a training job holds /dev/nvidia0 open; nvidia-smi
+# has nvidia frames in its kernel stack; a kernel thread sleeps in an nvidia symbol. The kernel's
+# hung-task detector runs with its default timeout and has fired once.
+r=hung_tasks
+rm -rf $r
+put $r/proc/sys/kernel/hung_task_timeout_secs '120\n'
+put $r/proc/sys/kernel/hung_task_detect_count '1\n'
+proc_task $r 1 systemd S 0 1
+proc_task $r 3000 gpudoctor D 1 90000
+put $r/proc/3000/wchan 'folio_wait_bit_common\n'
+ln -s 3000 $r/proc/self
+proc_task $r 3001 gpudoctor D 3000 90010
+proc_task $r 4100 rsync D 1 5000
+put $r/proc/4100/wchan 'folio_wait_bit_common\n'
+proc_task $r 4200 python3 D 1 6000
+put $r/proc/4200/wchan 'schedule_timeout\n'
+mkdir -p $r/proc/4200/fd
+ln -s /dev/null $r/proc/4200/fd/0
+ln -s /dev/nvidiactl $r/proc/4200/fd/3
+ln -s /dev/nvidia0 $r/proc/4200/fd/4
+ln -s /dev/nvidia0 $r/proc/4200/fd/5
+ln -s 'socket:[123456]' $r/proc/4200/fd/6
+proc_task $r 4300 nvidia-smi D 1 7000
+put $r/proc/4300/wchan 'os_acquire_mutex\n'
+put $r/proc/4300/stack '[<0>] down+0x47/0x60\n[<0>] os_acquire_mutex+0x2d/0x50 [nvidia]\n[<0>] _nv041133rm+0x10/0x20 [nvidia]\n[<0>] nvidia_ioctl+0x5c6/0x8d0 [nvidia]\n[<0>] __x64_sys_ioctl+0x8d/0xd0\n'
+proc_task $r 4400 'kworker/u64:3' D 2 100
+put $r/proc/4400/wchan '_nv012345rm\n'
+proc_task $r 4500 nvme_poll D 2 100
+put $r/proc/4500/wchan 'nvme_poll_cq\n'
+
+# pci_topology: the kernel's view of a GPU behind a PCIe root port. Each entry of
+# /sys/bus/pci/devices links into /sys/devices, where a device's directory lies
+# inside that of the port above it.
+r=pci_topology
+rm -rf $r
+pci_device() {  # pci_device TREE PATH VENDOR CLASS: PATH under /sys/devices
+  put "$1/sys/devices/$2/vendor" "$3\\n"
+  put "$1/sys/devices/$2/class" "$4\\n"
+  mkdir -p "$1/sys/bus/pci/devices"
+  ln -s "../../../devices/$2" "$1/sys/bus/pci/devices/$(basename "$2")"
+}
+pci_device $r pci0000:00/0000:00:03.0 0x8086 0x060400
+pci_device $r pci0000:00/0000:00:03.0/0000:01:00.0 0x10de 0x030200
+pci_device $r pci0000:00/0000:00:1f.0 0x8086 0x060100

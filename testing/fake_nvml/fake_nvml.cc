@@ -16,6 +16,7 @@
 #include <thread>
 #include <unordered_set>
 
+#include "common/text.h"
 #include "nvml/nvml_api.h"
 #include "nvml_calls.h"
 #include "nvml_codes.h"
@@ -138,6 +139,30 @@ nvmlReturn_t ReadFlag(NvmlCall call, nvmlDevice_t handle, GpuField field, nvmlEn
     if (!device.gpu->Supported(field)) return NVML_ERROR_NOT_SUPPORTED;
     if (out == nullptr) return NVML_ERROR_INVALID_ARGUMENT;
     *out = ToEnableState(device.gpu->Number(field, t));
+    return NVML_SUCCESS;
+  });
+}
+
+// The fabric fields every version of nvmlDeviceGetGpuFabricInfo fills. The
+// cluster UUID is written as hex digits in the scenario (dashes allowed).
+template <typename Info>
+nvmlReturn_t FillFabricInfo(NvmlCall call, nvmlDevice_t handle, Info* info, unsigned int* health_mask) {
+  return OnGpu(call, handle, [&](const nvmlDevice_st& device, double t) -> nvmlReturn_t {
+    const GpuSpec& gpu = *device.gpu;
+    if (!gpu.Supported(GpuField::kFabricState)) return NVML_ERROR_NOT_SUPPORTED;
+    if (info == nullptr) return NVML_ERROR_INVALID_ARGUMENT;
+    std::memset(info->clusterUuid, 0, sizeof info->clusterUuid);
+    size_t nibble = 0;
+    for (char c : gpu.Text(GpuField::kFabricClusterUuid)) {
+      auto digit = gpudoctor::ParseInt<unsigned>(std::string_view(&c, 1), 16);
+      if (!digit || nibble >= 2 * sizeof info->clusterUuid) continue;
+      info->clusterUuid[nibble / 2] |= static_cast<unsigned char>(nibble % 2 == 0 ? *digit << 4 : *digit);
+      ++nibble;
+    }
+    info->status = static_cast<nvmlReturn_t>(ToUnsigned(gpu.Number(GpuField::kFabricStatus, t)));
+    info->cliqueId = ToUnsigned(gpu.Number(GpuField::kFabricCliqueId, t));
+    info->state = static_cast<nvmlGpuFabricState_t>(ToUnsigned(gpu.Number(GpuField::kFabricState, t)));
+    if (health_mask != nullptr) *health_mask = ToUnsigned(gpu.Number(GpuField::kFabricHealthMask, t));
     return NVML_SUCCESS;
   });
 }
@@ -582,6 +607,16 @@ nvmlReturn_t nvmlDeviceGetRemappedRows(nvmlDevice_t device, unsigned int* correc
     *failure = gpu.Number(GpuField::kRemappedRowsFailure, t) != 0;
     return NVML_SUCCESS;
   });
+}
+
+#if GPUDOCTOR_FAKE_NVML_VERSIONED
+nvmlReturn_t nvmlDeviceGetGpuFabricInfoV(nvmlDevice_t device, nvmlGpuFabricInfo_v2_t* info) {
+  if (info != nullptr && info->version != nvmlGpuFabricInfo_v2) return NVML_ERROR_ARGUMENT_VERSION_MISMATCH;
+  return FillFabricInfo(NvmlCall::nvmlDeviceGetGpuFabricInfoV, device, info, info ? &info->healthMask : nullptr);
+}
+#endif
+nvmlReturn_t nvmlDeviceGetGpuFabricInfo(nvmlDevice_t device, nvmlGpuFabricInfo_t* info) {
+  return FillFabricInfo(NvmlCall::nvmlDeviceGetGpuFabricInfo, device, info, nullptr);
 }
 
 // ---------------------------------------------------------------------------

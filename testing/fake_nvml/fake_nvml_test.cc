@@ -36,7 +36,8 @@ const std::set<std::string> kVersionedSymbols = {"nvmlInit_v2",
                                                  "nvmlDeviceGetComputeRunningProcesses_v3",
                                                  "nvmlDeviceGetComputeRunningProcesses_v2",
                                                  "nvmlEventSetWait_v2",
-                                                 "nvmlDeviceGetCurrentClocksEventReasons"};
+                                                 "nvmlDeviceGetCurrentClocksEventReasons",
+                                                 "nvmlDeviceGetGpuFabricInfoV"};
 
 // One loaded library with every entry point resolved (null when missing).
 struct Nvml {
@@ -734,6 +735,37 @@ nvmlReturn_t InitExample(const char* file, const char* now) {
   setenv("GPUDOCTOR_SCENARIO", (std::string(GPUDOCTOR_SOURCE_DIR) + "/examples/" + file).c_str(), 1);
   setenv("GPUDOCTOR_FAKE_NOW", now, 1);
   return Full().nvmlInit_v2();
+}
+
+TEST_F(FakeNvmlTest, FabricRegistrationOfAnHgxBoard) {
+  ASSERT_EQ(InitExample("hgx-fabric-fault.toml", "30s"), NVML_SUCCESS);
+  nvmlGpuFabricInfo_v2_t info{};
+  info.version = nvmlGpuFabricInfo_v2;
+  ASSERT_EQ(nvml.nvmlDeviceGetGpuFabricInfoV(Gpu(3), &info), NVML_SUCCESS);
+  EXPECT_EQ(info.state, NVML_GPU_FABRIC_STATE_COMPLETED);
+  EXPECT_EQ(info.status, NVML_SUCCESS);
+  EXPECT_EQ(info.cliqueId, 32766u);
+  EXPECT_EQ(info.healthMask, 0xaau);
+  EXPECT_EQ(info.clusterUuid[0], 0x5e);
+  EXPECT_EQ(info.clusterUuid[15], 0x70);
+
+  ASSERT_EQ(InitExample("hgx-fabric-fault.toml", "5m"), NVML_SUCCESS);
+  ASSERT_EQ(nvml.nvmlDeviceGetGpuFabricInfoV(Gpu(3), &info), NVML_SUCCESS);
+  EXPECT_EQ(info.healthMask, 0x99u);
+  nvmlGpuFabricInfo_t original{};
+  ASSERT_EQ(nvml.nvmlDeviceGetGpuFabricInfo(Gpu(5), &original), NVML_SUCCESS);
+  EXPECT_EQ(original.status, NVML_ERROR_NOT_READY);
+
+  info.version = 1;  // a version this library does not know
+  EXPECT_EQ(nvml.nvmlDeviceGetGpuFabricInfoV(Gpu(3), &info), NVML_ERROR_ARGUMENT_VERSION_MISMATCH);
+}
+
+TEST_F(FakeNvmlTest, FabricStateOfAServerWithoutNvSwitchIsNotSupported) {
+  ASSERT_EQ(InitExample("healthy-8xh100.toml", "0s"), NVML_SUCCESS);
+  nvmlGpuFabricInfo_v2_t info{};
+  info.version = nvmlGpuFabricInfo_v2;
+  ASSERT_EQ(nvml.nvmlDeviceGetGpuFabricInfoV(Gpu(0), &info), NVML_SUCCESS);
+  EXPECT_EQ(info.state, NVML_GPU_FABRIC_STATE_NOT_SUPPORTED);
 }
 
 TEST_F(FakeNvmlTest, ExamplesShowWhatTheirHeadersSay) {

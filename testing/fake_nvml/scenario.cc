@@ -31,6 +31,7 @@ constexpr GpuFieldInfo kGpuFields[] = {
     {GpuField::kBoardPartNumber, "board_part_number", FieldKind::kText},
     {GpuField::kVbiosVersion, "vbios_version", FieldKind::kText},
     {GpuField::kPciBusId, "pci_bus_id", FieldKind::kText},
+    {GpuField::kFabricClusterUuid, "fabric_cluster_uuid", FieldKind::kText},
     {GpuField::kPersistenceMode, "persistence_mode", FieldKind::kFlag},
     {GpuField::kEccEnabled, "ecc_enabled", FieldKind::kFlag},
     {GpuField::kRetiredPagesPending, "retired_pages_pending", FieldKind::kFlag},
@@ -65,6 +66,10 @@ constexpr GpuFieldInfo kGpuFields[] = {
     {GpuField::kRetiredPagesDbe, "retired_pages_dbe", FieldKind::kNumber},
     {GpuField::kRemappedRowsCorrectable, "remapped_rows_correctable", FieldKind::kNumber},
     {GpuField::kRemappedRowsUncorrectable, "remapped_rows_uncorrectable", FieldKind::kNumber},
+    {GpuField::kFabricState, "fabric_state", FieldKind::kNumber, NVML_GPU_FABRIC_STATE_COMPLETED},
+    {GpuField::kFabricStatus, "fabric_status", FieldKind::kNumber, NVML_ERROR_UNKNOWN},
+    {GpuField::kFabricCliqueId, "fabric_clique_id", FieldKind::kNumber, UINT32_MAX},
+    {GpuField::kFabricHealthMask, "fabric_health_mask", FieldKind::kNumber, UINT32_MAX},
     {GpuField::kFanSpeedsPercent, "fan_speeds_percent", FieldKind::kStructured, 100},
     {GpuField::kProcesses, "processes", FieldKind::kStructured},
     {GpuField::kNvLink, "nvlink", FieldKind::kStructured},
@@ -163,6 +168,31 @@ double ReadSeconds(const toml::node& node, std::string_view what) {
   }
   if (node.is_number()) return ReadNonNegative(node, what);
   Fail(node, fmt::format("{} must be a duration like \"90s\" or a number of seconds", what));
+}
+
+// Number fields whose values may also be given by name: the fabric state
+// ("completed") and the fabric status, an NVML return code ("not_ready").
+bool IsNamedField(std::string_view key) { return key == "fabric_state" || key == "fabric_status"; }
+
+std::optional<double> NamedValue(std::string_view key, std::string_view name) {
+  if (key == "fabric_state") {
+    constexpr std::string_view kStates[] = {"not_supported", "not_started", "in_progress", "completed"};
+    for (size_t state = 0; state < std::size(kStates); ++state)
+      if (name == kStates[state]) return static_cast<double>(state);
+    return std::nullopt;
+  }
+  if (key == "fabric_status") {
+    if (auto code = NvmlCodeFromName(name)) return static_cast<double>(*code);
+  }
+  return std::nullopt;
+}
+
+double ReadNumberOrName(const toml::node& node, std::string_view key, double max) {
+  if (auto text = node.value_exact<std::string>(); text && IsNamedField(key)) {
+    if (auto value = NamedValue(key, *text)) return *value;
+    Fail(node, fmt::format("\"{}\" is not a value of {}", *text, key));
+  }
+  return ReadNonNegative(node, key, max);
 }
 
 nvmlReturn_t ReadErrorCode(const toml::node& node, std::string_view what) {
@@ -327,7 +357,7 @@ void ApplyGpuField(const GpuFieldInfo& info, const toml::node& node, GpuSpec& gp
     case FieldKind::kFlag: gpu.tracks[slot].set_base(ReadBool(node, info.key)); return;
     case FieldKind::kMask: gpu.tracks[slot].set_base(static_cast<double>(ReadClockEventReasons(node))); return;
     case FieldKind::kNumber:
-      gpu.tracks[slot].set_base(ReadNonNegative(node, info.key, info.max));
+      gpu.tracks[slot].set_base(ReadNumberOrName(node, info.key, info.max));
       if (info.field == GpuField::kMemoryUsedMib) gpu.memory_used_from_processes = false;
       return;
     case FieldKind::kStructured: break;
@@ -477,7 +507,7 @@ Change ReadChange(TableReader& reader, const toml::node& field_node, std::string
     switch (value_kind.kind) {
       case FieldKind::kFlag: change.value = ReadBool(*set, field_name); break;
       case FieldKind::kMask: change.value = static_cast<double>(ReadClockEventReasons(*set)); break;
-      default: change.value = ReadNonNegative(*set, field_name, value_kind.max); break;
+      default: change.value = ReadNumberOrName(*set, field_name, value_kind.max); break;
     }
     return change;
   }

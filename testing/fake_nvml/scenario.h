@@ -34,6 +34,7 @@ enum class GpuField : unsigned char {
   kBoardPartNumber,
   kVbiosVersion,
   kPciBusId,
+  kFabricClusterUuid,
   // Flags: tracks that read 0 or 1 and only change by `set`.
   kPersistenceMode,
   kEccEnabled,
@@ -71,6 +72,11 @@ enum class GpuField : unsigned char {
   kRetiredPagesDbe,
   kRemappedRowsCorrectable,
   kRemappedRowsUncorrectable,
+  // NVLink fabric registration: NVML's state and status codes, clique, health mask.
+  kFabricState,
+  kFabricStatus,
+  kFabricCliqueId,
+  kFabricHealthMask,
   // Structured.
   kFanSpeedsPercent,
   kProcesses,

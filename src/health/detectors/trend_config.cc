@@ -4,86 +4,14 @@
 #include <re2/re2.h>
 
 #include <algorithm>
-#include <set>
 #include <sstream>
 
 #include "common/text.h"
 #include "health/detectors/trend_config_toml.h"
+#include "health/toml_table_reader.h"
 
 namespace gpudoctor {
 namespace {
-
-// Reads the keys of one table into fields, remembering which keys it knew so
-// that a misspelt key is reported rather than silently ignored.
-class TableReader {
- public:
-  TableReader(const toml::table& table, std::string where) : table_(table), where_(std::move(where)) {}
-
-  void Read(const char* key, Duration& field) {
-    known_.insert(key);
-    const toml::node* node = table_.get(key);
-    if (!node) return;
-    std::optional<Duration> parsed;
-    if (auto text = node->value<std::string>()) parsed = ParseDuration(*text);
-    else if (auto seconds = node->value<double>(); seconds && *seconds >= 0)
-      parsed = std::chrono::duration_cast<Duration>(std::chrono::duration<double>(*seconds));
-    if (parsed) field = *parsed;
-    else Fail(key, "expected a duration such as \"90s\", \"5m\" or a number of seconds");
-  }
-  void Read(const char* key, double& field) {
-    known_.insert(key);
-    if (const toml::node* node = table_.get(key)) {
-      if (auto value = node->value<double>()) field = *value;
-      else Fail(key, "expected a number");
-    }
-  }
-  void Read(const char* key, int& field) {
-    known_.insert(key);
-    if (const toml::node* node = table_.get(key)) {
-      if (auto value = node->value<int64_t>(); value && *value >= 0 && *value < 1'000'000) field = static_cast<int>(*value);
-      else Fail(key, "expected a non-negative integer");
-    }
-  }
-  void Read(const char* key, bool& field) {
-    known_.insert(key);
-    if (const toml::node* node = table_.get(key)) {
-      if (auto value = node->value<bool>()) field = *value;
-      else Fail(key, "expected true or false");
-    }
-  }
-  void Read(const char* key, std::string& field) {
-    known_.insert(key);
-    if (const toml::node* node = table_.get(key)) {
-      if (auto value = node->value<std::string>()) field = *value;
-      else Fail(key, "expected a string");
-    }
-  }
-  void ReadRegex(const char* key, std::string& field) {
-    Read(key, field);
-    if (field.empty()) return;
-    RE2 regex(field, RE2::Quiet);
-    if (!regex.ok()) Fail(key, "bad regex: " + regex.error());
-  }
-
-  // A key another piece of code reads.
-  void ReadElsewhere(const char* key) { known_.insert(key); }
-
-  // The first problem found, including keys nobody asked for.
-  std::optional<Error> Finish() {
-    for (const auto& [key, node] : table_)
-      if (!known_.contains(std::string(key.str()))) Fail(std::string(key.str()).c_str(), "unknown key");
-    return error_;
-  }
-  void Fail(const std::string& key, const std::string& message) {
-    if (!error_) error_ = Error{where_ + "." + key + ": " + message};
-  }
-
- private:
-  const toml::table& table_;
-  std::string where_;
-  std::set<std::string> known_;
-  std::optional<Error> error_;
-};
 
 // Applies `read` to the sub-table `name` when present.
 template <typename ReadFields>
@@ -92,13 +20,13 @@ std::optional<Error> Section(const toml::table& detectors, const char* name, Rea
   if (!node) return std::nullopt;
   const toml::table* table = node->as_table();
   if (!table) return Error{std::string("detectors.") + name + ": expected a table"};
-  TableReader reader(*table, std::string("detectors.") + name);
+  TomlTableReader reader(*table, std::string("detectors.") + name);
   read(reader);
   return reader.Finish();
 }
 
 std::optional<Error> ReadJob(const toml::table& table, size_t position, JobWatchConfig& job) {
-  TableReader reader(table, "detectors.job[" + std::to_string(position) + "]");
+  TomlTableReader reader(table, "detectors.job[" + std::to_string(position) + "]");
   std::string log, heartbeat;
   reader.Read("name", job.name);
   reader.Read("log", log);
@@ -139,28 +67,28 @@ Result<TrendConfig> TrendConfigFromToml(const toml::table& root) {
   auto check = [&](std::optional<Error> result) {
     if (!error) error = std::move(result);
   };
-  check(Section(*detectors, "utilization_stuck", [&](TableReader& r) {
+  check(Section(*detectors, "utilization_stuck", [&](TomlTableReader& r) {
     UtilizationStuckConfig& c = config.utilization_stuck;
     r.Read("after", c.after);
     r.Read("high_percent", c.high_percent);
     r.Read("low_percent", c.low_percent);
     r.Read("busy_wait_power_fraction", c.busy_wait_power_fraction);
   }));
-  check(Section(*detectors, "utilization_flapping", [&](TableReader& r) {
+  check(Section(*detectors, "utilization_flapping", [&](TomlTableReader& r) {
     UtilizationFlappingConfig& c = config.utilization_flapping;
     r.Read("window", c.window);
     r.Read("high_percent", c.high_percent);
     r.Read("low_percent", c.low_percent);
     r.Read("min_transitions", c.min_transitions);
   }));
-  check(Section(*detectors, "gpu_straggler", [&](TableReader& r) {
+  check(Section(*detectors, "gpu_straggler", [&](TomlTableReader& r) {
     StragglerConfig& c = config.gpu_straggler;
     r.Read("after", c.after);
     r.Read("idle_percent", c.idle_percent);
     r.Read("busy_percent", c.busy_percent);
     r.Read("min_busy_peers", c.min_busy_peers);
   }));
-  check(Section(*detectors, "memory_leak", [&](TableReader& r) {
+  check(Section(*detectors, "memory_leak", [&](TomlTableReader& r) {
     MemoryLeakConfig& c = config.memory_leak;
     r.Read("window", c.window);
     r.Read("min_span", c.min_span);
@@ -171,7 +99,7 @@ Result<TrendConfig> TrendConfigFromToml(const toml::table& root) {
     r.Read("critical_time_to_full", c.critical_time_to_full);
     if (c.phases < 2) r.Fail("phases", "needs at least 2");
   }));
-  check(Section(*detectors, "counter_rates", [&](TableReader& r) {
+  check(Section(*detectors, "counter_rates", [&](TomlTableReader& r) {
     CounterRateConfig& c = config.counter_rates;
     r.Read("window", c.window);
     r.Read("min_span", c.min_span);
@@ -179,7 +107,7 @@ Result<TrendConfig> TrendConfigFromToml(const toml::table& root) {
     r.Read("pcie_replays_per_min", c.pcie_replays_per_min);
     r.Read("nvlink_errors_per_min", c.nvlink_errors_per_min);
   }));
-  check(Section(*detectors, "cooling_failure", [&](TableReader& r) {
+  check(Section(*detectors, "cooling_failure", [&](TomlTableReader& r) {
     CoolingConfig& c = config.cooling_failure;
     r.Read("window", c.window);
     r.Read("min_rise_c", c.min_rise_c);
@@ -192,7 +120,7 @@ Result<TrendConfig> TrendConfigFromToml(const toml::table& root) {
   }));
   if (error) return *error;
 
-  TableReader top(*detectors, "detectors");
+  TomlTableReader top(*detectors, "detectors");
   top.Read("max_sample_gap", config.max_sample_gap);
   for (const char* section : {"utilization_stuck", "utilization_flapping", "gpu_straggler", "memory_leak",
                               "counter_rates", "cooling_failure", "job"})

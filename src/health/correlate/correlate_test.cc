@@ -1,0 +1,344 @@
+// The correlation step over what the real rules report: one story per incident.
+#include "health/correlate/correlate.h"
+
+#include <gtest/gtest.h>
+
+#include <fmt/format.h>
+
+#include "health/catalog_event_grader.h"
+#include "health/health_test_support.h"
+#include "logs/catalog.h"
+
+namespace gpudoctor {
+namespace {
+
+using namespace testing_support;
+using std::chrono::seconds;
+
+HealthConfig ConfigWith(std::string_view toml) {
+  Result<HealthConfig> config = ApplyHealthConfig(DefaultHealthConfig(), toml, "test");
+  EXPECT_TRUE(config.ok()) << (config.ok() ? "" : config.error().message);
+  return config.ok() ? *config : DefaultHealthConfig();
+}
+
+// A server whose rules and correlation run as `check` runs them.
+struct Server {
+  explicit Server(uint32_t gpus) : snapshot(HealthySnapshot(gpus)), host(HealthyHost(gpus)) {}
+
+  void Overheat(uint32_t gpu, uint32_t temperature_c = 92) {
+    snapshot.gpus[gpu].temperature_c = Field<uint32_t>::Value(temperature_c);
+    snapshot.gpus[gpu].clock_event_reasons =
+        Field<uint64_t>::Value(clock_event::kHwThermalSlowdown | clock_event::kSwThermalSlowdown);
+  }
+  void SetInlet(double celsius) {
+    for (Sensor& sensor : host.ipmi_sensors.value())
+      if (sensor.name == "Inlet Temp") sensor.value = celsius;
+  }
+  std::string Bus(uint32_t gpu) const { return snapshot.gpus[gpu].pci_bus_id.value(); }
+  void Xid(uint32_t gpu, uint32_t code, WallTime at, std::string_view tail = "") {
+    LogEvent event = XidLogEvent(code, Bus(gpu), EventSeverity::kCritical, at);
+    event.raw += std::string(tail);
+    event.message = event.raw;
+    event.line_number = events.size() + 1;
+    events.push_back(std::move(event));
+  }
+
+  std::vector<Finding> Judge(const HealthConfig& config = DefaultHealthConfig()) const {
+    HealthInput input;
+    input.snapshot = &snapshot;
+    input.host = &host;
+    input.log_events = &events;
+    input.event_grader = &grader;
+    input.now = kNow;
+    return Correlate(EvaluateRules(input, config), input, config);
+  }
+
+  Snapshot snapshot;
+  HostSignals host;
+  std::vector<LogEvent> events;
+  CatalogEventGrader grader{LogCatalog::Builtin()};
+};
+
+const Finding* Find(const std::vector<Finding>& findings, std::string_view id, std::string_view subject = "",
+                    std::optional<uint32_t> gpu = std::nullopt) {
+  for (const Finding& finding : findings) {
+    if (finding.id != id || (!subject.empty() && finding.subject != subject)) continue;
+    if (gpu && (!finding.gpu || finding.gpu->index != gpu)) continue;
+    return &finding;
+  }
+  return nullptr;
+}
+
+std::vector<const Finding*> PartOf(const std::vector<Finding>& findings, std::string_view root_key) {
+  std::vector<const Finding*> members;
+  for (const Finding& finding : findings)
+    if (finding.part_of == root_key) members.push_back(&finding);
+  return members;
+}
+
+// ---- shared_cause: the room's cooling ---------------------------------------
+
+TEST(FacilityCooling, AllGpusHotAtOnceAreOneFacilityFindingWithThePerGpuFindingsAsItsEvidence) {
+  Server server(8);
+  for (uint32_t gpu = 0; gpu < 8; ++gpu) server.Overheat(gpu);
+  std::vector<Finding> findings = server.Judge();
+
+  const Finding* root = Find(findings, "facility_cooling");
+  ASSERT_NE(root, nullptr);
+  EXPECT_EQ(root->severity, Severity::kCritical);
+  EXPECT_FALSE(root->gpu.has_value());
+  EXPECT_TRUE(root->part_of.empty());
+  EXPECT_NE(root->summary.find("8 of 8 GPUs"), std::string::npos) << root->summary;
+  EXPECT_NE(root->cause.find("air conditioning"), std::string::npos);
+  // 8 temperature_high and 8 clock_throttle, each part of the root and listed in its evidence.
+  std::vector<const Finding*> members = PartOf(findings, "facility_cooling");
+  EXPECT_EQ(members.size(), 16u);
+  for (const Finding* member : members) {
+    EXPECT_TRUE(member->id == "temperature_high" || member->id == "clock_throttle") << member->id;
+    EXPECT_TRUE(ToldUnderRoot(*member, findings));
+    const std::string line = member->id + " critical: " + member->summary;
+    EXPECT_NE(std::find(root->evidence.begin(), root->evidence.end(), line), root->evidence.end()) << line;
+  }
+  EXPECT_FALSE(ToldUnderRoot(*root, findings));
+}
+
+TEST(FacilityCooling, HalfTheGpusHotIsEnoughButAFewAreTheirOwnProblem) {
+  Server half(8);
+  for (uint32_t gpu = 0; gpu < 4; ++gpu) half.Overheat(gpu);
+  EXPECT_NE(Find(half.Judge(), "facility_cooling"), nullptr);
+
+  Server few(8);
+  for (uint32_t gpu = 0; gpu < 3; ++gpu) few.Overheat(gpu);
+  std::vector<Finding> findings = few.Judge();
+  EXPECT_EQ(Find(findings, "facility_cooling"), nullptr);
+  for (const Finding& finding : findings) EXPECT_TRUE(finding.part_of.empty()) << finding.id;
+}
+
+TEST(FacilityCooling, AnInletOutOfRangeMakesEvenOneHotGpuTheFacilitysAndJoinsIt) {
+  Server server(8);
+  server.Overheat(5);
+  server.SetInlet(31);
+  std::vector<Finding> findings = server.Judge();
+  const Finding* root = Find(findings, "facility_cooling");
+  ASSERT_NE(root, nullptr);
+  EXPECT_NE(root->summary.find("1 of 8 GPUs"), std::string::npos) << root->summary;
+  EXPECT_NE(root->summary.find("Inlet air at 31"), std::string::npos) << root->summary;
+  const Finding* inlet = Find(findings, "inlet_temperature");
+  ASSERT_NE(inlet, nullptr);
+  EXPECT_EQ(inlet->part_of, "facility_cooling");
+}
+
+TEST(FacilityCooling, AnInletOutOfRangeAloneStandsAlone) {
+  Server server(8);
+  server.SetInlet(31);
+  std::vector<Finding> findings = server.Judge();
+  EXPECT_EQ(Find(findings, "facility_cooling"), nullptr);
+  const Finding* inlet = Find(findings, "inlet_temperature");
+  ASSERT_NE(inlet, nullptr);
+  EXPECT_EQ(inlet->severity, Severity::kWarning);
+  EXPECT_TRUE(inlet->part_of.empty());
+}
+
+TEST(FacilityCooling, ThrottlingByThePowerBrakeOnACoolGpuIsNotACoolingProblem) {
+  Server server(4);
+  for (uint32_t gpu = 0; gpu < 4; ++gpu)
+    server.snapshot.gpus[gpu].clock_event_reasons = Field<uint64_t>::Value(clock_event::kHwPowerBrakeSlowdown);
+  std::vector<Finding> findings = server.Judge();
+  EXPECT_EQ(Find(findings, "facility_cooling"), nullptr);
+  EXPECT_EQ(WithId(Problems(findings), "clock_throttle").size(), 4u);
+}
+
+TEST(FacilityCooling, ASiteCanRequireMoreGpusOrTurnItOff) {
+  Server server(8);
+  for (uint32_t gpu = 0; gpu < 4; ++gpu) server.Overheat(gpu);
+  EXPECT_EQ(Find(server.Judge(ConfigWith("[correlations.facility_cooling]\nmin_share = 0.75\n")), "facility_cooling"),
+            nullptr);
+  for (uint32_t gpu = 0; gpu < 8; ++gpu) server.Overheat(gpu);
+  EXPECT_EQ(Find(server.Judge(ConfigWith("[correlations.facility_cooling]\nenabled = false\n")), "facility_cooling"),
+            nullptr);
+}
+
+// ---- event_burst: Xids on many GPUs at one moment ------------------------------
+
+TEST(XidBurst, Xid79OnFourGpusWithinSecondsLeadsWithOneSharedCause) {
+  Server server(8);
+  for (uint32_t gpu = 0; gpu < 4; ++gpu) server.Xid(gpu, 79, kNow - std::chrono::minutes(10) + seconds(gpu));
+  std::vector<Finding> findings = server.Judge();
+  const Finding* root = Find(findings, "xid_burst");
+  ASSERT_NE(root, nullptr);
+  EXPECT_EQ(root->severity, Severity::kCritical);
+  EXPECT_NE(root->summary.find("Xid 79 on 4 GPUs within 3s"), std::string::npos) << root->summary;
+  EXPECT_NE(root->evidence.front().find("Xid 79 on GPU 0, GPU 1, GPU 2 and GPU 3"), std::string::npos)
+      << root->evidence.front();
+  EXPECT_EQ(root->newest_event_at, kNow - std::chrono::minutes(10) + seconds(3));
+  const std::string key = FindingKey(*root);
+  for (uint32_t gpu = 0; gpu < 4; ++gpu) {
+    const Finding* xid = Find(findings, "xid_recent", "79", gpu);
+    ASSERT_NE(xid, nullptr);
+    EXPECT_EQ(xid->part_of, key);
+  }
+  EXPECT_NE(root->cause.find("something they share"), std::string::npos);
+}
+
+TEST(XidBurst, TheSameXidOnSeveralGpusHoursApartIsNoBurst) {
+  Server server(8);
+  for (uint32_t gpu = 0; gpu < 4; ++gpu) server.Xid(gpu, 79, kNow - std::chrono::hours(1 + gpu));
+  std::vector<Finding> findings = server.Judge();
+  EXPECT_EQ(Find(findings, "xid_burst"), nullptr);
+  EXPECT_EQ(WithId(findings, "xid_recent").size(), 4u);
+}
+
+TEST(XidBurst, TwoGpusAreNotManyByDefault) {
+  Server server(8);
+  server.Xid(0, 79, kNow - seconds(30));
+  server.Xid(1, 79, kNow - seconds(29));
+  EXPECT_EQ(Find(server.Judge(), "xid_burst"), nullptr);
+  EXPECT_NE(Find(server.Judge(ConfigWith("[correlations.xid_burst]\nmin_gpus = 2\n")), "xid_burst"), nullptr);
+}
+
+TEST(XidBurst, AJobThatCrashedOnAllItsGpusIsToldAsTheApplication) {
+  Server server(8);
+  for (uint32_t gpu = 0; gpu < 8; ++gpu) server.Xid(gpu, 13, kNow - seconds(60) + std::chrono::milliseconds(200 * gpu));
+  const Finding* root = Find(server.Judge(), "xid_burst");
+  ASSERT_NE(root, nullptr);
+  EXPECT_NE(root->cause.find("one multi-GPU job crashed"), std::string::npos) << root->cause;
+}
+
+TEST(XidBurst, NvmlEventsOfOneMomentFormABurstToo) {
+  Server server(4);
+  std::vector<XidEvent> nvml;
+  for (uint32_t gpu = 0; gpu < 4; ++gpu) nvml.push_back({gpu, 79, kNow - seconds(5)});
+  HealthInput input;
+  input.snapshot = &server.snapshot;
+  input.nvml_xid_events = &nvml;
+  input.event_grader = &server.grader;
+  input.now = kNow;
+  std::vector<Finding> findings = Correlate(EvaluateRules(input, DefaultHealthConfig()), input, DefaultHealthConfig());
+  const Finding* root = Find(findings, "xid_burst");
+  ASSERT_NE(root, nullptr);
+  EXPECT_EQ(PartOf(findings, "xid_burst").size(), 4u);
+}
+
+// ---- named_cause: "caused by previous Xid N" -----------------------------------
+
+// As NVIDIA's drivers print it (open-gpu-kernel-modules issue #1150).
+constexpr std::string_view kCausedBy149 = ", Ch 00000001 caused by previous Xid 149";
+
+TEST(NamedCause, Xid45ThatNamesItsCauseIsPartOfThatXidOnTheSameGpu) {
+  Server server(8);
+  server.Xid(2, 149, kNow - seconds(20));
+  for (int line = 0; line < 3; ++line) server.Xid(2, 45, kNow - seconds(19), kCausedBy149);
+  std::vector<Finding> findings = server.Judge();
+  const Finding* cause = Find(findings, "xid_recent", "149", 2);
+  const Finding* follower = Find(findings, "xid_recent", "45", 2);
+  ASSERT_NE(cause, nullptr);
+  ASSERT_NE(follower, nullptr);
+  EXPECT_EQ(follower->part_of, FindingKey(*cause));
+  EXPECT_TRUE(cause->part_of.empty());
+  EXPECT_NE(std::find(cause->evidence.begin(), cause->evidence.end(),
+                      "led to Xid 45 on GPU 2 (3 lines): the driver says it was caused by this Xid"),
+            cause->evidence.end());
+  EXPECT_TRUE(ToldUnderRoot(*follower, findings));
+}
+
+TEST(NamedCause, TheCauseOnAnotherGpuDoesNotCount) {
+  Server server(8);
+  server.Xid(1, 149, kNow - seconds(20));
+  server.Xid(2, 45, kNow - seconds(19), kCausedBy149);
+  std::vector<Finding> findings = server.Judge();
+  const Finding* follower = Find(findings, "xid_recent", "45", 2);
+  ASSERT_NE(follower, nullptr);
+  EXPECT_TRUE(follower->part_of.empty());
+  // It still leads with the cause the driver names.
+  ASSERT_FALSE(follower->actions.empty());
+  EXPECT_NE(follower->actions.front().find("Act on Xid 149"), std::string::npos) << follower->actions.front();
+  EXPECT_NE(follower->evidence.back().find("no Xid 149 of this GPU"), std::string::npos) << follower->evidence.back();
+}
+
+TEST(NamedCause, EveryWordingOfTheCauseIsRead) {
+  for (std::string_view tail : {" caused by previous Xid 149", ", caused by previous Xid: 149",
+                                " Caused By Previous XID 149"}) {
+    Server server(2);
+    server.Xid(0, 149, kNow - seconds(20));
+    server.Xid(0, 45, kNow - seconds(19), tail);
+    std::vector<Finding> findings = server.Judge();
+    const Finding* follower = Find(findings, "xid_recent", "45", 0);
+    ASSERT_NE(follower, nullptr) << tail;
+    EXPECT_EQ(follower->part_of, FindingKey(*Find(findings, "xid_recent", "149", 0))) << tail;
+  }
+}
+
+TEST(NamedCause, ABurstOfXidsWithTheirFollowersIsOneStoryWithTheBurstOnTop) {
+  Server server(4);
+  for (uint32_t gpu = 0; gpu < 4; ++gpu) {
+    server.Xid(gpu, 149, kNow - seconds(20));
+    server.Xid(gpu, 45, kNow - seconds(19), kCausedBy149);
+  }
+  std::vector<Finding> findings = server.Judge();
+  const Finding* root = Find(findings, "xid_burst");
+  ASSERT_NE(root, nullptr);
+  // Members name the top of their story.
+  EXPECT_EQ(PartOf(findings, FindingKey(*root)).size(), 8u);
+}
+
+// ---- configuration ----------------------------------------------------------
+
+TEST(CorrelationConfig, TheDefaultsHoldEveryKindInTheOrderTheyRun) {
+  const CorrelationConfig& config = DefaultHealthConfig().correlations;
+  ASSERT_EQ(config.rules.size(), 4u);
+  EXPECT_EQ(config.rules[0].kind, CorrelationKind::kNamedCause);
+  EXPECT_EQ(config.rules[1].kind, CorrelationKind::kAbsorb);
+  EXPECT_EQ(config.rules[2].id, "xid_burst");
+  EXPECT_EQ(config.rules[3].id, "facility_cooling");
+  EXPECT_EQ(DefaultHealthConfig().Category("facility_cooling"), "thermal");
+}
+
+TEST(CorrelationConfig, ASiteCanAddASharedCause) {
+  HealthConfig config = ConfigWith(R"(
+    [correlations.facility_power]
+    kind = "shared_cause"
+    title = "Power feed"
+    gpu_rules = ["power_capped"]
+    symptom = "over their power limit at once"
+    category = "power"
+  )");
+  ASSERT_NE(config.correlations.Find("facility_power"), nullptr);
+  EXPECT_EQ(config.Category("facility_power"), "power");
+}
+
+TEST(CorrelationConfig, MistakesNameTheKey) {
+  auto error_of = [](std::string_view toml) {
+    auto config = ApplyHealthConfig(DefaultHealthConfig(), toml, "site.toml");
+    return config.ok() ? std::string() : config.error().message;
+  };
+  EXPECT_EQ(error_of("[correlations.facility_cooling]\nmin_shares = 0.5\n"),
+            "site.toml: correlations.facility_cooling.min_shares: unknown key");
+  EXPECT_EQ(error_of("[correlations.facility_cooling]\nmin_share = 1.5\n"),
+            "site.toml: correlations.facility_cooling.min_share: expected a share above 0 and at most 1");
+  EXPECT_EQ(error_of("[correlations.rack]\ngpu_rules = [\"temperature_high\"]\n"),
+            "site.toml: correlations.rack.kind: a new correlation needs its kind");
+  EXPECT_EQ(error_of("[correlations.temperature_high]\nkind = \"shared_cause\"\n"),
+            "site.toml: correlations.temperature_high: 'temperature_high' is the id of a rule, detector or "
+            "escalation, not a correlation");
+  EXPECT_EQ(error_of("[correlations.xid_named_cause]\ncause_regex = 'caused by Xid'\n"),
+            "site.toml: correlations.xid_named_cause.cause_regex: needs a group around the Xid code");
+  EXPECT_EQ(error_of("[escalation.xid.abc]\nafter_restarts = 1\n"),
+            "site.toml: escalation.xid.abc: expected an Xid code, as in [escalation.xid.79]");
+  EXPECT_EQ(error_of("[escalation]\nafter_restart = 1\n"), "site.toml: escalation.after_restart: unknown key");
+}
+
+TEST(EscalationConfig, PerXidThresholdsReplaceTheDefaults) {
+  HealthConfig config = ConfigWith("[escalation.xid.79]\nafter_restarts = 1\n[escalation.xid.48]\nfatal_count = 0\n");
+  const EscalationConfig& escalation = config.escalation;
+  EXPECT_EQ(escalation.AfterRestarts(79, true), 1u);
+  EXPECT_EQ(escalation.AfterRestarts(74, true), 2u);
+  EXPECT_EQ(escalation.AfterRestarts(43, false), 0u);  // not fatal: off unless named
+  EXPECT_EQ(escalation.FatalCount(48, true), 0u);
+  EXPECT_EQ(escalation.FatalCount(79, true), 5u);
+  EXPECT_EQ(escalation.DiagnoseCount(13), 3u);
+  EXPECT_EQ(escalation.DiagnoseCount(79), 0u);
+  EXPECT_FALSE(escalation.RemedyFor("xid_recurring").actions.empty());
+}
+
+}  // namespace
+}  // namespace gpudoctor
