@@ -31,7 +31,7 @@ for round in $(seq 1 "$rounds"); do
   floor=$("$build/bin/nvml_floor" "$lib" "$snapshots")
   floor_work=$(sed -E 's/.*floor_cpu_us_per_snapshot=([0-9.]+).*/\1/' <<<"$floor")
   ipc=$("$build/bin/ipc_floor" "$snapshots" "$answer_bytes" "$floor_work")
-  ours=$("$build/bin/snapshot_bench" "$build/bin/gpudoctor" "$lib" "$scenario" "$snapshots")
+  ours=$("$build/bin/snapshot_bench" "$build/bin/gpudoctor-probe" "$lib" "$scenario" "$snapshots")
   floor_us=$(sed -E 's/.*floor_cpu_us_per_snapshot=([0-9.]+).*/\1/' <<<"$floor")
   ipc_us=$(sed -E 's/.*ipc_cpu_us_per_round_trip=([0-9.]+).*/\1/' <<<"$ipc")
   ours_us=$(sed -E 's/.*cpu_us_per_snapshot=([0-9.]+).*/\1/' <<<"$ours")

@@ -21,7 +21,6 @@
 #include "common/text.h"
 #include "nvml/probe.h"
 
-#include <sys/mman.h>
 
 namespace gpudoctor {
 namespace {
@@ -31,28 +30,6 @@ std::string SelfPath() {
   ssize_t n = readlink("/proc/self/exe", buffer, sizeof buffer - 1);
   if (n <= 0) return "/proc/self/exe";
   return std::string(buffer, static_cast<size_t>(n));
-}
-
-// `gpudoctor __probe [--nvml-lib PATH] [--tracker-fd FD] [--rescue-fd FD]`: serves
-// collector requests on stdin (nvml/probe.h).
-int RunProbeCommand(int argc, char** argv) {
-  std::string library;
-  CallTracker* tracker = nullptr;
-  int rescue_fd = -1;
-  for (int i = 2; i + 1 < argc; i += 2) {
-    std::string_view flag = argv[i];
-    std::string_view value = argv[i + 1];
-    if (flag == "--nvml-lib") {
-      library = value;
-    } else if (flag == "--tracker-fd") {
-      int fd = ParseInt<int>(value).value_or(-1);
-      void* memory = fd >= 0 ? mmap(nullptr, sizeof(CallTracker), PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0) : MAP_FAILED;
-      if (memory != MAP_FAILED) tracker = static_cast<CallTracker*>(memory);
-    } else if (flag == "--rescue-fd") {
-      rescue_fd = ParseInt<int>(value).value_or(-1);
-    }
-  }
-  return RunProbe(library, STDIN_FILENO, STDOUT_FILENO, rescue_fd, tracker);
 }
 
 }  // namespace
@@ -76,7 +53,7 @@ static void ShowCommonOptions(CLI::App& app) {
 
 int main(int argc, char** argv) {
   using namespace gpudoctor;
-  if (argc >= 2 && std::string_view(argv[1]) == "__probe") return RunProbeCommand(argc, argv);
+  if (argc >= 2 && std::string_view(argv[1]) == "__probe") return RunProbeCommandLine(argc, argv);
 
   CommandContext context;
   context.executable_path = SelfPath();

@@ -5,6 +5,7 @@
 
 #include "common/input_file.h"
 #include "logs/bug_report.h"
+#include "nvml/probe.h"
 #include "scenario.h"  // the fake NVML library's scenario format
 #include "smi/nvidia_smi.h"
 
@@ -46,7 +47,7 @@ CommandConfig LoadCommandConfig(const CommandContext& context) {
 Result<CollectorOptions> CollectorOptionsFor(const CommandContext& context) {
   const GlobalOptions& options = context.options;
   CollectorOptions collector;
-  collector.probe_executable = context.executable_path;
+  collector.probe_executable = ProbeExecutableBeside(context.executable_path);
   collector.deadline = std::chrono::milliseconds(static_cast<int64_t>(options.probe_deadline_s * 1000));
   collector.library_path = options.nvml_library;
   if (!options.simulate.empty()) {

@@ -28,7 +28,7 @@ const std::string kExamples = std::string(GPUDOCTOR_SOURCE_DIR) + "/examples/";
 
 CollectorOptions Options(const std::string& scenario, Duration deadline = seconds(10)) {
   CollectorOptions options;
-  options.probe_executable = kBin + "gpudoctor";
+  options.probe_executable = kBin + "gpudoctor-probe";
   options.library_path = kBin + "libgpudoctor_fake_nvml.so";
   options.scenario_path = scenario.empty() || scenario[0] == '/' ? scenario : kExamples + scenario;
   options.deadline = deadline;
@@ -52,6 +52,26 @@ class CollectorTest : public ::testing::Test {
   void SetUp() override { setenv("GPUDOCTOR_FAKE_NOW", "10m", 1); }
   void TearDown() override { unsetenv("GPUDOCTOR_FAKE_NOW"); }
 };
+
+// gpudoctor-probe is found beside gpudoctor; where it is missing, gpudoctor
+// re-executes itself as the probe (`gpudoctor __probe`), with the same result.
+TEST_F(CollectorTest, TheProbeProgramBesideGpudoctorAndGpudoctorItselfServeTheSameSnapshot) {
+  EXPECT_EQ(ProbeExecutableBeside(kBin + "gpudoctor"), kBin + "gpudoctor-probe");
+  EXPECT_EQ(ProbeExecutableBeside("/nonexistent/gpudoctor"), "/nonexistent/gpudoctor");
+  EXPECT_EQ(ProbeExecutableBeside("gpudoctor"), "gpudoctor");
+
+  NvmlCollector probe(Options("healthy-8xh100.toml"));
+  CollectorOptions self_options = Options("healthy-8xh100.toml");
+  self_options.probe_executable = kBin + "gpudoctor";
+  NvmlCollector self(self_options);
+  Snapshot a = probe.Collect(), b = self.Collect();
+  ASSERT_EQ(a.gpus.size(), 8u);
+  ASSERT_EQ(b.gpus.size(), a.gpus.size());
+  for (size_t i = 0; i < a.gpus.size(); ++i) {
+    EXPECT_EQ(a.gpus[i].uuid.value_or(""), b.gpus[i].uuid.value_or(""));
+    EXPECT_EQ(a.gpus[i].temperature_c.value_or(0), b.gpus[i].temperature_c.value_or(0));
+  }
+}
 
 TEST_F(CollectorTest, HealthyServerGivesEveryFieldOfEveryGpu) {
   NvmlCollector collector(Options("healthy-8xh100.toml"));

@@ -1,5 +1,6 @@
 #include "nvml/probe.h"
 
+#include <sys/mman.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -12,10 +13,12 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <string>
 #include <string_view>
 #include <thread>
 #include <vector>
 
+#include "common/text.h"
 #include "nvml/nvml_library.h"
 #include "nvml/probe_wire_writer.h"
 
@@ -993,6 +996,34 @@ int RunProbe(const std::string& library_path, int input_fd, int output_fd, int r
     nvml.nvmlShutdown();
   }
   return 0;
+}
+
+int RunProbeCommandLine(int argc, char** argv) {
+  std::string library;
+  CallTracker* tracker = nullptr;
+  int rescue_fd = -1;
+  int first = argc >= 2 && std::string_view(argv[1]) == "__probe" ? 2 : 1;
+  for (int i = first; i + 1 < argc; i += 2) {
+    const std::string_view flag = argv[i];
+    const std::string_view value = argv[i + 1];
+    if (flag == "--nvml-lib") {
+      library = value;
+    } else if (flag == "--tracker-fd") {
+      const int fd = ParseInt<int>(value).value_or(-1);
+      void* memory = fd >= 0 ? mmap(nullptr, sizeof(CallTracker), PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0) : MAP_FAILED;
+      if (memory != MAP_FAILED) tracker = static_cast<CallTracker*>(memory);
+    } else if (flag == "--rescue-fd") {
+      rescue_fd = ParseInt<int>(value).value_or(-1);
+    }
+  }
+  return RunProbe(library, STDIN_FILENO, STDOUT_FILENO, rescue_fd, tracker);
+}
+
+std::string ProbeExecutableBeside(const std::string& gpudoctor_path) {
+  const size_t slash = gpudoctor_path.rfind('/');
+  if (slash == std::string::npos) return gpudoctor_path;
+  const std::string probe = gpudoctor_path.substr(0, slash + 1) + "gpudoctor-probe";
+  return access(probe.c_str(), X_OK) == 0 ? probe : gpudoctor_path;
 }
 
 }  // namespace gpudoctor

@@ -60,4 +60,14 @@ struct CallTracker {
 // of that request.
 int RunProbe(const std::string& library_path, int input_fd, int output_fd, int rescue_fd, CallTracker* tracker);
 
+// The probe's command line, `[__probe] [--nvml-lib PATH] [--tracker-fd FD]
+// [--rescue-fd FD]`, served on stdin and stdout: what the collector runs,
+// as `gpudoctor-probe` (a small program that loads no more than NVML) or as
+// `gpudoctor __probe` where that program is not installed.
+int RunProbeCommandLine(int argc, char** argv);
+
+// The program the collector runs as its probe: `gpudoctor-probe` beside
+// `gpudoctor_path` when it is there and executable, else gpudoctor itself.
+std::string ProbeExecutableBeside(const std::string& gpudoctor_path);
+
 }  // namespace gpudoctor
