@@ -68,6 +68,10 @@ const Finding* Find(const std::vector<Finding>& findings, std::string_view id, s
   }
   return nullptr;
 }
+// A pointer into a temporary would dangle: keep the findings, or ask Has().
+const Finding* Find(std::vector<Finding>&& findings, std::string_view id, std::string_view subject = "",
+                    std::optional<uint32_t> gpu = std::nullopt) = delete;
+bool Has(const std::vector<Finding>& findings, std::string_view id) { return Find(findings, id) != nullptr; }
 
 std::vector<const Finding*> PartOf(const std::vector<Finding>& findings, std::string_view root_key) {
   std::vector<const Finding*> members;
@@ -105,7 +109,7 @@ TEST(FacilityCooling, AllGpusHotAtOnceAreOneFacilityFindingWithThePerGpuFindings
 TEST(FacilityCooling, HalfTheGpusHotIsEnoughButAFewAreTheirOwnProblem) {
   Server half(8);
   for (uint32_t gpu = 0; gpu < 4; ++gpu) half.Overheat(gpu);
-  EXPECT_NE(Find(half.Judge(), "facility_cooling"), nullptr);
+  EXPECT_TRUE(Has(half.Judge(), "facility_cooling"));
 
   Server few(8);
   for (uint32_t gpu = 0; gpu < 3; ++gpu) few.Overheat(gpu);
@@ -151,11 +155,9 @@ TEST(FacilityCooling, ThrottlingByThePowerBrakeOnACoolGpuIsNotACoolingProblem) {
 TEST(FacilityCooling, ASiteCanRequireMoreGpusOrTurnItOff) {
   Server server(8);
   for (uint32_t gpu = 0; gpu < 4; ++gpu) server.Overheat(gpu);
-  EXPECT_EQ(Find(server.Judge(ConfigWith("[correlations.facility_cooling]\nmin_share = 0.75\n")), "facility_cooling"),
-            nullptr);
+  EXPECT_FALSE(Has(server.Judge(ConfigWith("[correlations.facility_cooling]\nmin_share = 0.75\n")), "facility_cooling"));
   for (uint32_t gpu = 0; gpu < 8; ++gpu) server.Overheat(gpu);
-  EXPECT_EQ(Find(server.Judge(ConfigWith("[correlations.facility_cooling]\nenabled = false\n")), "facility_cooling"),
-            nullptr);
+  EXPECT_FALSE(Has(server.Judge(ConfigWith("[correlations.facility_cooling]\nenabled = false\n")), "facility_cooling"));
 }
 
 // ---- event_burst: Xids on many GPUs at one moment ------------------------------
@@ -192,14 +194,15 @@ TEST(XidBurst, TwoGpusAreNotManyByDefault) {
   Server server(8);
   server.Xid(0, 79, kNow - seconds(30));
   server.Xid(1, 79, kNow - seconds(29));
-  EXPECT_EQ(Find(server.Judge(), "xid_burst"), nullptr);
-  EXPECT_NE(Find(server.Judge(ConfigWith("[correlations.xid_burst]\nmin_gpus = 2\n")), "xid_burst"), nullptr);
+  EXPECT_FALSE(Has(server.Judge(), "xid_burst"));
+  EXPECT_TRUE(Has(server.Judge(ConfigWith("[correlations.xid_burst]\nmin_gpus = 2\n")), "xid_burst"));
 }
 
 TEST(XidBurst, AJobThatCrashedOnAllItsGpusIsToldAsTheApplication) {
   Server server(8);
   for (uint32_t gpu = 0; gpu < 8; ++gpu) server.Xid(gpu, 13, kNow - seconds(60) + std::chrono::milliseconds(200 * gpu));
-  const Finding* root = Find(server.Judge(), "xid_burst");
+  const std::vector<Finding> findings = server.Judge();
+  const Finding* root = Find(findings, "xid_burst");
   ASSERT_NE(root, nullptr);
   EXPECT_NE(root->cause.find("one multi-GPU job crashed"), std::string::npos) << root->cause;
 }
