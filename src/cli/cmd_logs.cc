@@ -335,8 +335,13 @@ int RunLogs(const LogsOptions& options, const GlobalOptions& global) {
 
   int exit_status = exit_code::kOk;
   std::vector<LogEvent> events;
+  // One JSON line per event is written as the event is read, so memory stays
+  // the same for any size of log; everything else needs the events together.
+  const bool stream = json && !options.incidents;
   auto keep = [&](LogEvent&& event) {
-    if (filter.Keep(event)) events.push_back(std::move(event));
+    if (!filter.Keep(event)) return;
+    if (stream) std::printf("%s\n", JsonLine(LogEventToJson(event, catalog)).c_str());
+    else events.push_back(std::move(event));
   };
   if (options.files.empty()) {
     std::vector<std::string> notes;
@@ -374,9 +379,7 @@ int RunLogs(const LogsOptions& options, const GlobalOptions& global) {
       for (const Incident& incident : GroupIncidents(events, *window, catalog)) {
         std::printf("%s\n", JsonLine(IncidentToJson(incident, catalog)).c_str());
       }
-    } else {
-      for (const LogEvent& event : events) std::printf("%s\n", JsonLine(LogEventToJson(event, catalog)).c_str());
-    }
+    }  // events were written as they were read
   } else if (options.events) {
     for (const LogEvent& event : events) print_event(event);
   } else if (events.empty()) {
