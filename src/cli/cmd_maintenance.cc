@@ -19,11 +19,11 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "cli/agent_history.h"
 #include "cli/commands.h"
 #include "cli/sources.h"
 #include "cli/terminal.h"
 #include "cli/time_option.h"
-#include "common/input_file.h"
 #include "common/text.h"
 #include "health/health_config.h"
 #include "health/maintenance.h"
@@ -52,13 +52,6 @@ void PrintJson(const nlohmann::json& json) {
 
 std::string Day(WallTime time) { return FormatIsoUtc(time).substr(0, 10); }
 
-// "30 days", "1 day", "12h" for a schedule shorter than a day
-std::string Every(Duration every) {
-  const auto days = std::chrono::duration_cast<std::chrono::hours>(every).count() / 24;
-  if (days <= 0) return FormatDuration(every);
-  return fmt::format("{} {}", days, days == 1 ? "day" : "days");
-}
-
 // The loaded driver's build date, which tells when driver_and_firmware was last done.
 std::optional<WallTime> DriverBuiltAt() {
   InputText version = ReadOptionInput("driver version", "/proc/driver/nvidia/version", 64 * 1024);
@@ -75,16 +68,10 @@ std::string TaskNames(const std::vector<MaintenanceTask>& schedule) {
 
 // The records kept in `database`; a missing file is none (nothing recorded yet).
 Result<std::vector<MaintenanceDone>> ReadRecords(const std::string& database, WallTime now) {
-  InputFailure failure{};
-  if (auto file = InputFile::Open(database, &failure); !file) {
-    if (failure == InputFailure::kMissing) return std::vector<MaintenanceDone>{};
-    return file.error();
-  }
-  SqliteStoreOptions options;
-  options.read_only = true;
-  auto store = SqliteHistoryStore::Open(database, options, now);
-  if (!store) return store.error();
-  return (*store)->QueryMaintenance();
+  OpenedHistory opened = OpenHistoryReadOnly(database, now);
+  if (opened.state == AgentRecord::State::kMissing) return std::vector<MaintenanceDone>{};
+  if (opened.state == AgentRecord::State::kUnreadable) return Error{opened.note};
+  return opened.store->QueryMaintenance();
 }
 
 int RunList(const MaintenanceOptions& options, const CommandContext& context) {
@@ -122,7 +109,7 @@ int RunList(const MaintenanceOptions& options, const CommandContext& context) {
                                   : "due " + Day(*due);
     std::string source;
     if (last) source = last == status.last_recorded ? "last done " + Day(*last) : "driver built " + Day(*last);
-    std::printf("  %-22s every %-9s %-26s %s\n", task.name.c_str(), Every(task.every).c_str(), source.c_str(),
+    std::printf("  %-22s every %-9s %-26s %s\n", task.name.c_str(), DescribeEvery(task.every).c_str(), source.c_str(),
                 state.c_str());
     std::printf("  %-22s %s\n", "", style.Dim(task.title).c_str());
   }
@@ -163,7 +150,7 @@ int RunDone(const MaintenanceOptions& options, const CommandContext& context) {
                {"database", options.database}});
   } else {
     std::printf("Recorded: %s, done %s. Next due %s (every %s).\n", task->title.c_str(), Day(*at).c_str(),
-                Day(next).c_str(), Every(task->every).c_str());
+                Day(next).c_str(), DescribeEvery(task->every).c_str());
   }
   return exit_code::kOk;
 }

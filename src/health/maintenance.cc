@@ -2,7 +2,15 @@
 
 #include <algorithm>
 
+#include "common/text.h"
+
 namespace gpudoctor {
+
+std::string DescribeEvery(Duration every) {
+  const auto days = std::chrono::duration_cast<std::chrono::hours>(every).count() / 24;
+  if (days <= 0) return FormatDuration(every);
+  return std::to_string(days) + (days == 1 ? " day" : " days");
+}
 
 const MaintenanceTask* FindMaintenanceTask(const std::vector<MaintenanceTask>& schedule, std::string_view name) {
   auto it = std::find_if(schedule.begin(), schedule.end(), [&](const MaintenanceTask& task) { return task.name == name; });

@@ -53,6 +53,9 @@ struct HostHistory {
   WallTime gpu_count_learned_at;
 };
 
+// How often, as the schedule is read: "30 days", "1 day"; a schedule shorter than a day as a span ("12h").
+std::string DescribeEvery(Duration every);
+
 const MaintenanceTask* FindMaintenanceTask(const std::vector<MaintenanceTask>& schedule, std::string_view name);
 
 // When a task was last done, as far as anything tells.

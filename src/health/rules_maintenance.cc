@@ -13,11 +13,6 @@ std::string Ago(WallTime then, WallTime now) {
   return days <= 0 ? "today" : Plural(static_cast<size_t>(days), "day", "days") + " ago";
 }
 
-std::string Every(Duration every) {
-  const auto days = std::chrono::duration_cast<std::chrono::hours>(every).count() / 24;
-  return days > 0 ? Plural(static_cast<size_t>(days), "day", "days") : FormatSpan(every);
-}
-
 // The loaded driver's build date, when known.
 std::optional<WallTime> DriverBuiltAt(const RuleContext& context) {
   const HostSignals* host = context.GpuHost();
@@ -34,7 +29,7 @@ std::string Said(const MaintenanceStatus& status, WallTime now) {
 
 std::vector<std::string> Evidence(const MaintenanceStatus& status, WallTime now) {
   const MaintenanceTask& task = *status.task;
-  std::vector<std::string> evidence{fmt::format("schedule: {} every {}", task.title, Every(task.every))};
+  std::vector<std::string> evidence{fmt::format("schedule: {} every {}", task.title, DescribeEvery(task.every))};
   if (status.last_recorded) {
     evidence.push_back(fmt::format("last recorded: {} ({})", Day(*status.last_recorded), Ago(*status.last_recorded, now)));
   } else {
@@ -68,7 +63,7 @@ void MaintenanceDue(RuleContext& context) {
     if (status.OverdueAt(now)) {
       Finding& finding = context.Report(
           "maintenance_due", Severity::kWarning, std::nullopt,
-          fmt::format("{} overdue: {}, due every {}", task.title, Said(status, now), Every(task.every)),
+          fmt::format("{} overdue: {}, due every {}", task.title, Said(status, now), DescribeEvery(task.every)),
           Evidence(status, now));
       finding.subject = task.name;  // each task is its own incident
       overdue = true;
