@@ -6,9 +6,14 @@ default) are GPU and host events of the kinds gpudoctor recognises. Lines use
 the syslog format with a kernel uptime stamp, as in /var/log/kern.log.
 
     python3 bench/logs_gen.py --size-mb 1024 --output /tmp/kern-1g.log
+
+With --storm, every event line is the same Xid 95 of one GPU, as a driver in
+trouble writes it thousands of times a second (memory of `check` on a storm).
 """
 import argparse
 import random
+
+STORM = "NVRM: Xid (PCI:0000:3b:00): 95, pid=4242, name=python3, Uncontained: FBHUB. RST: No, D-RST: No"
 
 NOISE = [
     "audit: type=1400 audit({t}:{n}): apparmor=\"DENIED\" operation=\"open\" profile=\"snap.lxd.daemon\" name=\"/proc/{n}/mounts\" pid={n} comm=\"lxd\" requested_mask=\"r\" denied_mask=\"r\" fsuid=0 ouid=0",
@@ -51,6 +56,7 @@ def main():
     parser.add_argument("--event-share", type=float, default=0.001, help="share of lines that are events")
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--output", required=True)
+    parser.add_argument("--storm", action="store_true", help="every event line the same Xid 95 of one GPU")
     args = parser.parse_args()
 
     rng = random.Random(args.seed)
@@ -73,7 +79,7 @@ def main():
                 minute = int(uptime) // 60 % 60
                 hour = int(uptime) // 3600 % 24
                 if rng.random() < args.event_share:
-                    message = render(rng.choice(EVENTS))
+                    message = STORM if args.storm else render(rng.choice(EVENTS))
                     events += 1
                 else:
                     message = noise_pool[rng.randrange(len(noise_pool))]

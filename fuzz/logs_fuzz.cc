@@ -4,7 +4,8 @@
 //   the line parser: the input is one log line, its prefix read both by the
 //                    hand-written matchers and by the regexes (which must
 //                    agree), parsed alone and as part of a text, its events
-//                    turned into JSON and grouped;
+//                    turned into JSON (object and direct writer, which must
+//                    agree) and grouped;
 //   the file reader: the input is a log file, read in pieces of several sizes
 //                    through the fast scanner and the full parser (which must
 //                    agree), and once more through the gzip decoder.
@@ -50,7 +51,11 @@ void FuzzLine(std::string_view input) {
   Check(ParseLinePrefix(input, options.prefix) == ParseLinePrefix(input, regex_only));
   for (const LogEvent& event : ParseLine(input, options)) {
     Check(!event.kind.empty());
-    Check(!JsonLine(LogEventToJson(event)).empty());
+    const std::string line = JsonLine(LogEventToJson(event));
+    Check(!line.empty());
+    std::string direct;  // what `logs --json` writes must be the same bytes
+    AppendLogEventJsonLine(direct, event);
+    Check(direct == line);
   }
   auto events = ParseText(input, options);
   for (const Incident& incident : GroupIncidents(events)) Check(incident.event_count > 0);

@@ -751,5 +751,51 @@ TEST(AgentE2E, OnceExits73WhenItsCycleCannotBeStored) {
   EXPECT_NE(result.output.find("was not written"), std::string::npos) << result.output;
 }
 
+// ---- Modules -----------------------------------------------------------------
+
+// gpudoctor and what it loads, copied into `dir` without the modules named in `leave_out`.
+std::string InstallWithout(ScratchDir& dir, const std::vector<std::string>& leave_out) {
+  const std::filesystem::path from = std::filesystem::path(GPUDOCTOR_BINARY_DIR) / "bin";
+  for (const char* name : {"gpudoctor", "gpudoctor-probe", "libgpudoctor_fake_nvml.so", "libgpudoctor_http_server.so",
+                           "libgpudoctor_http_client.so"}) {
+    if (std::find(leave_out.begin(), leave_out.end(), name) != leave_out.end()) continue;
+    std::filesystem::copy_file(from / name, dir.File(name));
+  }
+  return dir.File("gpudoctor");
+}
+
+TEST(Modules, CommandsOtherThanTheAgentLoadNoHttpOrTlsLibrary) {
+  // What the dynamic loader maps for `gpudoctor` itself (what ldd prints).
+  auto loaded = RunGpudoctor("", Stderr::kCapture, "LD_TRACE_LOADED_OBJECTS=1");
+  ASSERT_EQ(loaded.exit_code, 0) << loaded.output;
+  EXPECT_NE(loaded.output.find("libstdc++"), std::string::npos) << loaded.output;
+  for (const char* library : {"libmicrohttpd", "libcpp-httplib", "libssl", "libcrypto", "libgnutls"}) {
+    EXPECT_EQ(loaded.output.find(library), std::string::npos) << library << " is loaded:\n" << loaded.output;
+  }
+}
+
+TEST(Modules, AnAgentWithoutItsServerModuleSaysWhichFileIsMissingAndExits69) {
+  ScratchDir dir;
+  const std::string binary = InstallWithout(dir, {"libgpudoctor_http_server.so"});
+  auto result = RunShell("timeout 60 " + binary + " --simulate " + Example("healthy-8xh100.toml") +
+                           " agent --listen 127.0.0.1:0 --log none --db " + dir.File("history.db") + " 2>&1");
+  EXPECT_EQ(result.exit_code, 69) << result.output;
+  EXPECT_NE(result.output.find("cannot load libgpudoctor_http_server.so"), std::string::npos) << result.output;
+  EXPECT_NE(result.output.find(dir.File("libgpudoctor_http_server.so") + ": not there"), std::string::npos)
+      << result.output;
+}
+
+TEST(Modules, AWebhookWithoutTheClientModuleIsAConfigErrorAtStart) {
+  ScratchDir dir;
+  const std::string binary = InstallWithout(dir, {"libgpudoctor_http_client.so"});
+  const std::string config = dir.Write("agent.toml", "[[alerts.webhook]]\nurl = \"http://127.0.0.1:9/hook\"\n");
+  auto result = RunShell("timeout 60 " + binary + " --simulate " + Example("healthy-8xh100.toml") +
+                           " agent --listen 127.0.0.1:0 --log none --config " + config + " --db " +
+                           dir.File("history.db") + " 2>&1");
+  EXPECT_EQ(result.exit_code, 65) << result.output;
+  EXPECT_NE(result.output.find("cannot load libgpudoctor_http_client.so"), std::string::npos) << result.output;
+}
+
+
 }  // namespace
 }  // namespace gpudoctor::testing

@@ -24,14 +24,10 @@ inline std::string Example(const std::string& name) {
 
 enum class Stderr { kDiscard, kCapture };
 
-// `arguments` is passed through the shell; callers quote what needs it.
-// `prefix` comes before the binary: "timeout 20", "printf x |".
-inline RunResult RunGpudoctor(const std::string& arguments, Stderr stderr_mode = Stderr::kDiscard,
-                              const std::string& prefix = "") {
+// Runs `command` through the shell and captures its standard output.
+inline RunResult RunShell(const std::string& command) {
   RunResult result;
   auto start = std::chrono::steady_clock::now();
-  const std::string command = prefix + (prefix.empty() ? "" : " ") + Binary() + " " + arguments +
-                              (stderr_mode == Stderr::kCapture ? " 2>&1" : " 2>/dev/null");
   std::FILE* pipe = popen(command.c_str(), "r");
   if (pipe == nullptr) return result;
   std::array<char, 65536> buffer;
@@ -41,6 +37,14 @@ inline RunResult RunGpudoctor(const std::string& arguments, Stderr stderr_mode =
   result.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
   result.took = std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - start);
   return result;
+}
+
+// `arguments` is passed through the shell; callers quote what needs it.
+// `prefix` comes before the binary: "timeout 20", "printf x |".
+inline RunResult RunGpudoctor(const std::string& arguments, Stderr stderr_mode = Stderr::kDiscard,
+                              const std::string& prefix = "") {
+  return RunShell(prefix + (prefix.empty() ? "" : " ") + Binary() + " " + arguments +
+                  (stderr_mode == Stderr::kCapture ? " 2>&1" : " 2>/dev/null"));
 }
 
 }  // namespace gpudoctor::testing

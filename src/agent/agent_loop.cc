@@ -79,7 +79,7 @@ void AgentLoop::RunCycle() {
   HealthInput input{.snapshot = snapshot.get(),
                     .previous = previous_.get(),
                     .host = &host,
-                    .log_events = parts_.log ? &recent_log_events_ : nullptr,
+                    .log_events = parts_.log ? &recent_log_events_.events() : nullptr,
                     .nvml_xid_events = &recent_nvml_xids_,
                     .event_grader = &grader_,
                     .blocked_task_watch = &blocked_tasks_,
@@ -112,20 +112,24 @@ void AgentLoop::AddEvents(RecentEvents events, WallTime now) {
     escalation_nvml_xids_.push_back(xid);
     recent_nvml_xids_.push_back(xid);
   }
+  // A storm of identical lines is held as a few events and a count (logs/event_collector.h).
   for (LogEvent& event : events.log) {
-    if (event.time && (event.kind == "xid" || event.kind == "driver_loaded")) escalation_log_events_.push_back(event);
-    recent_log_events_.push_back(std::move(event));
+    if (event.time && (event.kind == "xid" || event.kind == "driver_loaded")) {
+      LogEvent copy = event;
+      escalation_log_events_.Add(std::move(copy));
+    }
+    recent_log_events_.Add(std::move(event));
   }
   const WallTime oldest = now - EventWindow(), oldest_kept = now - HistoryWindow();
   std::erase_if(recent_nvml_xids_, [&](const XidEvent& e) { return e.time < oldest; });
-  std::erase_if(recent_log_events_, [&](const LogEvent& e) { return e.time && *e.time < oldest; });
+  recent_log_events_.DropOlderThan(oldest);
   std::erase_if(escalation_nvml_xids_, [&](const XidEvent& e) { return e.time < oldest_kept; });
-  std::erase_if(escalation_log_events_, [&](const LogEvent& e) { return *e.time < oldest_kept; });
+  escalation_log_events_.DropOlderThan(oldest_kept);
 }
 
 EscalationInput AgentLoop::EscalationInputFor(const Snapshot& snapshot, WallTime now) const {
-  EscalationInput input{.xids = XidRecordsFrom(snapshot, escalation_log_events_, escalation_nvml_xids_),
-                        .restarts = DriverLoads(escalation_log_events_),
+  EscalationInput input{.xids = XidRecordsFrom(snapshot, escalation_log_events_.events(), escalation_nvml_xids_),
+                        .restarts = DriverLoads(escalation_log_events_.events()),
                         .event_grader = &grader_,
                         .now = now};
   for (const BootRecord& boot : parts_.history.boots())

@@ -35,6 +35,7 @@
 #include "health/detectors/trend_detectors.h"
 #include "health/health_config.h"
 #include "host/host_env.h"
+#include "logs/event_collector.h"
 #include "nvml/collector.h"
 
 namespace gpudoctor {
@@ -89,9 +90,9 @@ class AgentLoop {
   BlockedTaskWatch blocked_tasks_;  // how long the host's tasks have been blocked, across cycles
   std::shared_ptr<Snapshot> previous_;
   std::shared_ptr<Snapshot> spare_;  // the one before previous_, for the next cycle to refill
-  std::vector<LogEvent> recent_log_events_;  // over EventWindow()
+  EventCollector recent_log_events_;  // over EventWindow()
   std::vector<XidEvent> recent_nvml_xids_;   // over EventWindow()
-  std::vector<LogEvent> escalation_log_events_;  // Xids and driver loads over HistoryWindow()
+  EventCollector escalation_log_events_;  // Xids and driver loads over HistoryWindow()
   std::vector<XidEvent> escalation_nvml_xids_;   // over HistoryWindow()
 };
 

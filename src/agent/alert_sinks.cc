@@ -1,7 +1,6 @@
 #include "agent/alert_sinks.h"
 
 #include <fmt/format.h>
-#include <httplib.h>
 #include <syslog.h>
 
 #include <algorithm>
@@ -9,6 +8,7 @@
 #include <mutex>
 
 #include "agent/finding_json.h"
+#include "agent/http_client.h"
 #include "agent/subprocess.h"
 #include "redact/secrets.h"
 #include "common/text.h"
@@ -19,7 +19,7 @@ namespace {
 // ---- webhook ----
 
 struct ParsedUrl {
-  std::string origin;  // scheme://host[:port], what httplib::Client takes
+  std::string origin;  // scheme://host[:port]
   std::string path;    // "/..." with any query
 };
 
@@ -76,22 +76,17 @@ class WebhookSink final : public AlertSink {
  private:
   // Returns "" on success, else the error; sets `retry` when worth retrying.
   std::string Post(const std::string& body, bool& retry) {
-    httplib::Client client(url_.origin);
-    const auto timeout = std::chrono::duration_cast<std::chrono::microseconds>(options_.timeout);
-    client.set_connection_timeout(timeout);
-    client.set_read_timeout(timeout);
-    client.set_write_timeout(timeout);
-    httplib::Headers headers{{"User-Agent", "gpudoctor"}};
-    for (const auto& [name, value] : options_.headers) headers.emplace(name, value);
-    httplib::Result result = client.Post(url_.path, headers, body, "application/json");
-    if (!result) {
+    HttpPost post{.origin = url_.origin, .path = url_.path, .body = body, .timeout = options_.timeout};
+    post.headers.emplace_back("User-Agent", "gpudoctor");
+    for (const auto& [name, value] : options_.headers) post.headers.emplace_back(name, value);
+    Result<int> status = PostHttp(post);
+    if (!status) {
       retry = true;
-      return fmt::format("{}: {}", options_.url, httplib::to_string(result.error()));
+      return fmt::format("{}: {}", RedactTextSecrets(options_.url), status.error().message);
     }
-    const int status = result->status;
-    if (status >= 200 && status < 300) return "";
-    retry = status == 408 || status == 429 || status >= 500;
-    return fmt::format("{} answered {}", options_.url, status);
+    if (*status >= 200 && *status < 300) return "";
+    retry = *status == 408 || *status == 429 || *status >= 500;
+    return fmt::format("{} answered {}", RedactTextSecrets(options_.url), *status);
   }
 
   bool Wait(Duration delay) {
@@ -200,6 +195,7 @@ Result<std::unique_ptr<AlertSink>> MakeWebhookSink(WebhookOptions options) {
   Result<ParsedUrl> url = ParseHttpUrl(options.url);
   if (!url) return url.error();
   if (options.timeout <= Duration::zero()) return Error{"webhook timeout must be positive"};
+  if (Status client = LoadHttpClient(); !client) return client.error();
   return std::unique_ptr<AlertSink>(std::make_unique<WebhookSink>(std::move(options), std::move(*url)));
 }
 

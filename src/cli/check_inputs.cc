@@ -13,6 +13,7 @@
 #include "host/host_env.h"
 #include "logs/bug_report.h"
 #include "logs/catalog.h"
+#include "logs/event_collector.h"
 #include "logs/follow.h"
 #include "logs/log_reader.h"
 
@@ -21,23 +22,25 @@ namespace {
 
 // Reads the captured logs; an error names the first file that cannot be
 // opened under the input rule (common/input_file.h).
-std::optional<SourceError> ReadCapturedLogs(const std::vector<std::string>& files, std::vector<LogEvent>& events,
+std::optional<SourceError> ReadCapturedLogs(const std::vector<std::string>& files, EventCollector& events,
                                             std::string& detail) {
   uint64_t lines = 0;
+  std::string damaged;
+  auto keep = [&](LogEvent&& event) { events.Add(std::move(event)); };
   for (const std::string& file : files) {
     // An nvidia-bug-report.sh log is read for its kernel log sections only.
-    auto bug_report = ScanBugReportFile(file, {}, [&](LogEvent&& event) { events.push_back(std::move(event)); });
+    auto bug_report = ScanBugReportFile(file, {}, keep);
     if (!bug_report) return SourceError{"--logs: " + bug_report.error().message, exit_code::kNoInput};
     if (*bug_report) {
       lines += (*bug_report)->stats.lines;
       continue;
     }
-    auto contents = ReadLogFile(file);
-    if (!contents) return SourceError{"--logs: " + contents.error().message, exit_code::kNoInput};
-    lines += contents->stats.lines;
-    for (LogEvent& event : contents->events) events.push_back(std::move(event));
+    Result<ReadStats> stats = ScanLogFile(file, {}, keep);
+    if (!stats) return SourceError{"--logs: " + stats.error().message, exit_code::kNoInput};
+    lines += stats->lines;
+    if (!stats->error.empty()) damaged += "; read only in part: " + stats->error;
   }
-  detail = fmt::format("{} file(s), {} lines, {} events", files.size(), lines, events.size());
+  detail = fmt::format("{} file(s), {} lines, {} events{}", files.size(), lines, events.seen(), damaged);
   return std::nullopt;
 }
 
@@ -131,13 +134,13 @@ CheckRun RunChecks(const CommandContext& context, const CheckOptions& options) {
   if (options.no_logs) {
     run.sources.push_back({"kernel log", "skipped", "--no-logs"});
   } else if (!options.log_files.empty()) {
-    std::vector<LogEvent> events;
+    EventCollector events({.keep_span = LogEventSpan(run.config)});
     std::string detail;
     if (auto error = ReadCapturedLogs(options.log_files, events, detail)) {
       run.error = error;
       return run;
     }
-    run.events = std::move(events);
+    run.events = events.Take();
     run.sources.push_back({"kernel log", "read", detail});
   } else {
     std::vector<std::string> notes;
@@ -147,18 +150,18 @@ CheckRun RunChecks(const CommandContext& context, const CheckOptions& options) {
       for (const std::string& note : notes) why += "; " + note;
       run.sources.push_back({"kernel log", "not available", why});
     } else {
-      std::vector<LogEvent> events;
+      EventCollector events({.keep_span = LogEventSpan(run.config)});
       ReadStats stats;
       Status status = ReadLiveLog(*live, ReadOptions{}, /*follow=*/false, {},
-                                  [&](LogEvent&& event) { events.push_back(std::move(event)); },
+                                  [&](LogEvent&& event) { events.Add(std::move(event)); },
                                   [] { return false; }, &stats);
       if (!status.ok()) {
         run.sources.push_back({"kernel log", "not available", live->description + ": " + status.error().message});
       } else {
         run.live_log_path = live->path;
         run.sources.push_back({"kernel log", "read",
-                               fmt::format("{}, {} lines, {} events", live->description, stats.lines, events.size())});
-        run.events = std::move(events);
+                               fmt::format("{}, {} lines, {} events", live->description, stats.lines, events.seen())});
+        run.events = events.Take();
       }
     }
   }

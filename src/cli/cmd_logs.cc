@@ -291,9 +291,16 @@ int RunLogs(const LogsOptions& options, const GlobalOptions& global) {
   read.parse.prefix.utc_offset_minutes = *zone;
   if (options.year > 0) read.parse.prefix.year = options.year;
 
+  std::string json_line;  // reused: one allocation for the whole log
+  auto write_json_line = [&](const LogEvent& event) {
+    json_line.clear();
+    AppendLogEventJsonLine(json_line, event, catalog);
+    json_line.push_back('\n');
+    std::fwrite(json_line.data(), 1, json_line.size(), stdout);
+  };
   auto print_event = [&](const LogEvent& event) {
     if (json) {
-      std::printf("%s\n", JsonLine(LogEventToJson(event, catalog)).c_str());
+      write_json_line(event);
     } else {
       std::printf("%s\n", EventLine(style, event, catalog).c_str());
     }
@@ -334,14 +341,16 @@ int RunLogs(const LogsOptions& options, const GlobalOptions& global) {
   }
 
   int exit_status = exit_code::kOk;
-  std::vector<LogEvent> events;
-  // One JSON line per event is written as the event is read, so memory stays
-  // the same for any size of log; everything else needs the events together.
-  const bool stream = json && !options.incidents;
+  // Events are written, or grouped into incidents, as they are read: memory
+  // follows the number of incidents, never the size of the log.
+  IncidentGrouper incidents(*window, catalog);
+  uint64_t kept = 0;
   auto keep = [&](LogEvent&& event) {
     if (!filter.Keep(event)) return;
-    if (stream) std::printf("%s\n", JsonLine(LogEventToJson(event, catalog)).c_str());
-    else events.push_back(std::move(event));
+    ++kept;
+    if (json && !options.incidents) write_json_line(event);
+    else if (!json && options.events) print_event(event);
+    else incidents.Add(event);
   };
   if (options.files.empty()) {
     std::vector<std::string> notes;
@@ -376,19 +385,19 @@ int RunLogs(const LogsOptions& options, const GlobalOptions& global) {
 
   if (json) {
     if (options.incidents) {
-      for (const Incident& incident : GroupIncidents(events, *window, catalog)) {
+      for (const Incident& incident : incidents.Finish()) {
         std::printf("%s\n", JsonLine(IncidentToJson(incident, catalog)).c_str());
       }
     }  // events were written as they were read
   } else if (options.events) {
-    for (const LogEvent& event : events) print_event(event);
-  } else if (events.empty()) {
+    // written as they were read
+  } else if (kept == 0) {
     std::printf("No GPU or host events found.\n");
   } else {
     // This machine's PCI bus names the devices of its own live log; a file
     // may come from another machine, so its lines alone name them.
     const PciDeviceNames devices = options.files.empty() ? LivePciDeviceNames() : PciDeviceNames();
-    PrintIncidents(style, GroupIncidents(events, *window, catalog), catalog, devices);
+    PrintIncidents(style, incidents.Finish(), catalog, devices);
   }
   return exit_status;
 }

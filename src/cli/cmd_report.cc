@@ -212,9 +212,12 @@ std::string KernelLogExcerpt(const CheckRun& run, const CheckOptions& options, s
   std::string text = "# GPU events\n";
   if (!run.events) text += "# (no log read)\n";
   else
-    for (const LogEvent& event : *run.events)
-      if (event.severity != EventSeverity::kInfo || event.kind == "xid")
-        text += fmt::format("{}:{}: {}\n", event.source, event.line_number, event.raw);
+    for (const LogEvent& event : *run.events) {
+      if (event.severity == EventSeverity::kInfo && event.kind != "xid") continue;
+      // A folded storm (logs/event_collector.h) is its last line and a count.
+      if (event.repeats > 0) text += fmt::format("# ... {} more lines of the same before this one\n", event.repeats);
+      text += fmt::format("{}:{}: {}\n", event.source, event.line_number, event.raw);
+    }
   text += fmt::format("\n# Last {} lines\n", line_count);
   if (!options.log_files.empty()) {
     for (const std::string& file : options.log_files) text += "## " + file + "\n" + LastLines(file, line_count);

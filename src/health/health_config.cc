@@ -1,5 +1,7 @@
 #include "health/health_config.h"
 
+#include <algorithm>
+
 #include <toml++/toml.h>
 
 #include <cassert>
@@ -453,6 +455,11 @@ std::vector<std::pair<std::string, std::string>> RuleThresholdValues(const Healt
     values.emplace_back(std::string(b.key), std::move(text));
   }
   return values;
+}
+
+Duration LogEventSpan(const HealthConfig& config) {
+  const auto& thresholds = config.thresholds;
+  return std::max({thresholds.xid_recent.window, thresholds.log_errors.window, thresholds.host_hung_tasks.window});
 }
 
 }  // namespace gpudoctor

@@ -168,4 +168,8 @@ std::vector<std::string> HealthConfigKeys();
 std::vector<std::pair<std::string, std::string>> RuleThresholdValues(const HealthConfig& config,
                                                                      std::string_view rule_id);
 
+// How far back any rule looks at log events: the longest of their windows.
+// Older events can be dropped while a log is read.
+Duration LogEventSpan(const HealthConfig& config);
+
 }  // namespace gpudoctor

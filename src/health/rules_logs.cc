@@ -48,11 +48,26 @@ Device DeviceOf(const RuleContext& context, const XidEvent& event) {
   return {ref.pci_bus_id.empty() ? fmt::format("index:{}", gpu->index) : ref.pci_bus_id, ref, GpuLabel(*gpu)};
 }
 
+// The log lines (or reports) that `events` stand for, folded storms counted whole.
+uint64_t OccurrencesOf(const std::vector<const LogEvent*>& events) {
+  uint64_t count = 0;
+  for (const LogEvent* event : events) count += Occurrences(*event);
+  return count;
+}
+
+// An event's time, and a folded storm's first time too.
+void AddTimes(std::vector<std::optional<WallTime>>& times, const LogEvent& event) {
+  times.push_back(event.time);
+  if (event.repeats > 0) times.push_back(event.repeats_from);
+}
+
 // Log lines of a group, quoted as evidence: the first and the last ones when
 // there are many.
 std::vector<std::string> QuoteLines(const std::vector<const LogEvent*>& events) {
   std::vector<std::string> lines;
   auto quote = [&](const LogEvent& event) {
+    // A folded storm: its line is the last of them.
+    if (event.repeats > 0) lines.push_back(fmt::format("... {} more of the same ...", event.repeats));
     std::string line = event.raw.empty() ? event.message : event.raw;
     if (!event.source.empty()) line = fmt::format("{}:{}: {}", event.source, event.line_number, line);
     lines.push_back(std::move(line));
@@ -61,9 +76,12 @@ std::vector<std::string> QuoteLines(const std::vector<const LogEvent*>& events) 
     for (const LogEvent* event : events) quote(*event);
     return lines;
   }
+  const size_t tail = events.size() - kMaxLogLines / 2;
   for (size_t i = 0; i < kMaxLogLines / 2; ++i) quote(*events[i]);
-  lines.push_back(fmt::format("... {} more ...", events.size() - kMaxLogLines));
-  for (size_t i = events.size() - kMaxLogLines / 2; i < events.size(); ++i) quote(*events[i]);
+  uint64_t skipped = 0;
+  for (size_t i = kMaxLogLines / 2; i < tail; ++i) skipped += Occurrences(*events[i]);
+  lines.push_back(fmt::format("... {} more ...", skipped));
+  for (size_t i = tail; i < events.size(); ++i) quote(*events[i]);
   return lines;
 }
 
@@ -188,14 +206,14 @@ void XidRecent(RuleContext& context) {
     std::optional<EventGrade> grade;
     if (context.input.event_grader != nullptr) grade = context.input.event_grader->GradeXid(group.code);
     Severity severity = GroupSeverity(group, grade);
-    const size_t count = group.log_events.size() + group.nvml_events.size();
+    const size_t count = OccurrencesOf(group.log_events) + group.nvml_events.size();
     std::string title = grade && !grade->title.empty() ? grade->title : "";
     std::string summary = fmt::format("Xid {}{}{}{}{}", group.code, group.device.label.empty() ? "" : " on ",
                                       group.device.label, title.empty() ? "" : ": " + title, Times(count));
 
     std::vector<std::string> evidence = QuoteLines(group.log_events);
     std::vector<std::optional<WallTime>> times;
-    for (const LogEvent* event : group.log_events) times.push_back(event->time);
+    for (const LogEvent* event : group.log_events) AddTimes(times, *event);
     for (const XidEvent* event : group.nvml_events) {
       evidence.push_back(
           fmt::format("NVML event: Xid {} on GPU {} at {}", event->xid, event->gpu_index, FormatIsoUtc(event->time)));
@@ -247,10 +265,10 @@ void LogErrors(RuleContext& context) {
     if (context.input.event_grader != nullptr) grade = context.input.event_grader->GradeKind(group.kind);
     const std::string title = grade && !grade->title.empty() ? grade->title : group.kind;
     std::string summary = fmt::format("{}{}{}{}", title, group.device.label.empty() ? "" : " on ", group.device.label,
-                                      Times(group.events.size()));
+                                      Times(OccurrencesOf(group.events)));
     std::vector<std::string> evidence = QuoteLines(group.events);
     std::vector<std::optional<WallTime>> times;
-    for (const LogEvent* event : group.events) times.push_back(event->time);
+    for (const LogEvent* event : group.events) AddTimes(times, *event);
     if (std::string span = TimeSpan(times); !span.empty()) evidence.push_back(span);
     Finding& finding = context.Report("log_errors", WorstEventSeverity(group.events), group.device.ref,
                                       std::move(summary), std::move(evidence));

@@ -13,7 +13,6 @@
 
 namespace gpudoctor {
 
-extern const char kBuiltinCatalogToml[];  // generated from data/events.toml
 
 namespace {
 
@@ -308,19 +307,6 @@ Result<LogCatalog> LogCatalog::LoadFile(const std::string& path) {
   auto text = ReadInputFile(path, kMaxCatalogFileBytes);
   if (!text) return text.error();
   return FromToml(*text, path);
-}
-
-const LogCatalog& LogCatalog::Builtin() {
-  static const LogCatalog catalog = [] {
-    Result<LogCatalog> loaded = FromToml(kBuiltinCatalogToml, "data/events.toml (built in)");
-    if (!loaded) {
-      // The built-in data is checked by the tests; reaching this is a build defect.
-      std::fprintf(stderr, "gpudoctor: invalid built-in event catalog: %s\n", loaded.error().message.c_str());
-      std::abort();
-    }
-    return std::move(loaded).value();
-  }();
-  return catalog;
 }
 
 namespace {

@@ -35,6 +35,8 @@ struct XidInfo {
   std::vector<std::string> causes;      // cause tags
   std::vector<std::string> also_kinds;  // extra event kinds an Xid line yields, e.g. "gpu_off_bus"
   std::string action;
+
+  bool operator==(const XidInfo&) const = default;
 };
 
 // An NVSwitch error code (SXid) from NVIDIA's Fabric Manager User Guide.
@@ -43,6 +45,8 @@ struct SxidInfo {
   std::string name;
   EventSeverity severity = EventSeverity::kWarning;  // used when the SXid line does not say
   std::string action;
+
+  bool operator==(const SxidInfo&) const = default;
 };
 
 // One row of NVIDIA's decode table for the NVLink5 Xids 144-150: a unit's
@@ -55,6 +59,8 @@ struct NvLink5Row {
   bool fatal = false;               // NVIDIA's severity column
   std::string immediate;            // resolution bucket, a key of nvlink5_actions
   std::string investigatory;        // resolution bucket, a key of nvlink5_actions
+
+  bool operator==(const NvLink5Row&) const = default;
 };
 
 // A recovery action Xid 154 can name.
@@ -63,6 +69,8 @@ struct RecoveryAction {
   std::vector<std::string> names;  // lower-case substrings of the driver's wording
   EventSeverity severity = EventSeverity::kWarning;
   std::string step;  // what the operator does
+
+  bool operator==(const RecoveryAction&) const = default;
 };
 
 // What some bits of one of Xid 74's registers mean.
@@ -72,6 +80,8 @@ struct Xid74Bits {
   EventSeverity severity = EventSeverity::kWarning;
   std::string meaning;
   std::string step;
+
+  bool operator==(const Xid74Bits&) const = default;
 };
 
 // The tables that decode Xid lines carrying more than a number.
@@ -80,6 +90,8 @@ struct XidDecodeTables {
   std::map<std::string, std::string, std::less<>> nvlink5_actions;  // bucket -> what to do
   std::vector<RecoveryAction> recovery_actions;                      // first match wins
   std::vector<Xid74Bits> xid74_bits;
+
+  bool operator==(const XidDecodeTables&) const = default;
 };
 
 // Whether events of a kind concern one device or the whole host.
@@ -96,6 +108,8 @@ struct KindInfo {
   // Lines after an event's first line during which lines belonging to it
   // (merge/continue patterns) are added to it. 0: the event is one line.
   uint32_t window_lines = 0;
+
+  bool operator==(const KindInfo&) const = default;
 };
 
 enum class PatternRole {
@@ -116,6 +130,8 @@ struct PatternSpec {
   std::map<std::string, EventSeverity> severity_map;  // keys lower-cased
   std::vector<std::string> append;                  // fields that collect several values
   std::optional<uint32_t> window_lines;             // overrides the kind's window for events it starts
+
+  bool operator==(const PatternSpec&) const = default;
 };
 
 class LogCatalog {
@@ -143,7 +159,11 @@ class LogCatalog {
   const std::vector<KindInfo>& kinds() const { return kinds_; }
   const std::vector<PatternSpec>& patterns() const { return patterns_; }
 
+  bool operator==(const LogCatalog&) const = default;
+
  private:
+  friend class CatalogCodec;  // catalog_codec.h
+
   std::vector<XidInfo> xids_;
   std::vector<SxidInfo> sxids_;
   XidDecodeTables decode_;

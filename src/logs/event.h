@@ -54,9 +54,17 @@ struct LogEvent {
   std::string raw;         // the raw line (joined, for wrapped NVRM messages)
   std::string source;      // file name, "/dev/kmsg", "journal"
   uint64_t line_number = 0;
+  // A storm of identical events is kept as a few of them (EventCollector):
+  // with `repeats` > 0 this one stands for 1 + `repeats` of them, from
+  // `repeats_from` to `time`; `raw` and `line_number` are the last one's.
+  uint64_t repeats = 0;
+  std::optional<WallTime> repeats_from;
 
   // The value of detail field `name`, or empty.
   std::string_view Field(std::string_view name) const;
 };
+
+// How many log lines (or reports) `event` stands for: 1 + its repeats.
+inline uint64_t Occurrences(const LogEvent& event) { return 1 + event.repeats; }
 
 }  // namespace gpudoctor

@@ -160,4 +160,117 @@ json KindInfoToJson(const KindInfo& kind) {
 
 std::string JsonLine(const json& value) { return value.dump(-1, ' ', false, json::error_handler_t::replace); }
 
+namespace {
+
+// A JSON string as JsonLine writes it. ASCII text is escaped here the way
+// nlohmann's serializer does; text with any other byte goes through nlohmann
+// itself, which checks the UTF-8 and replaces what is not.
+bool NeedsEscape(char c) { return c == '"' || c == '\\' || static_cast<unsigned char>(c) < 0x20; }
+
+void AppendString(std::string& out, std::string_view text) {
+  for (char c : text) {
+    if (static_cast<unsigned char>(c) >= 0x80) {
+      out += JsonLine(json(std::string(text)));
+      return;
+    }
+  }
+  out.push_back('"');
+  size_t run = 0;  // start of the bytes not yet written
+  for (size_t i = 0; i < text.size(); ++i) {
+    const char c = text[i];
+    if (!NeedsEscape(c)) continue;
+    out.append(text.substr(run, i - run));
+    run = i + 1;
+    switch (c) {
+      case '"': out += "\\\""; break;
+      case '\\': out += "\\\\"; break;
+      case '\b': out += "\\b"; break;
+      case '\f': out += "\\f"; break;
+      case '\n': out += "\\n"; break;
+      case '\r': out += "\\r"; break;
+      case '\t': out += "\\t"; break;
+      default: {
+        static constexpr char kHex[] = "0123456789abcdef";
+        const char escaped[] = {'\\', 'u', '0', '0', kHex[(c >> 4) & 0xf], kHex[c & 0xf]};
+        out.append(escaped, sizeof escaped);
+      }
+    }
+  }
+  out.append(text.substr(run));
+  out.push_back('"');
+}
+
+}  // namespace
+
+void AppendLogEventJsonLine(std::string& out, const LogEvent& event, const LogCatalog& catalog) {
+  // Keys in LogEventToJson's order; each writer puts the key, then the value.
+  auto key = [&out](std::string_view name) {
+    out += out.back() == '{' ? "\"" : ",\"";
+    out += name;
+    out += "\":";
+  };
+  auto text = [&](std::string_view name, std::string_view value) {
+    key(name);
+    AppendString(out, value);
+  };
+  auto optional_text = [&](std::string_view name, const std::string& value) {
+    key(name);
+    if (value.empty()) out += "null";
+    else AppendString(out, value);
+  };
+  auto optional_number = [&](std::string_view name, const std::optional<uint32_t>& value) {
+    key(name);
+    out += value ? std::to_string(*value) : "null";
+  };
+  auto boolean = [&](std::string_view name, bool value) {
+    key(name);
+    out += value ? "true" : "false";
+  };
+
+  out.push_back('{');
+  text("kind", event.kind);
+  text("severity", EventSeverityName(event.severity));
+  text("title", catalog.TitleOf(event));
+  key("time");
+  if (event.time) AppendString(out, FormatIsoUtc(*event.time));
+  else out += "null";
+  boolean("time_is_utc", event.time_is_utc);
+  boolean("time_estimated", event.time_estimated);
+  key("uptime");
+  out += event.uptime_seconds ? json(*event.uptime_seconds).dump() : "null";  // nlohmann's shortest form
+  for (const auto& [name, value] : {std::pair{"host", &event.host}, {"pci", &event.pci_bus_id}}) {
+    optional_text(name, *value);
+  }
+  optional_number("xid", event.xid);
+  optional_number("pid", event.pid);
+  for (const auto& [name, value] :
+       {std::pair{"process", &event.process}, {"gpu_uuid", &event.gpu_uuid}, {"gpu_serial", &event.gpu_serial}}) {
+    optional_text(name, *value);
+  }
+  text("message", event.message);
+  text("detail", event.detail);
+  key("fields");
+  out.push_back('{');
+  // A name given twice keeps its first place and its last value, as in an ordered_json object.
+  for (size_t i = 0; i < event.fields.size(); ++i) {
+    const EventField& field = event.fields[i];
+    bool seen = false;
+    for (size_t j = 0; j < i && !seen; ++j) seen = event.fields[j].name == field.name;
+    if (seen) continue;
+    const EventField* last = &field;
+    for (size_t j = i + 1; j < event.fields.size(); ++j)
+      if (event.fields[j].name == field.name) last = &event.fields[j];
+    if (out.back() != '{') out.push_back(',');
+    AppendString(out, field.name);
+    out.push_back(':');
+    AppendString(out, last->value);
+  }
+  out.push_back('}');
+  text("raw", event.raw);
+  text("source", event.source);
+  key("line");
+  out += std::to_string(event.line_number);
+  out.push_back('}');
+}
+
 }  // namespace gpudoctor

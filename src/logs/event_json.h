@@ -26,6 +26,11 @@ nlohmann::ordered_json KindInfoToJson(const KindInfo& kind);
 // One line of JSON; bytes that are not UTF-8 become U+FFFD.
 std::string JsonLine(const nlohmann::ordered_json& value);
 
+// Appends JsonLine(LogEventToJson(event, catalog)) to `out`, byte for byte,
+// without building the JSON object first: `logs --json` writes every event of
+// a log, and a storm has millions.
+void AppendLogEventJsonLine(std::string& out, const LogEvent& event, const LogCatalog& catalog = LogCatalog::Builtin());
+
 // The cause and action text for an event: the Xid's entry for Xid events,
 // else the kind's.
 struct Advice {

@@ -21,13 +21,15 @@ double SecondsBetween(WallTime from, WallTime to) { return std::chrono::duration
 
 void AddEvent(Incident& incident, const LogEvent& event) {
   std::string label = ChainLabel(event);
-  if (incident.counts[label]++ == 0) incident.chain.push_back(label);
-  ++incident.event_count;
-  if (incident.event_count == 1 || event.severity > incident.severity) {
+  const bool first = incident.event_count == 0;
+  if (incident.counts[label] == 0) incident.chain.push_back(label);
+  incident.counts[label] += Occurrences(event);  // a folded storm counts whole
+  incident.event_count += Occurrences(event);
+  if (first || event.severity > incident.severity) {
     incident.severity = event.severity;
     incident.headline = event;
   }
-  if (!incident.first_time) incident.first_time = event.time;
+  if (!incident.first_time) incident.first_time = event.repeats > 0 ? event.repeats_from : event.time;
   if (event.time) incident.last_time = event.time;
   if (!incident.first_uptime) incident.first_uptime = event.uptime_seconds;
   if (event.uptime_seconds) incident.last_uptime = event.uptime_seconds;

@@ -7,6 +7,7 @@
 #include <hs/hs.h>
 #include <re2/re2.h>
 
+#include "common/embedded_bytes.h"
 #include "common/text.h"
 
 namespace gpudoctor {
@@ -15,14 +16,6 @@ namespace gpudoctor {
 std::vector<std::string_view> BuiltinPatternDatabaseBytes();
 
 namespace {
-
-Result<std::unique_ptr<re2::RE2>> CompileRegex(const std::string& regex, std::string_view id) {
-  re2::RE2::Options options;
-  options.set_log_errors(false);
-  auto compiled = std::make_unique<re2::RE2>(regex, options);
-  if (!compiled->ok()) return Error{"pattern " + std::string(id) + ": bad regex: " + compiled->error()};
-  return compiled;
-}
 
 std::vector<std::string> GroupNames(const re2::RE2& regex) {
   std::vector<std::string> names(static_cast<size_t>(regex.NumberOfCapturingGroups()) + 1);
@@ -77,15 +70,51 @@ Result<std::shared_ptr<const LineMatcher>> LineMatcher::Create(LogCatalog catalo
 
 Result<std::shared_ptr<const LineMatcher>> LineMatcher::Create(LogCatalog catalog,
                                                                const std::vector<std::string_view>& prebuilt) {
+  auto matcher = Make(std::make_shared<const LogCatalog>(std::move(catalog)), prebuilt);
+  if (!matcher) return matcher.error();
+  if (Status compiled = (*matcher)->CompileAll(); !compiled) return compiled.error();
+  return std::shared_ptr<const LineMatcher>(std::move(*matcher));
+}
+
+const LineMatcher::LazyRegex& LineMatcher::Compiled(LazyRegex& lazy) {
+  std::call_once(lazy.once, [&] {
+    re2::RE2::Options options;
+    options.set_log_errors(false);
+    auto regex = std::make_unique<re2::RE2>(re2::StringPiece(lazy.source.data(), lazy.source.size()), options);
+    if (!regex->ok()) return;
+    lazy.group_names = GroupNames(*regex);
+    lazy.regex = std::move(regex);
+  });
+  return lazy;
+}
+
+Status LineMatcher::CompileAll() const {
+  const auto& patterns = catalog_->patterns();
+  for (size_t i = 0; i < patterns.size(); ++i) {
+    if (!Compiled(regexes_[i]).regex) {
+      re2::RE2::Options options;
+      options.set_log_errors(false);
+      const re2::RE2 again(patterns[i].regex, options);  // for its error message
+      return Error{"pattern " + patterns[i].id + ": bad regex: " + again.error()};
+    }
+  }
+  for (const IdentitySpec& identity : kIdentitySpecs) {
+    if (!Compiled(identity_regexes_[static_cast<size_t>(identity.kind)]).regex) {
+      return Error{"pattern " + std::string(identity.literal) + ": bad regex"};
+    }
+  }
+  return {};
+}
+
+Result<std::shared_ptr<LineMatcher>> LineMatcher::Make(std::shared_ptr<const LogCatalog> catalog,
+                                                       const std::vector<std::string_view>& prebuilt) {
   std::shared_ptr<LineMatcher> matcher(new LineMatcher());
   matcher->catalog_ = std::move(catalog);
-  const auto& patterns = matcher->catalog_.patterns();
+  const auto& patterns = matcher->catalog_->patterns();
+  matcher->regexes_ = std::make_unique<LazyRegex[]>(patterns.size());
   for (uint32_t index = 0; index < patterns.size(); ++index) {
     const PatternSpec& spec = patterns[index];
-    auto regex = CompileRegex(spec.regex, spec.id);
-    if (!regex) return regex.error();
-    matcher->group_names_.push_back(GroupNames(**regex));
-    matcher->regexes_.push_back(std::move(regex).value());
+    matcher->regexes_[index].source = spec.regex;
     if (spec.literals.empty()) {
       auto it = std::find_if(matcher->continuations_.begin(), matcher->continuations_.end(),
                              [&](const auto& entry) { return entry.first == spec.kind; });
@@ -96,37 +125,39 @@ Result<std::shared_ptr<const LineMatcher>> LineMatcher::Create(LogCatalog catalo
       it->second.push_back(index);
     }
   }
+  matcher->identity_regexes_ = std::make_unique<LazyRegex[]>(std::size(kIdentitySpecs));
   for (const IdentitySpec& identity : kIdentitySpecs) {
-    auto regex = CompileRegex(identity.regex, identity.literal);
-    if (!regex) return regex.error();
-    matcher->identity_group_names_.push_back(GroupNames(**regex));
-    matcher->identity_regexes_.push_back(std::move(regex).value());
+    matcher->identity_regexes_[static_cast<size_t>(identity.kind)].source = identity.regex;
   }
   const uint64_t cpu_features = HostCpuFeatures();
   for (std::string_view bytes : prebuilt) {
-    auto loaded = PatternDatabases::Deserialize(bytes, matcher->catalog_, cpu_features);
+    auto loaded = PatternDatabases::Deserialize(bytes, *matcher->catalog_, cpu_features);
     if (!loaded) continue;  // built for another CPU, catalog or Vectorscan
     matcher->databases_ = std::make_unique<PatternDatabases>(std::move(loaded).value());
     matcher->prebuilt_ = true;
     break;
   }
   if (!matcher->databases_) {
-    auto compiled = PatternDatabases::Compile(matcher->catalog_, cpu_features);
+    auto compiled = PatternDatabases::Compile(*matcher->catalog_, cpu_features);
     if (!compiled) return compiled.error();
     matcher->databases_ = std::make_unique<PatternDatabases>(std::move(compiled).value());
   }
-  return std::shared_ptr<const LineMatcher>(std::move(matcher));
+  return matcher;
 }
 
 std::shared_ptr<const LineMatcher> LineMatcher::Builtin() {
   static const std::shared_ptr<const LineMatcher> matcher = [] {
-    auto created = Create(LogCatalog::Builtin(), BuiltinPatternDatabaseBytes());
+    // The built-in catalog lives as long as the program: shared, not copied.
+    std::shared_ptr<const LogCatalog> catalog(&LogCatalog::Builtin(), [](const LogCatalog*) {});
+    const std::vector<std::string_view> prebuilt = BuiltinPatternDatabaseBytes();
+    auto created = Make(std::move(catalog), prebuilt);
+    for (std::string_view bytes : prebuilt) ReleaseEmbeddedPages(bytes);  // copied by Vectorscan
     if (!created) {
       std::fprintf(stderr, "gpudoctor: built-in event patterns do not compile: %s\n",
                    created.error().message.c_str());
       std::abort();
     }
-    return *created;
+    return std::shared_ptr<const LineMatcher>(std::move(*created));
   }();
   return matcher;
 }
@@ -152,7 +183,8 @@ const std::vector<uint32_t>& LineMatcher::ContinuationsOf(std::string_view kind)
 }
 
 bool LineMatcher::Match(uint32_t index, std::string_view message, std::vector<EventField>& fields) const {
-  return RunRegex(*regexes_[index], group_names_[index], message, fields);
+  const LazyRegex& lazy = Compiled(regexes_[index]);
+  return lazy.regex && RunRegex(*lazy.regex, lazy.group_names, message, fields);
 }
 
 std::optional<IdentityLine> LineMatcher::MatchIdentity(std::string_view message,
@@ -160,7 +192,8 @@ std::optional<IdentityLine> LineMatcher::MatchIdentity(std::string_view message,
   for (const IdentitySpec& identity : kIdentitySpecs) {
     size_t i = static_cast<size_t>(identity.kind);
     if (message.find(identity.literal) == std::string_view::npos) continue;
-    if (RunRegex(*identity_regexes_[i], identity_group_names_[i], message, fields)) return identity.kind;
+    const LazyRegex& lazy = Compiled(identity_regexes_[i]);
+    if (lazy.regex && RunRegex(*lazy.regex, lazy.group_names, message, fields)) return identity.kind;
   }
   return std::nullopt;
 }

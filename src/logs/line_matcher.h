@@ -17,6 +17,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -48,23 +49,26 @@ class LineMatcher {
     hs_scratch* scratch_ = nullptr;
   };
 
-  // Compiles the catalog's literal databases now (a catalog named at run time).
+  // Compiles the catalog's literal databases and every regex now (a catalog
+  // named at run time: a bad regex is an error here, not on some later line).
   static Result<std::shared_ptr<const LineMatcher>> Create(LogCatalog catalog);
   // Loads the first of `prebuilt` (PatternDatabases::Serialize bytes) that
   // fits this CPU, this Vectorscan and `catalog`; compiles when none does.
   static Result<std::shared_ptr<const LineMatcher>> Create(LogCatalog catalog,
                                                            const std::vector<std::string_view>& prebuilt);
   // The matcher for LogCatalog::Builtin(), made once, from the databases
-  // compiled at build time when they fit this machine.
+  // compiled at build time when they fit this machine. Its regexes, checked
+  // when the build made those databases, are compiled on first use: most
+  // commands read logs in which few patterns ever get that far.
   static std::shared_ptr<const LineMatcher> Builtin();
   ~LineMatcher();
 
   // Whether the literal databases were loaded from prebuilt bytes rather than compiled.
   bool prebuilt() const { return prebuilt_; }
 
-  const LogCatalog& catalog() const { return catalog_; }
-  const PatternSpec& pattern(uint32_t index) const { return catalog_.patterns()[index]; }
-  uint32_t pattern_count() const { return static_cast<uint32_t>(catalog_.patterns().size()); }
+  const LogCatalog& catalog() const { return *catalog_; }
+  const PatternSpec& pattern(uint32_t index) const { return catalog_->patterns()[index]; }
+  uint32_t pattern_count() const { return static_cast<uint32_t>(catalog_->patterns().size()); }
 
   // Indices of the catalog patterns whose literals occur in `line`, ascending.
   // Continue patterns without literals are never listed (see ContinuationsOf).
@@ -88,14 +92,25 @@ class LineMatcher {
                  const std::function<void(size_t begin, size_t end)>& on_line) const;
 
  private:
-  LineMatcher();
+  // A regex compiled on first use, by whichever thread gets there first.
+  struct LazyRegex {
+    std::string_view source;
+    std::once_flag once;
+    std::unique_ptr<re2::RE2> regex;       // null if it does not compile
+    std::vector<std::string> group_names;  // by group number
+  };
 
-  LogCatalog catalog_;
-  std::vector<std::unique_ptr<re2::RE2>> regexes_;             // one per catalog pattern
-  std::vector<std::vector<std::string>> group_names_;          // per pattern, by group number
+  LineMatcher();
+  static Result<std::shared_ptr<LineMatcher>> Make(std::shared_ptr<const LogCatalog> catalog,
+                                                   const std::vector<std::string_view>& prebuilt);
+  static const LazyRegex& Compiled(LazyRegex& lazy);
+  // Compiles every regex now; the first that does not compile is the error.
+  Status CompileAll() const;
+
+  std::shared_ptr<const LogCatalog> catalog_;
+  std::unique_ptr<LazyRegex[]> regexes_;           // one per catalog pattern
   std::vector<std::pair<std::string, std::vector<uint32_t>>> continuations_;
-  std::vector<std::unique_ptr<re2::RE2>> identity_regexes_;    // by IdentityLine
-  std::vector<std::vector<std::string>> identity_group_names_;
+  std::unique_ptr<LazyRegex[]> identity_regexes_;  // by IdentityLine
   std::unique_ptr<PatternDatabases> databases_;
   bool prebuilt_ = false;
 };

@@ -11,7 +11,10 @@
 #include <string>
 #include <vector>
 
+#include <re2/re2.h>
+
 #include "logs/catalog.h"
+#include "logs/catalog_codec.h"
 #include "logs/pattern_databases.h"
 
 namespace {
@@ -45,6 +48,23 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "pattern_database_tool: %s\n", catalog.error().message.c_str());
     return 65;
   }
+  // The built-in matcher compiles its regexes on first use, so a bad one
+  // must fail the build, not a log line months later.
+  for (const PatternSpec& spec : catalog->patterns()) {
+    re2::RE2::Options options;
+    options.set_log_errors(false);
+    const re2::RE2 regex(spec.regex, options);
+    if (!regex.ok()) {
+      std::fprintf(stderr, "pattern_database_tool: pattern %s: bad regex: %s\n", spec.id.c_str(), regex.error().c_str());
+      return 65;
+    }
+  }
+  for (const IdentitySpec& identity : kIdentitySpecs) {
+    if (!re2::RE2(identity.regex).ok()) {
+      std::fprintf(stderr, "pattern_database_tool: identity line '%s': bad regex\n", identity.literal);
+      return 65;
+    }
+  }
   std::string source = std::string("// Generated from ") + argv[1] +
                        " by pattern_database_tool; do not edit.\n"
                        "#include <string_view>\n#include <vector>\n\nnamespace gpudoctor {\nnamespace {\n";
@@ -60,7 +80,9 @@ int main(int argc, char** argv) {
     names.push_back("kFeatures" + std::to_string(features));
     source += "constexpr char " + names.back() + "[] =\n    " + StringLiteral(*bytes) + ";\n";
   }
-  source += "}  // namespace\n\nstd::vector<std::string_view> BuiltinPatternDatabaseBytes() {\n  return {";
+  source += "constexpr char kCatalog[] =\n    " + StringLiteral(CatalogCodec::Encode(*catalog)) + ";\n";
+  source += "}  // namespace\n\nstd::string_view BuiltinCatalogBytes() { return {kCatalog, sizeof kCatalog - 1}; }\n";
+  source += "\nstd::vector<std::string_view> BuiltinPatternDatabaseBytes() {\n  return {";
   for (const std::string& name : names) source += "std::string_view(" + name + ", sizeof " + name + " - 1), ";
   source += "};\n}\n\n}  // namespace gpudoctor\n";
 

@@ -50,6 +50,8 @@ bool Names(const GpuRef& ref, const XidSighting& sighting) {
   return bus && bus == NormalizePciBusId(ref.pci_bus_id);
 }
 
+constexpr size_t kMaxSightings = 1'000'000;
+
 // The Xids the rules judged: within xid_recent's window (a log line without
 // a time always counts, as it does for the rule).
 std::vector<XidSighting> SightXids(const HealthInput& input, Duration window) {
@@ -59,6 +61,14 @@ std::vector<XidSighting> SightXids(const HealthInput& input, Duration window) {
     for (const LogEvent& event : *input.log_events) {
       if (event.kind != "xid" || !event.xid || (event.time && *event.time < oldest)) continue;
       sightings.push_back({.code = *event.xid, .time = event.time, .log = &event});
+      // A folded storm (logs/event_collector.h) was there all along, its lines
+      // no more than a second apart: one sighting per second of it.
+      if (event.repeats > 0 && event.repeats_from && event.time) {
+        for (WallTime at = std::max(*event.repeats_from, oldest); at < *event.time && sightings.size() < kMaxSightings;
+             at += std::chrono::seconds(1)) {
+          sightings.push_back({.code = *event.xid, .time = at, .log = &event});
+        }
+      }
     }
   }
   const std::vector<XidEvent>* nvml = input.nvml_xid_events;

@@ -5,9 +5,11 @@
 
 #include <fmt/format.h>
 
+#include "common/text.h"
 #include "health/catalog_event_grader.h"
 #include "health/health_test_support.h"
 #include "logs/catalog.h"
+#include "logs/event_collector.h"
 
 namespace gpudoctor {
 namespace {
@@ -180,6 +182,32 @@ TEST(XidBurst, Xid79OnFourGpusWithinSecondsLeadsWithOneSharedCause) {
     EXPECT_EQ(xid->part_of, key);
   }
   EXPECT_NE(root->cause.find("something they share"), std::string::npos);
+}
+
+// A storm held as a few events and a count (logs/event_collector.h) tells the
+// same story as every line of it.
+TEST(XidBurst, AFoldedStormIsJudgedAsEveryLineOfIt) {
+  Server server(8);
+  const WallTime start = kNow - std::chrono::minutes(30);
+  for (int i = 0; i < 20'000; ++i) server.Xid(0, 79, start + std::chrono::milliseconds(50 * i));  // 1000 s of it
+  for (uint32_t gpu = 1; gpu < 4; ++gpu) server.Xid(gpu, 79, start + seconds(500) + seconds(gpu));  // in its middle
+  const std::vector<Finding> every_line = server.Judge();
+
+  EventCollector collector;
+  for (LogEvent& event : server.events) collector.Add(std::move(event));
+  server.events = collector.Take();
+  ASSERT_LT(server.events.size(), 10u);
+  const std::vector<Finding> folded = server.Judge();
+
+  for (const std::vector<Finding>* findings : {&every_line, &folded}) {
+    const Finding* root = Find(*findings, "xid_burst");
+    ASSERT_NE(root, nullptr);
+    EXPECT_NE(root->summary.find("Xid 79 on 3 GPUs within 10s"), std::string::npos) << root->summary;
+    const Finding* storm = Find(*findings, "xid_recent", "79", 0);
+    ASSERT_NE(storm, nullptr);
+    EXPECT_NE(storm->summary.find("(20000 times)"), std::string::npos) << storm->summary;
+    EXPECT_TRUE(EvidenceHas(*storm, "first at " + FormatIsoUtc(start))) << fmt::format("{}", fmt::join(storm->evidence, "\n"));
+  }
 }
 
 TEST(XidBurst, TheSameXidOnSeveralGpusHoursApartIsNoBurst) {

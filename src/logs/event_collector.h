@@ -1,0 +1,72 @@
+// EventCollector: the events a judgement needs from a log of any size, in
+// memory that follows what the log says rather than how long it is.
+//
+// - A storm of identical events (same kind, device, process and message,
+//   each within `fold_gap` of the previous one) is kept as its first
+//   `keep_verbatim` events and one more that stands for all the rest
+//   (LogEvent::repeats, repeats_from). Counts, first and last times and the
+//   first and last lines stay exact; the storm's other lines are dropped.
+// - With `keep_span`, events older than the newest event seen minus that span
+//   are dropped as the log goes on: whatever the newest event turns out to
+//   be, they lie outside every window of that length.
+//
+//   EventCollector collector({.keep_span = std::chrono::hours(24)});
+//   ScanLogFile(path, {}, [&](LogEvent&& e) { collector.Add(std::move(e)); });
+//   std::vector<LogEvent> events = collector.Take();
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "common/clock.h"
+#include "logs/event.h"
+
+namespace gpudoctor {
+
+struct CollectOptions {
+  std::optional<Duration> keep_span;  // none: keep every time
+  size_t keep_verbatim = 3;           // identical events kept one by one before folding
+  Duration fold_gap = std::chrono::seconds(1);
+};
+
+class EventCollector {
+ public:
+  explicit EventCollector(CollectOptions options = {});
+
+  void Add(LogEvent&& event);
+
+  uint64_t seen() const { return seen_; }    // events added
+  size_t kept() const { return events_.size(); }
+
+  // The kept events, in the order they were added.
+  const std::vector<LogEvent>& events() const { return events_; }
+  // Drops the events older than `oldest` (a long-running reader's window).
+  void DropOlderThan(WallTime oldest);
+  // The kept events, in the order they were added (the collector is then empty).
+  std::vector<LogEvent> Take();
+
+ private:
+  struct Run {
+    size_t last = 0;        // index of the run's latest kept event
+    size_t verbatim = 0;    // events of the run kept as they are
+    bool has_slot = false;  // `last` stands for the rest of the storm
+  };
+
+  static std::string KeyOf(const LogEvent& event);
+  bool Continues(const LogEvent& last, const LogEvent& event) const;
+  void Prune();
+  void Erase(WallTime oldest);
+
+  CollectOptions options_;
+  std::vector<LogEvent> events_;
+  std::unordered_map<std::string, Run> runs_;
+  std::optional<WallTime> newest_;
+  size_t prune_at_ = 4096;
+  uint64_t seen_ = 0;
+};
+
+}  // namespace gpudoctor
