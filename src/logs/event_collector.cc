@@ -70,14 +70,12 @@ void EventCollector::Add(LogEvent&& event) {
 
 void EventCollector::Prune() {
   if (options_.keep_span && newest_) {
-    Erase(*newest_ - std::chrono::duration_cast<WallTime::duration>(*options_.keep_span));
+    DropOlderThan(*newest_ - std::chrono::duration_cast<WallTime::duration>(*options_.keep_span));
   }
   prune_at_ = std::max<size_t>(4096, events_.size() * 2);
 }
 
-void EventCollector::DropOlderThan(WallTime oldest) { Erase(oldest); }
-
-void EventCollector::Erase(WallTime oldest) {
+void EventCollector::DropOlderThan(WallTime oldest) {
   const size_t before = events_.size();
   std::erase_if(events_, [&](const LogEvent& event) { return event.time && *event.time < oldest; });
   if (events_.size() == before) return;

@@ -59,7 +59,6 @@ class EventCollector {
   static std::string KeyOf(const LogEvent& event);
   bool Continues(const LogEvent& last, const LogEvent& event) const;
   void Prune();
-  void Erase(WallTime oldest);
 
   CollectOptions options_;
   std::vector<LogEvent> events_;
