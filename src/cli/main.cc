@@ -54,6 +54,7 @@ static void ShowCommonOptions(CLI::App& app) {
 int main(int argc, char** argv) {
   using namespace gpudoctor;
   if (argc >= 2 && std::string_view(argv[1]) == "__probe") return RunProbeCommandLine(argc, argv);
+  if (argc >= 2 && std::string_view(argv[1]) == "__diag-worker") return RunDiagWorkerCommandLine(argc, argv);
 
   CommandContext context;
   context.executable_path = SelfPath();
@@ -108,6 +109,7 @@ int main(int argc, char** argv) {
   RegisterHistoryCommand(app, context);
   RegisterAckCommand(app, context);
   RegisterMaintenanceCommand(app, context);
+  RegisterDiagCommand(app, context);
   RegisterAgentCommand(app, context);
   RegisterCheckCommand(app, context);
   RegisterTriageCommand(app, context);

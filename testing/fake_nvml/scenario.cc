@@ -744,6 +744,7 @@ Scenario ReadScenario(const toml::table& root) {
                [&](const toml::table& table) { ApplyTimelineEntry(table, scenario.gpus); });
   ForEachTable(reader.Optional("gpu_lost"), "gpu_lost",
                [&](const toml::table& table) { ReadGpuLost(table, scenario.gpus); });
+  reader.Optional("cuda");  // the fake CUDA driver's table (testing/fake_cuda)
   ForEachTable(reader.Optional("hang"), "hang",
                [&](const toml::table& table) { scenario.hangs.push_back(ReadHang(table, gpu_count)); });
   ForEachTable(reader.Optional("call_error"), "call_error",
