@@ -1,8 +1,10 @@
-// `gpudoctor diag memtest`: prove a GPU's memory good or bad. Each GPU's test
-// runs in a worker process (diag/diag_run.h) through the CUDA driver, with the
-// kernels this build compiled to PTX; the command only watches, draws the
-// progress and judges. Exit: 0 every GPU passed, 2 a GPU is faulty or hung,
-// 3 a GPU could not be tested (docs/exit-codes.md).
+// `gpudoctor diag memtest|burn|pcie|all`: prove a GPU good or bad under
+// stress. The GPU work runs in worker processes (diag/diag_run.h) through the
+// CUDA driver, with the kernels this build compiled to PTX; this command
+// watches them, reads NVML before, during and after, follows the kernel log,
+// draws the progress, and judges (cli/diag_judge.h).
+// Exit: 0 every GPU passed, 2 a GPU is faulty or hung, 3 a GPU could not be
+// tested, 130 interrupted (docs/exit-codes.md).
 #include <signal.h>
 #include <unistd.h>
 
@@ -12,28 +14,43 @@
 
 #include <atomic>
 #include <cmath>
+#include <condition_variable>
 #include <filesystem>
 #include <map>
+#include <mutex>
+#include <thread>
 
 #include "cli/commands.h"
+#include "cli/diag_judge.h"
 #include "cli/sources.h"
 #include "common/text.h"
 #include "diag/diag_run.h"
+#include "logs/follow.h"
 
 namespace gpudoctor {
 
 namespace {
 
-inline constexpr int kDiagFaulty = 2;       // a GPU is faulty or hung
-inline constexpr int kDiagCouldNotRun = 3;  // a GPU could not be tested
+using json = nlohmann::ordered_json;
+
+inline constexpr int kDiagFaulty = 2;        // a GPU is faulty or hung
+inline constexpr int kDiagCouldNotRun = 3;   // a GPU could not be tested
+inline constexpr int kDiagInterrupted = 130;  // stopped by SIGINT or SIGTERM
 
 struct DiagOptions {
-  std::string gpus;          // "0,2"; empty: every GPU
-  std::string duration = "0s";
+  std::string gpus;  // "0,2"; empty: every GPU
+  std::string duration;  // empty: the test's default
   std::string size = "90%";
   std::vector<std::string> patterns;
+  std::vector<std::string> precisions;
+  uint64_t matrix = 0;
+  std::string cublas_library;
+  uint64_t transfer_mib = 256;
+  bool no_peers = false;
   std::string stall_timeout = "60s";
   std::string cuda_library;
+  std::string log_file;
+  bool no_logs = false;
   bool force = false;
 };
 
@@ -43,16 +60,12 @@ void OnInterrupt(int) { g_interrupted.store(true); }
 Result<std::string> FindFakeCudaLibrary(const std::string& executable_path) {
   namespace fs = std::filesystem;
   const fs::path dir = fs::path(executable_path).parent_path();
-  for (const fs::path& candidate : {dir / "libgpudoctor_fake_cuda.so", dir / ".." / "lib" / "gpudoctor" / "libgpudoctor_fake_cuda.so"}) {
+  for (const fs::path& candidate :
+       {dir / "libgpudoctor_fake_cuda.so", dir / ".." / "lib" / "gpudoctor" / "libgpudoctor_fake_cuda.so"}) {
     std::error_code ec;
     if (fs::exists(candidate, ec)) return fs::absolute(candidate, ec).lexically_normal().string();
   }
   return Error{"the fake CUDA driver libgpudoctor_fake_cuda.so is not installed beside " + executable_path};
-}
-
-std::string Bytes(uint64_t bytes) {
-  if (bytes >= (1ull << 30)) return fmt::format("{:.1f} GiB", static_cast<double>(bytes) / (1ull << 30));
-  return fmt::format("{:.1f} MiB", static_cast<double>(bytes) / (1ull << 20));
 }
 
 std::string Bar(double fraction, int width) {
@@ -60,18 +73,19 @@ std::string Bar(double fraction, int width) {
   return std::string(static_cast<size_t>(filled), '#') + std::string(static_cast<size_t>(width - filled), '.');
 }
 
-// One line per GPU, redrawn in place on a terminal.
+const char* RateUnit(DiagTest test) { return test == DiagTest::kBurn ? "TFLOP/s" : "GB/s"; }
+
+// One line per worker, redrawn in place on a terminal.
 class ProgressBoard {
  public:
-  ProgressBoard(std::vector<int> devices, bool enabled) : devices_(std::move(devices)), enabled_(enabled) {
-    start_ = std::chrono::steady_clock::now();
-  }
+  ProgressBoard(DiagTest test, std::vector<int> rows, bool enabled)
+      : test_(test), rows_(std::move(rows)), enabled_(enabled), start_(std::chrono::steady_clock::now()) {}
 
-  void Update(int device, const MemtestProgress& progress) {
+  void Update(int device, const DiagProgress& progress) {
     lines_[device] = progress;
     if (!enabled_) return;
     const auto now = std::chrono::steady_clock::now();
-    if (now - last_draw_ < std::chrono::milliseconds(100) && progress.pass_fraction < 1.0) return;
+    if (now - last_draw_ < std::chrono::milliseconds(100) && progress.fraction < 1.0) return;
     last_draw_ = now;
     Draw();
   }
@@ -82,39 +96,152 @@ class ProgressBoard {
 
  private:
   void Draw() {
-    if (drawn_) std::fprintf(stderr, "\x1b[%zuA", devices_.size());
+    if (drawn_) std::fprintf(stderr, "\x1b[%zuA", rows_.size());
     const double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
-    for (int device : devices_) {
+    for (int device : rows_) {
       auto found = lines_.find(device);
-      std::string line = fmt::format("GPU {:<2} ", device);
+      std::string line = test_ == DiagTest::kPcie ? std::string("links  ") : fmt::format("GPU {:<2} ", device);
       if (found == lines_.end()) {
-        line += "starting...";
+        line += DiagTestName(test_) + std::string(" starting...");
       } else {
-        const MemtestProgress& p = found->second;
-        const double fraction = p.pass_fraction;
-        const double eta = fraction > 0.01 ? elapsed / fraction - elapsed : 0;
-        line += fmt::format("[{}] {:3.0f}%  pass {}  {:<24} {:8.1f} GB/s  ETA {}", Bar(fraction, 24), fraction * 100,
-                            p.pass, p.pattern, p.gb_per_s,
-                            fraction > 0.01 ? FormatDuration(std::chrono::seconds(static_cast<int64_t>(eta))) : "-");
+        const DiagProgress& p = found->second;
+        const double eta = p.fraction > 0.01 ? elapsed / p.fraction - elapsed : 0;
+        line += fmt::format("{} [{}] {:3.0f}%  {:<6} {:<24} {:9.2f} {}  ETA {}", DiagTestName(test_), Bar(p.fraction, 24),
+                            p.fraction * 100, test_ == DiagTest::kPcie ? "" : fmt::format("#{}", p.pass), p.step,
+                            p.rate, RateUnit(test_),
+                            p.fraction > 0.01 ? FormatDuration(std::chrono::seconds(static_cast<int64_t>(eta))) : "-");
       }
       std::fprintf(stderr, "\r\x1b[2K%s\n", line.c_str());
     }
     drawn_ = true;
   }
 
-  std::vector<int> devices_;
+  DiagTest test_;
+  std::vector<int> rows_;
   bool enabled_;
   bool drawn_ = false;
-  std::map<int, MemtestProgress> lines_;
+  std::map<int, DiagProgress> lines_;
   std::chrono::steady_clock::time_point start_, last_draw_{};
 };
 
-nlohmann::ordered_json OutcomeJson(const DiagOutcome& outcome) {
-  nlohmann::ordered_json out{{"event", "result"}, {"gpu", outcome.device}, {"test", "memtest"},
-                             {"state", DiagStateName(outcome.state)}, {"message", outcome.message}};
-  if (outcome.memtest) {
-    const MemtestResult& r = *outcome.memtest;
-    nlohmann::ordered_json errors = nlohmann::ordered_json::array();
+// Reads NVML every couple of seconds while a test runs.
+class Sampler {
+ public:
+  Sampler(SnapshotSource& source, std::map<int, GpuReadings>& readings) : source_(source), readings_(readings) {
+    thread_ = std::thread([this] { Loop(); });
+  }
+  ~Sampler() {
+    {
+      std::lock_guard lock(mutex_);
+      done_ = true;
+    }
+    wake_.notify_all();
+    thread_.join();
+  }
+
+ private:
+  void Loop() {
+    std::unique_lock lock(mutex_);
+    while (!done_) {
+      lock.unlock();
+      const Snapshot snapshot = source_.Collect();
+      lock.lock();
+      AddReading(snapshot, readings_);
+      wake_.wait_for(lock, std::chrono::seconds(2), [this] { return done_; });
+    }
+  }
+
+  SnapshotSource& source_;
+  std::map<int, GpuReadings>& readings_;
+  std::mutex mutex_;
+  std::condition_variable wake_;
+  bool done_ = false;
+  std::thread thread_;
+};
+
+// Follows the kernel log (or a file) from its end while the tests run.
+class LogWatch {
+ public:
+  // `file` empty: this machine's live kernel log.
+  LogWatch(const std::string& file, std::vector<std::string>& notes) {
+    std::optional<LiveLog> live;
+    if (file.empty()) {
+      auto found = FindLiveLog();
+      if (!found) {
+        notes.push_back("kernel log not followed: " + found.error().message);
+        return;
+      }
+      live = *found;
+    }
+    thread_ = std::thread([this, file, live] {
+      FollowOptions follow{.poll_interval = std::chrono::milliseconds(200),
+                           .quiet_flush = std::chrono::milliseconds(200),
+                           .start_at_end = true,
+                           .on_open = [this] {
+                             std::lock_guard lock(mutex_);
+                             opened_ = true;
+                             opened_signal_.notify_all();
+                           }};
+      auto sink = [this](LogEvent&& event) {
+        std::lock_guard lock(mutex_);
+        if (event.xid || event.kind == "gpu_off_bus") events_.push_back(std::move(event));
+      };
+      auto stop = [this] { return stop_.load(); };
+      Status status = live ? ReadLiveLog(*live, ReadOptions{}, /*follow=*/true, follow, sink, stop)
+                           : FollowFile(file, ReadOptions{}, follow, sink, stop);
+      std::lock_guard lock(mutex_);
+      if (!status) error_ = status.error().message;
+      opened_ = true;
+      opened_signal_.notify_all();
+    });
+    // Lines written once the test starts must not be missed: wait for the log to be open.
+    std::unique_lock lock(mutex_);
+    opened_signal_.wait_for(lock, std::chrono::seconds(5), [this] { return opened_; });
+  }
+
+  ~LogWatch() { Stop(); }
+
+  // Stops following (after a last read) and returns the Xid and off-the-bus events seen.
+  std::vector<LogEvent> Stop() {
+    if (thread_.joinable()) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(500));  // one more poll of what was just written
+      stop_.store(true);
+      thread_.join();
+    }
+    std::lock_guard lock(mutex_);
+    return events_;
+  }
+
+  std::string error() {
+    std::lock_guard lock(mutex_);
+    return error_;
+  }
+
+ private:
+  std::thread thread_;
+  std::atomic<bool> stop_{false};
+  std::mutex mutex_;
+  std::condition_variable opened_signal_;
+  bool opened_ = false;
+  std::vector<LogEvent> events_;
+  std::string error_;
+};
+
+// ---- what is printed ----
+
+json VerdictJson(const DiagVerdict& verdict, const DiagOutcome* outcome, const Snapshot& snapshot) {
+  json out{{"event", "result"}, {"gpu", verdict.gpu}, {"test", DiagTestName(verdict.test)},
+           {"state", DiagStateName(verdict.state)}, {"summary", verdict.summary},
+           {"problems", verdict.problems}, {"notes", verdict.notes}};
+  if (const GpuSnapshot* gpu = snapshot.FindGpu(static_cast<uint32_t>(verdict.gpu))) {
+    out["name"] = gpu->name.value_or("");
+    out["uuid"] = gpu->uuid.value_or("");
+    out["pci_bus_id"] = gpu->pci_bus_id.value_or("");
+  }
+  if (outcome == nullptr) return out;
+  if (outcome->memtest) {
+    const MemtestResult& r = *outcome->memtest;
+    json errors = json::array();
     for (const MemtestError& e : r.errors) {
       errors.push_back({{"address", fmt::format("0x{:x}", e.address)},
                         {"expected", fmt::format("0x{:08x}", e.expected)},
@@ -122,15 +249,13 @@ nlohmann::ordered_json OutcomeJson(const DiagOutcome& outcome) {
                         {"xor", fmt::format("0x{:08x}", e.expected ^ e.actual)},
                         {"pattern", e.pattern}});
     }
-    nlohmann::ordered_json patterns = nlohmann::ordered_json::array();
+    json patterns = json::array();
     for (const MemtestPatternResult& p : r.patterns) {
       patterns.push_back({{"name", p.name},
                           {"errors", p.errors},
                           {"gb_per_s", p.gb_per_s},
                           {"share_of_copy", r.copy_gb_per_s > 0 ? p.gb_per_s / r.copy_gb_per_s : 0.0}});
     }
-    out["name"] = r.device_name;
-    out["pci_bus_id"] = r.pci_bus_id;
     out["bytes_tested"] = r.bytes_tested;
     out["passes"] = r.passes;
     out["error_count"] = r.error_count;
@@ -138,56 +263,153 @@ nlohmann::ordered_json OutcomeJson(const DiagOutcome& outcome) {
     out["patterns"] = patterns;
     out["errors"] = errors;
   }
+  if (outcome->burn) {
+    json precisions = json::array();
+    for (const BurnPrecisionResult& p : outcome->burn->precisions) {
+      precisions.push_back({{"precision", p.precision},
+                            {"engine", p.engine},
+                            {"matrix", p.matrix},
+                            {"iterations", p.iterations},
+                            {"wrong_iterations", p.wrong_iterations},
+                            {"tflops", p.tflops},
+                            {"baseline_tflops", p.baseline_tflops},
+                            {"share_of_baseline", p.baseline_tflops > 0 ? p.tflops / p.baseline_tflops : 0.0}});
+    }
+    json errors = json::array();
+    for (const BurnError& e : outcome->burn->errors) {
+      errors.push_back({{"precision", e.precision}, {"iteration", e.iteration}, {"rows", e.rows}, {"cols", e.cols},
+                        {"bad_rows", e.bad_rows}, {"bad_cols", e.bad_cols}, {"not_integer", e.not_integer}});
+    }
+    out["precisions"] = precisions;
+    out["errors"] = errors;
+  }
+  if (outcome->pcie) {
+    for (const PcieLinkResult& link : outcome->pcie->links) {
+      if (link.device != verdict.gpu) continue;
+      out["host_to_device_gb_per_s"] = link.host_to_device_gb_per_s;
+      out["device_to_host_gb_per_s"] = link.device_to_host_gb_per_s;
+      out["data_intact"] = link.data_intact;
+    }
+    json peers = json::array();
+    for (const PciePeerResult& peer : outcome->pcie->peers) {
+      if (peer.from != verdict.gpu) continue;
+      peers.push_back({{"to", peer.to}, {"peer_access", peer.peer_access}, {"gb_per_s", peer.gb_per_s},
+                       {"data_intact", peer.data_intact}, {"error", peer.error}});
+    }
+    out["peers"] = peers;
+  }
   return out;
 }
 
-void PrintOutcome(const DiagOutcome& outcome) {
-  static const char* kLabels[] = {"PASSED", "FAULTY", "HUNG", "COULD NOT RUN", "INTERRUPTED"};
-  const char* label = kLabels[static_cast<int>(outcome.state)];
-  std::string who = fmt::format("GPU {}", outcome.device);
-  if (outcome.memtest && !outcome.memtest->device_name.empty())
-    who += fmt::format(" ({}, {})", outcome.memtest->device_name, outcome.memtest->pci_bus_id);
-  std::printf("%s: memtest %s%s\n", who.c_str(), label, outcome.message.empty() ? "" : (": " + outcome.message).c_str());
-  if (!outcome.memtest) return;
-  const MemtestResult& r = *outcome.memtest;
-  const MemtestPatternResult* slowest = nullptr;
-  for (const MemtestPatternResult& p : r.patterns)
-    if (!slowest || p.gb_per_s < slowest->gb_per_s) slowest = &p;
-  std::printf("  %s tested, %zu patterns, %d pass%s; same-run device copy %.1f GB/s", Bytes(r.bytes_tested).c_str(),
-              r.patterns.size(), r.passes, r.passes == 1 ? "" : "es", r.copy_gb_per_s);
-  if (slowest && r.copy_gb_per_s > 0) {
-    std::printf(", slowest pattern %s %.1f GB/s (%.0f%% of the copy)", slowest->name.c_str(), slowest->gb_per_s,
-                100.0 * slowest->gb_per_s / r.copy_gb_per_s);
+void PrintDetails(const DiagVerdict& verdict, const DiagOutcome& outcome) {
+  if (outcome.memtest) {
+    const MemtestResult& r = *outcome.memtest;
+    const MemtestPatternResult* slowest = nullptr;
+    for (const MemtestPatternResult& p : r.patterns)
+      if (!slowest || p.gb_per_s < slowest->gb_per_s) slowest = &p;
+    if (slowest && r.copy_gb_per_s > 0) {
+      std::printf("  same-run device copy %.1f GB/s; slowest pattern %s %.1f GB/s (%.0f%% of the copy)\n",
+                  r.copy_gb_per_s, slowest->name.c_str(), slowest->gb_per_s, 100.0 * slowest->gb_per_s / r.copy_gb_per_s);
+    }
+    if (r.error_count > 0) {
+      std::printf("  %-20s %-10s %-10s %-10s %s\n", "address", "expected", "actual", "xor", "pattern");
+      for (size_t i = 0; i < r.errors.size() && i < 20; ++i) {
+        const MemtestError& e = r.errors[i];
+        std::printf("  0x%-18llx 0x%08x 0x%08x 0x%08x %s\n", static_cast<unsigned long long>(e.address), e.expected,
+                    e.actual, e.expected ^ e.actual, e.pattern.c_str());
+      }
+      if (r.errors.size() > 20) std::printf("  ... %zu more recorded (--json lists them all)\n", r.errors.size() - 20);
+    }
   }
-  std::printf("\n");
-  if (r.error_count == 0) return;
-  std::printf("  %-20s %-10s %-10s %-10s %s\n", "address", "expected", "actual", "xor", "pattern");
-  for (size_t i = 0; i < r.errors.size() && i < 20; ++i) {
-    const MemtestError& e = r.errors[i];
-    std::printf("  0x%-18llx 0x%08x 0x%08x 0x%08x %s\n", static_cast<unsigned long long>(e.address), e.expected,
-                e.actual, e.expected ^ e.actual, e.pattern.c_str());
+  if (outcome.burn) {
+    std::printf("  %-9s %-30s %7s %6s %6s %12s %12s %7s\n", "precision", "engine", "matrix", "runs", "wrong",
+                "TFLOP/s", "alone", "share");
+    for (const BurnPrecisionResult& p : outcome.burn->precisions) {
+      std::printf("  %-9s %-30s %7llu %6d %6d %12.4g %12.4g %6.0f%%\n", p.precision.c_str(), p.engine.c_str(),
+                  static_cast<unsigned long long>(p.matrix), p.iterations, p.wrong_iterations, p.tflops,
+                  p.baseline_tflops, p.baseline_tflops > 0 ? 100 * p.tflops / p.baseline_tflops : 0.0);
+    }
+    for (size_t i = 0; i < outcome.burn->errors.size() && i < 5; ++i) {
+      const BurnError& e = outcome.burn->errors[i];
+      std::string where;
+      if (e.rows.size() == 1 && e.cols.size() == 1) where = fmt::format("entry C[{}, {}]", e.rows[0], e.cols[0]);
+      else where = fmt::format("{} rows and {} columns wrong", e.bad_rows, e.bad_cols);
+      std::printf("  wrong product: %s, iteration %d: %s%s\n", e.precision.c_str(), e.iteration, where.c_str(),
+                  e.not_integer ? fmt::format(", {} entries not even integers", e.not_integer).c_str() : "");
+    }
   }
-  if (r.errors.size() > 20) std::printf("  ... %zu more recorded (--json lists them all)\n", r.errors.size() - 20);
-  std::printf("  What to do: drain the node; check `gpudoctor status` for ECC counts, retired pages and row remaps;\n"
-              "  reseat or move the card to another server to tell a bad card from a bad slot; RMA the card if the\n"
-              "  errors follow it.\n");
+  if (outcome.pcie) {
+    for (const PciePeerResult& peer : outcome.pcie->peers) {
+      if (peer.from != verdict.gpu) continue;
+      std::printf("  to GPU %-3d %8.1f GB/s  %s%s\n", peer.to, peer.gb_per_s,
+                  peer.peer_access ? "peer to peer" : "through the host (no peer access)",
+                  !peer.error.empty() ? (": " + peer.error).c_str() : peer.data_intact ? "" : ": DATA CHANGED");
+    }
+  }
 }
 
-void RunDiag(const DiagOptions& options, CommandContext& context) {
-  auto fail = [&](int code, const std::string& message) {
-    std::fprintf(stderr, "gpudoctor diag: %s\n", message.c_str());
-    context.exit_code = code;
-  };
-  auto duration = ParseDuration(options.duration);
-  if (!duration || duration->count() < 0) return fail(exit_code::kUsage, "--duration: not a duration: " + options.duration);
-  auto stall = ParseDuration(options.stall_timeout);
-  if (!stall || stall->count() <= 0) return fail(exit_code::kUsage, "--stall-timeout: not a duration: " + options.stall_timeout);
-  std::string size = options.size;
+std::string Advice(const DiagVerdict& verdict) {
+  switch (verdict.test) {
+    case DiagTest::kMemtest:
+      return "drain the node; check `gpudoctor status` for ECC counts, retired pages and row remaps; move the card to "
+             "another server and test again to tell a bad card from a bad slot; RMA the card if the errors follow it";
+    case DiagTest::kBurn:
+      return "drain the node; a GPU that computes wrong answers must not run jobs. Check cooling and power if it "
+             "throttled; move the card to another server and burn again to tell a bad card from a bad slot or supply";
+    case DiagTest::kPcie:
+      return "reseat the card and its riser or cable, clean the connector, and check `gpudoctor status` for the link's "
+             "width, generation and replays; move the card to another slot to tell a bad card from a bad slot";
+  }
+  return "";
+}
+
+void PrintVerdict(const DiagVerdict& verdict, const DiagOutcome* outcome, const Snapshot& snapshot) {
+  static const char* kLabels[] = {"PASSED", "FAULTY", "HUNG", "COULD NOT RUN", "INTERRUPTED"};
+  std::string who = fmt::format("GPU {}", verdict.gpu);
+  if (const GpuSnapshot* gpu = snapshot.FindGpu(static_cast<uint32_t>(verdict.gpu)))
+    who += fmt::format(" ({}, {})", gpu->name.value_or("?"), gpu->pci_bus_id.value_or("?"));
+  std::printf("%s: %s %s%s\n", who.c_str(), DiagTestName(verdict.test), kLabels[static_cast<int>(verdict.state)],
+              verdict.summary.empty() ? "" : (": " + verdict.summary).c_str());
+  for (const std::string& problem : verdict.problems) std::printf("  problem: %s\n", problem.c_str());
+  if (outcome != nullptr) PrintDetails(verdict, *outcome);
+  for (const std::string& note : verdict.notes) std::printf("  note: %s\n", note.c_str());
+  if (verdict.state == DiagState::kFaulty || verdict.state == DiagState::kHung)
+    std::printf("  What to do: %s.\n", Advice(verdict).c_str());
+}
+
+// ---- running ----
+
+struct TestPlan {
+  DiagTest test;
+  Duration duration{};
+};
+
+Result<double> ParseShare(const std::string& text) {
+  std::string size = text;
   if (!size.empty() && size.back() == '%') size.pop_back();
   char* end = nullptr;
   const double percent = std::strtod(size.c_str(), &end);
   if (size.empty() || *end != '\0' || !(percent > 0 && percent <= 100))
-    return fail(exit_code::kUsage, "--size: a share of free memory, like 90%, was " + options.size);
+    return Error{"--size: a share of free memory, like 90%, was " + text};
+  return percent / 100.0;
+}
+
+void RunDiag(const std::vector<DiagTest>& tests, const DiagOptions& options, CommandContext& context) {
+  auto fail = [&](int code, const std::string& message) {
+    std::fprintf(stderr, "gpudoctor diag: %s\n", message.c_str());
+    context.exit_code = code;
+  };
+  std::optional<Duration> duration;
+  if (!options.duration.empty()) {
+    duration = ParseDuration(options.duration);
+    if (!duration || duration->count() < 0)
+      return fail(exit_code::kUsage, "--duration: not a duration: " + options.duration);
+  }
+  auto stall = ParseDuration(options.stall_timeout);
+  if (!stall || stall->count() <= 0)
+    return fail(exit_code::kUsage, "--stall-timeout: not a duration: " + options.stall_timeout);
+  auto share = ParseShare(options.size);
+  if (!share) return fail(exit_code::kUsage, share.error().message);
   for (const std::string& pattern : options.patterns) {
     const auto& names = MemtestPatternNames();
     if (std::find(names.begin(), names.end(), pattern) == names.end()) {
@@ -196,33 +418,45 @@ void RunDiag(const DiagOptions& options, CommandContext& context) {
       return fail(exit_code::kUsage, fmt::format("--pattern: unknown pattern '{}' (known: {})", pattern, known));
     }
   }
+  std::vector<Precision> precisions;
+  for (const std::string& name : options.precisions) {
+    auto precision = ParsePrecision(name);
+    if (!precision) return fail(exit_code::kUsage, fmt::format("--precision: '{}' is not fp64, fp32, tf32 or bf16", name));
+    precisions.push_back(*precision);
+  }
+  if (options.matrix != 0 && (options.matrix < 16 || options.matrix > 32768))
+    return fail(exit_code::kUsage, fmt::format("--matrix: {} is outside 16 to 32768", options.matrix));
+  if (options.transfer_mib == 0 || options.transfer_mib > 16384)
+    return fail(exit_code::kUsage, "--transfer-size: between 1 and 16384 MiB");
 
-  // The GPUs, their processes and PCI order come from NVML through the hang-proof probe.
+  // The GPUs, their processes, links and PCI order come from NVML through the hang-proof probe.
   auto made = MakeSnapshotSource(context, "");
   if (made.error) return fail(made.error->exit_code, made.error->message);
-  const Snapshot snapshot = made.source->Collect();
-  if (snapshot.gpus.empty()) return fail(kDiagCouldNotRun, "no GPU to test (" + made.description + ")");
+  const Snapshot before = made.source->Collect();
+  if (before.gpus.empty()) return fail(kDiagCouldNotRun, "no GPU to test (" + made.description + ")");
   std::vector<int> devices;
   if (options.gpus.empty()) {
-    for (const GpuSnapshot& gpu : snapshot.gpus) devices.push_back(static_cast<int>(gpu.index));
+    for (const GpuSnapshot& gpu : before.gpus) devices.push_back(static_cast<int>(gpu.index));
   } else {
     for (std::string_view part : Split(options.gpus, ',')) {
       auto index = ParseInt<int>(Trim(part));
-      if (!index || *index < 0 || static_cast<size_t>(*index) >= snapshot.gpus.size())
-        return fail(exit_code::kUsage, fmt::format("--gpu: no GPU '{}' ({} found)", part, snapshot.gpus.size()));
-      devices.push_back(*index);
+      if (!index || *index < 0 || static_cast<size_t>(*index) >= before.gpus.size())
+        return fail(exit_code::kUsage, fmt::format("--gpu: no GPU '{}' ({} found)", part, before.gpus.size()));
+      if (std::find(devices.begin(), devices.end(), *index) == devices.end()) devices.push_back(*index);
     }
   }
   // Safety: a GPU running compute work is not ours to fill with patterns.
-  std::vector<DiagOutcome> refused;
+  std::vector<DiagVerdict> refused;
   std::vector<int> tested;
   for (int device : devices) {
-    const GpuSnapshot* gpu = snapshot.FindGpu(static_cast<uint32_t>(device));
+    const GpuSnapshot* gpu = before.FindGpu(static_cast<uint32_t>(device));
     const size_t busy = gpu && gpu->processes.has_value() ? gpu->processes.value().size() : 0;
     if (busy > 0 && !options.force) {
-      refused.push_back({.device = device, .state = DiagState::kCouldNotRun,
-                         .message = fmt::format("{} process{} running on it; stop them or pass --force", busy,
-                                                busy == 1 ? " is" : "es are")});
+      for (DiagTest test : tests) {
+        refused.push_back({.gpu = device, .test = test, .state = DiagState::kCouldNotRun,
+                           .problems = {fmt::format("{} process{} running on it; stop them or pass --force", busy,
+                                                    busy == 1 ? " is" : "es are")}});
+      }
     } else {
       tested.push_back(device);
     }
@@ -233,50 +467,155 @@ void RunDiag(const DiagOptions& options, CommandContext& context) {
   run.devices = tested;
   run.stall_timeout = *stall;
   run.worker_options.cuda_library = options.cuda_library;
-  run.worker_options.memtest.duration = *duration;
-  run.worker_options.memtest.free_share = percent / 100.0;
+  run.worker_options.cublas_library = options.cublas_library;
+  run.worker_options.memtest.free_share = *share;
   run.worker_options.memtest.patterns = options.patterns;
+  run.worker_options.burn.free_share = *share;
+  run.worker_options.burn.precisions = precisions;
+  run.worker_options.burn.matrix = options.matrix;
+  run.worker_options.pcie.transfer_bytes = options.transfer_mib << 20;
+  run.worker_options.pcie.peers = !options.no_peers;
   run.extra_env.push_back("CUDA_DEVICE_ORDER=PCI_BUS_ID");  // CUDA's ordinals in NVML's order
+  std::vector<std::string> notes;
+  std::string log_file = options.log_file;
+  bool follow_log = !options.no_logs;
   if (!context.options.simulate.empty()) {
-    auto fake = FindFakeCudaLibrary(context.executable_path);
-    if (!fake) return fail(kDiagCouldNotRun, fake.error().message);
-    run.worker_options.cuda_library = *fake;
+    if (options.cuda_library.empty()) {  // a --cuda-lib given still wins
+      auto fake = FindFakeCudaLibrary(context.executable_path);
+      if (!fake) return fail(kDiagCouldNotRun, fake.error().message);
+      run.worker_options.cuda_library = *fake;
+    }
+    if (options.cublas_library.empty()) run.worker_options.cublas_library = "none";  // not this machine's cuBLAS
     std::error_code ec;
     run.extra_env.push_back("GPUDOCTOR_SCENARIO=" + std::filesystem::absolute(context.options.simulate, ec).string());
+    if (log_file.empty()) follow_log = false;  // a simulated server's log is not this machine's
   }
 
   struct sigaction action {};
   action.sa_handler = OnInterrupt;
   sigaction(SIGINT, &action, nullptr);
   sigaction(SIGTERM, &action, nullptr);
-  const bool json = context.options.json;
-  ProgressBoard board(tested, !json && isatty(STDERR_FILENO));
-  std::vector<DiagOutcome> outcomes = RunDiagWorkers(
-      run,
-      [&](int device, const MemtestProgress& progress) {
-        if (json) {
-          nlohmann::ordered_json line{{"event", "progress"}, {"gpu", device}, {"test", "memtest"},
-                                      {"pattern", progress.pattern}, {"pass", progress.pass},
-                                      {"fraction", progress.pass_fraction}, {"gb_per_s", progress.gb_per_s}};
-          std::printf("%s\n", line.dump().c_str());
-          std::fflush(stdout);
-        }
-        board.Update(device, progress);
-      },
-      [] { return g_interrupted.load(); });
-  board.Finish();
-  outcomes.insert(outcomes.end(), refused.begin(), refused.end());
-  std::sort(outcomes.begin(), outcomes.end(), [](const DiagOutcome& a, const DiagOutcome& b) { return a.device < b.device; });
+  const bool json_lines = context.options.json;
 
-  bool faulty = false, could_not_run = false;
-  for (const DiagOutcome& outcome : outcomes) {
-    faulty |= outcome.state == DiagState::kFaulty || outcome.state == DiagState::kHung;
-    could_not_run |= outcome.state == DiagState::kCouldNotRun || outcome.state == DiagState::kInterrupted;
-    if (json) std::printf("%s\n", OutcomeJson(outcome).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace).c_str());
-    else PrintOutcome(outcome);
+  struct Done {
+    DiagTest test;
+    std::vector<DiagOutcome> outcomes;
+    std::vector<DiagVerdict> verdicts;
+    std::map<int, GpuReadings> readings;
+    std::vector<LogEvent> events;
+  };
+  std::vector<Done> done;
+  for (DiagTest test : tests) {
+    if (g_interrupted.load() || tested.empty()) break;
+    run.worker_options.test = test;
+    const Duration test_duration =
+        duration.value_or(test == DiagTest::kBurn ? Duration(std::chrono::minutes(1)) : Duration::zero());
+    run.worker_options.memtest.duration = test_duration;
+    run.worker_options.burn.duration = test_duration;
+    Done& current = done.emplace_back(Done{.test = test});
+    std::optional<LogWatch> log_watch;
+    if (follow_log) log_watch.emplace(log_file, notes);
+    ProgressBoard board(test, test == DiagTest::kPcie ? std::vector<int>{tested.front()} : tested,
+                        !json_lines && isatty(STDERR_FILENO));
+    {
+      Sampler sampler(*made.source, current.readings);
+      current.outcomes = RunDiagWorkers(
+          run,
+          [&](int device, const DiagProgress& progress) {
+            if (json_lines) {
+              json line{{"event", "progress"}, {"gpu", device},        {"test", DiagTestName(test)},
+                        {"step", progress.step}, {"pass", progress.pass}, {"fraction", progress.fraction},
+                        {"rate", progress.rate}, {"unit", RateUnit(test)}};
+              std::printf("%s\n", line.dump().c_str());
+              std::fflush(stdout);
+            }
+            board.Update(device, progress);
+          },
+          [] { return g_interrupted.load(); });
+    }
+    board.Finish();
+    if (log_watch) {
+      current.events = log_watch->Stop();
+      if (std::string error = log_watch->error(); !error.empty()) notes.push_back("kernel log: " + error);
+    }
+    current.verdicts = VerdictsOf(current.outcomes);
+    if (test == DiagTest::kBurn) JudgeBurnPeers(current.outcomes, current.verdicts);
+    if (test == DiagTest::kPcie) JudgeLinks(current.outcomes, before, current.verdicts);
+    JudgeReadings(current.readings, current.verdicts);
+    JudgeXids(current.events, before, current.verdicts);
   }
-  context.exit_code = faulty ? kDiagFaulty : could_not_run ? kDiagCouldNotRun : exit_code::kOk;
+  const Snapshot after = made.source->Collect();
+
+  std::vector<std::pair<const DiagVerdict*, const DiagOutcome*>> results;
+  for (Done& d : done) {
+    if (d.test != DiagTest::kPcie) JudgeCounters(before, after, d.verdicts);
+    for (const DiagVerdict& verdict : d.verdicts) {
+      const DiagOutcome* outcome = nullptr;
+      for (const DiagOutcome& o : d.outcomes)
+        if (std::find(o.devices.begin(), o.devices.end(), verdict.gpu) != o.devices.end()) outcome = &o;
+      results.emplace_back(&verdict, outcome);
+    }
+  }
+  for (const DiagVerdict& verdict : refused) results.emplace_back(&verdict, nullptr);
+  std::stable_sort(results.begin(), results.end(),
+                   [](const auto& a, const auto& b) { return a.first->gpu < b.first->gpu; });
+
+  bool faulty = false, could_not_run = false, interrupted = g_interrupted.load();
+  for (const auto& [verdict, outcome] : results) {
+    faulty |= verdict->state == DiagState::kFaulty || verdict->state == DiagState::kHung;
+    could_not_run |= verdict->state == DiagState::kCouldNotRun;
+    interrupted |= verdict->state == DiagState::kInterrupted;
+    if (json_lines) std::printf("%s\n", VerdictJson(*verdict, outcome, before).dump(-1, ' ', false, json::error_handler_t::replace).c_str());
+    else PrintVerdict(*verdict, outcome, before);
+  }
+  for (const std::string& note : notes) {
+    if (json_lines) std::printf("%s\n", json{{"event", "note"}, {"message", note}}.dump().c_str());
+    else std::printf("note: %s\n", note.c_str());
+  }
+  context.exit_code = faulty           ? kDiagFaulty
+                      : interrupted    ? kDiagInterrupted
+                      : could_not_run  ? kDiagCouldNotRun
+                                       : exit_code::kOk;
 }
+
+// Options every diag subcommand takes.
+void AddCommonOptions(CLI::App* command, DiagOptions& options) {
+  command->add_option("--gpu", options.gpus, "GPUs to test, by NVML index: 0,2 (default: all)");
+  command->add_option("--stall-timeout", options.stall_timeout,
+                      "A GPU silent this long is reported hung and its worker ended")
+      ->capture_default_str();
+  command->add_option("--cuda-lib", options.cuda_library, "CUDA driver library to load instead of libcuda.so.1");
+  command->add_option("--logs", options.log_file,
+                      "Follow this file for Xids during the test instead of the machine's kernel log");
+  command->add_flag("--no-logs", options.no_logs, "Do not follow the kernel log");
+  command->add_flag("--force", options.force, "Test GPUs that run compute processes too (they may fail)");
+}
+
+void AddMemtestOptions(CLI::App* command, DiagOptions& options) {
+  command->add_option("--size", options.size, "Share of each GPU's free memory to test")->capture_default_str();
+  command->add_option("--pattern", options.patterns, "Run only these patterns (repeat the option): " + [] {
+    std::string names;
+    for (std::string_view name : MemtestPatternNames()) names += (names.empty() ? "" : ", ") + std::string(name);
+    return names;
+  }());
+}
+
+void AddBurnOptions(CLI::App* command, DiagOptions& options) {
+  command->add_option("--precision", options.precisions, "Run only these (repeat): fp64, fp32, tf32, bf16");
+  command->add_option("--matrix", options.matrix, "Order of the matrices (default: the largest up to 16384 that fits)");
+  command->add_option("--cublas-lib", options.cublas_library,
+                      "cuBLAS library to use; 'none' for gpudoctor's own kernels (default: search)");
+}
+
+void AddPcieOptions(CLI::App* command, DiagOptions& options) {
+  command->add_option("--transfer-size", options.transfer_mib, "MiB per copy")->capture_default_str();
+  command->add_flag("--no-peers", options.no_peers, "Skip the GPU-to-GPU copies");
+}
+
+constexpr const char* kExitCodes =
+    "Exit codes: 0 every GPU passed, 2 a GPU is faulty (wrong data or results, failed, or hung during the test),\n"
+    "3 a GPU could not be tested (no driver, busy, too little memory, built without kernels), 130 interrupted,\n"
+    "64 usage, 69 NVML unavailable.";
 
 }  // namespace
 
@@ -287,43 +626,78 @@ int RunDiagWorkerCommandLine(int argc, char** argv) {
     std::fprintf(stderr, "%s\n", options.error().message.c_str());
     return exit_code::kUsage;
   }
-  return RunMemtestWorker(*options, STDOUT_FILENO);
+  return RunDiagWorker(*options, STDOUT_FILENO);
 }
 
 void RegisterDiagCommand(CLI::App& app, CommandContext& context) {
-  auto* diag = app.add_subcommand("diag", "Stress a GPU to prove it good or bad: memory test (more to come)");
+  auto* diag = app.add_subcommand(
+      "diag", "Stress GPUs to prove them good or bad: memory test, compute burn, PCIe and peer bandwidth");
   diag->require_subcommand(1);
-  auto options = std::make_shared<DiagOptions>();
-  auto* memtest = diag->add_subcommand(
-      "memtest", "Write and check patterns over most of each GPU's free memory; report every bad word");
-  memtest->add_option("--gpu", options->gpus, "GPUs to test, by NVML index: 0,2 (default: all)");
-  memtest->add_option("--duration", options->duration,
-                      "Repeat the patterns for this long (30m, 2h); 0s: one pass of every pattern")
-      ->capture_default_str();
-  memtest->add_option("--size", options->size, "Share of each GPU's free memory to test")->capture_default_str();
-  memtest->add_option("--pattern", options->patterns, "Run only these patterns (repeat the option): " + [] {
-    std::string names;
-    for (std::string_view name : MemtestPatternNames()) names += (names.empty() ? "" : ", ") + std::string(name);
-    return names;
-  }());
-  memtest->add_option("--stall-timeout", options->stall_timeout,
-                      "A GPU silent this long is reported hung and its worker ended")
-      ->capture_default_str();
-  memtest->add_option("--cuda-lib", options->cuda_library, "CUDA driver library to load instead of libcuda.so.1");
-  memtest->add_flag("--force", options->force, "Test GPUs that run compute processes too (they may fail)");
-  memtest->footer(
-      "Each GPU is tested by its own worker process, all at once. Patterns: walking ones and zeros, own\n"
-      "address, moving inversions (ones, zeros, 8-bit, random, 32-bit shifting), a random sequence,\n"
-      "modulo 20 and a stress phase, every access coalesced. Each bad word is reported with its device\n"
-      "address, the expected and actual values, their XOR and the pattern. Bandwidth is compared with a\n"
-      "device-to-device copy in the same run.\n\n"
+  diag->footer(
+      "Each GPU is tested by its own worker process, all at once; a GPU that stops answering is reported hung\n"
+      "and its worker ended, so the command always returns. NVML is read before, during and after, and the\n"
+      "kernel log is followed: new uncorrectable ECC errors, retired pages, row remaps or an Xid during a test\n"
+      "make the GPU faulty. Results go to the agent's history when it has one (`status` and `check` show them).\n\n"
       "Examples:\n"
       "  gpudoctor diag memtest                      every GPU, one pass of every pattern\n"
-      "  gpudoctor diag memtest --gpu 3 --duration 30m\n"
-      "  gpudoctor diag memtest --json               JSON lines: progress, then one result per GPU\n\n"
-      "Exit codes: 0 every GPU passed, 2 a GPU is faulty (memory errors, failed or hung during the test),\n"
-      "3 a GPU could not be tested (no driver, busy, too little memory, built without kernels), 64 usage.");
-  memtest->callback([options, &context] { RunDiag(*options, context); });
+      "  gpudoctor diag burn --gpu 3 --duration 10m\n"
+      "  gpudoctor diag pcie\n"
+      "  gpudoctor diag all --json                   JSON lines: progress, then one result per GPU and test\n\n" +
+      std::string(kExitCodes));
+  auto options = std::make_shared<DiagOptions>();
+
+  auto* memtest = diag->add_subcommand(
+      "memtest", "Write and check patterns over most of each GPU's free memory; report every bad word");
+  AddCommonOptions(memtest, *options);
+  AddMemtestOptions(memtest, *options);
+  memtest->add_option("--duration", options->duration,
+                      "Repeat the patterns for this long (30m, 2h); default: one pass of every pattern");
+  memtest->footer(
+      "Patterns: walking ones and zeros, own address, moving inversions (ones, zeros, 8-bit, random, 32-bit\n"
+      "shifting), a random sequence, modulo 20 and a stress phase, every access coalesced. Each bad word is\n"
+      "reported with its device address, the expected and actual values, their XOR and the pattern.\n"
+      "Bandwidth is compared with a device-to-device copy in the same run.\n\n" +
+      std::string(kExitCodes));
+  memtest->callback([options, &context] { RunDiag({DiagTest::kMemtest}, *options, context); });
+
+  auto* burn = diag->add_subcommand(
+      "burn", "Matrix products in FP64, FP32, TF32 and BF16 at full load, every result verified");
+  AddCommonOptions(burn, *options);
+  AddBurnOptions(burn, *options);
+  burn->add_option("--size", options->size, "Share of each GPU's free memory the matrices may take")
+      ->capture_default_str();
+  burn->add_option("--duration", options->duration, "How long to burn, split over the precisions (default 1m)");
+  burn->footer(
+      "Products run through cuBLAS when it is installed (libcublas.so.12 or .11, /usr/local/cuda, or a Python\n"
+      "environment's nvidia-cublas wheel), else through gpudoctor's own kernels on the CUDA cores; the result\n"
+      "says which. Every product is verified exactly by its row and column sums. A GPU is faulty on a wrong\n"
+      "product, an Xid or a hardware slowdown during the burn, or when it runs more than 10% slower than its\n"
+      "peers. 'alone' is the same product without verification, in the same run.\n\n" +
+      std::string(kExitCodes));
+  burn->callback([options, &context] { RunDiag({DiagTest::kBurn}, *options, context); });
+
+  auto* pcie = diag->add_subcommand(
+      "pcie", "Host-to-device and device-to-host bandwidth per GPU, and a GPU-to-GPU copy matrix");
+  AddCommonOptions(pcie, *options);
+  AddPcieOptions(pcie, *options);
+  pcie->footer(
+      "Each GPU's link is timed alone with pinned memory, both ways, and judged against what its PCIe\n"
+      "generation and width allow (gen5 x16: 63 GB/s; healthy links reach 85-90%, under 60% is a fault).\n"
+      "Every copy is checked: data that arrives changed is a fault.\n\n" +
+      std::string(kExitCodes));
+  pcie->callback([options, &context] { RunDiag({DiagTest::kPcie}, *options, context); });
+
+  auto* all = diag->add_subcommand("all", "memtest, then burn, then pcie");
+  AddCommonOptions(all, *options);
+  AddMemtestOptions(all, *options);
+  AddBurnOptions(all, *options);
+  AddPcieOptions(all, *options);
+  all->add_option("--duration", options->duration,
+                  "How long the memtest repeats and the burn runs (default: one memtest pass, a 1m burn)");
+  all->footer(std::string(kExitCodes));
+  all->callback([options, &context] {
+    RunDiag({DiagTest::kMemtest, DiagTest::kBurn, DiagTest::kPcie}, *options, context);
+  });
 }
 
 }  // namespace gpudoctor

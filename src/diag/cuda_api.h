@@ -32,6 +32,8 @@ enum : CUresult {
   CUDA_ERROR_LAUNCH_TIMEOUT = 702,
   CUDA_ERROR_ECC_UNCORRECTABLE = 214,
   CUDA_ERROR_LAUNCH_FAILED = 719,
+  CUDA_ERROR_PEER_ACCESS_ALREADY_ENABLED = 704,
+  CUDA_ERROR_PEER_ACCESS_UNSUPPORTED = 217,
   CUDA_ERROR_UNKNOWN = 999,
 };
 
@@ -44,6 +46,9 @@ enum : CUdevice_attribute {
   CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR = 75,
   CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR = 76,
 };
+
+// cuMemHostAlloc flags.
+inline constexpr unsigned int CU_MEMHOSTALLOC_PORTABLE = 0x01;
 
 }  // extern "C"
 
@@ -71,6 +76,13 @@ enum : CUdevice_attribute {
   X(cuMemcpyDtoH_v2, CUresult, (void* host, CUdeviceptr device, size_t bytes))                              \
   X(cuMemcpyHtoD_v2, CUresult, (CUdeviceptr device, const void* host, size_t bytes))                        \
   X(cuMemcpyDtoD_v2, CUresult, (CUdeviceptr destination, CUdeviceptr source, size_t bytes))                 \
+  X(cuMemHostAlloc, CUresult, (void** pointer, size_t bytes, unsigned int flags))                           \
+  X(cuMemFreeHost, CUresult, (void* pointer))                                                               \
+  X(cuDeviceCanAccessPeer, CUresult, (int* can_access, CUdevice device, CUdevice peer))                    \
+  X(cuCtxEnablePeerAccess, CUresult, (CUcontext peer, unsigned int flags))                                  \
+  X(cuMemcpyPeer, CUresult,                                                                                 \
+    (CUdeviceptr destination, CUcontext destination_context, CUdeviceptr source, CUcontext source_context,  \
+     size_t bytes))                                                                                         \
   X(cuModuleLoadData, CUresult, (CUmodule * module, const void* image))                                     \
   X(cuModuleUnload, CUresult, (CUmodule module))                                                            \
   X(cuModuleGetFunction, CUresult, (CUfunction * function, CUmodule module, const char* name))              \

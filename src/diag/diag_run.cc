@@ -22,10 +22,11 @@ extern char** environ;
 namespace gpudoctor {
 
 extern const char kMemtestPtx[];  // memtest_kernels.cu as PTX; empty when built without clang
+extern const char kBurnPtx[];     // burn_kernels.cu as PTX
 
 namespace {
 
-using json = nlohmann::ordered_json;
+using json = nlohmann::json;  // what the NLOHMANN_DEFINE macros of this version convert
 using SteadyClock = std::chrono::steady_clock;
 
 std::atomic<bool> g_worker_stop{false};
@@ -42,46 +43,29 @@ void WriteLine(int fd, const json& line) {
   }
 }
 
-json ResultToJson(const MemtestResult& result) {
-  json patterns = json::array();
-  for (const MemtestPatternResult& pattern : result.patterns)
-    patterns.push_back({{"name", pattern.name}, {"errors", pattern.errors}, {"gb_per_s", pattern.gb_per_s}});
-  json errors = json::array();
-  for (const MemtestError& error : result.errors) {
-    errors.push_back({{"address", error.address},
-                      {"expected", error.expected},
-                      {"actual", error.actual},
-                      {"pattern", error.pattern}});
-  }
-  return {{"device_name", result.device_name}, {"pci_bus_id", result.pci_bus_id},
-          {"bytes_tested", result.bytes_tested}, {"passes", result.passes},
-          {"error_count", result.error_count},   {"errors", errors},
-          {"patterns", patterns},                {"copy_gb_per_s", result.copy_gb_per_s},
-          {"interrupted", result.interrupted}};
-}
+}  // namespace
 
-MemtestResult ResultFromJson(const json& value) {
-  MemtestResult result;
-  result.device_name = value.value("device_name", "");
-  result.pci_bus_id = value.value("pci_bus_id", "");
-  result.bytes_tested = value.value("bytes_tested", uint64_t{0});
-  result.passes = value.value("passes", 0);
-  result.error_count = value.value("error_count", uint64_t{0});
-  result.copy_gb_per_s = value.value("copy_gb_per_s", 0.0);
-  result.interrupted = value.value("interrupted", false);
-  for (const json& pattern : value.value("patterns", json::array())) {
-    result.patterns.push_back({pattern.value("name", ""), pattern.value("errors", uint64_t{0}),
-                               pattern.value("gb_per_s", 0.0)});
-  }
-  for (const json& error : value.value("errors", json::array())) {
-    result.errors.push_back({error.value("address", uint64_t{0}), error.value("expected", 0u),
-                             error.value("actual", 0u), error.value("pattern", "")});
-  }
-  return result;
-}
+// How results cross the pipe from the worker: every field by name, a missing
+// one left at its default.
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(MemtestError, address, expected, actual, pattern)
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(MemtestPatternResult, name, errors, gb_per_s)
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(MemtestResult, device_name, pci_bus_id, bytes_tested, passes,
+                                                error_count, errors, patterns, copy_gb_per_s, interrupted)
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(BurnError, precision, iteration, rows, cols, bad_rows, bad_cols,
+                                                not_integer)
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(BurnPrecisionResult, precision, engine, matrix, iterations,
+                                                wrong_iterations, tflops, baseline_tflops)
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(BurnResult, device_name, pci_bus_id, engine_note, precisions, errors,
+                                                interrupted)
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(PcieLinkResult, device, device_name, pci_bus_id,
+                                                host_to_device_gb_per_s, device_to_host_gb_per_s, data_intact, error)
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(PciePeerResult, from, to, peer_access, gb_per_s, data_intact, error)
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(PcieResult, links, peers, interrupted)
+
+namespace {
 
 struct Worker {
-  int device = 0;
+  std::vector<int> devices;
   pid_t pid = -1;
   int fd = -1;
   std::string pending;  // bytes of a line not yet ended
@@ -90,11 +74,17 @@ struct Worker {
   bool done = false;  // a result or a failure arrived
 };
 
-Result<Worker> Spawn(const DiagRunOptions& options, int device) {
-  DiagWorkerOptions worker_options = options.worker_options;
-  worker_options.memtest.device = device;
+DiagWorkerOptions ForDevices(DiagWorkerOptions options, const std::vector<int>& devices) {
+  options.memtest.device = devices.front();
+  options.burn.device = devices.front();
+  options.pcie.devices = devices;
+  return options;
+}
+
+Result<Worker> Spawn(const DiagRunOptions& options, const std::vector<int>& devices) {
   std::vector<std::string> arguments = {options.worker, "__diag-worker"};
-  for (std::string& argument : DiagWorkerArguments(worker_options)) arguments.push_back(std::move(argument));
+  for (std::string& argument : DiagWorkerArguments(ForDevices(options.worker_options, devices)))
+    arguments.push_back(std::move(argument));
   std::vector<char*> argv;
   for (std::string& argument : arguments) argv.push_back(argument.data());
   argv.push_back(nullptr);
@@ -119,36 +109,81 @@ Result<Worker> Spawn(const DiagRunOptions& options, int device) {
     return Error{fmt::format("cannot start {}: {}", options.worker, std::strerror(status))};
   }
   Worker worker;
-  worker.device = device;
+  worker.devices = devices;
   worker.pid = pid;
   worker.fd = pipe_fds[0];
   worker.last_heard = SteadyClock::now();
-  worker.outcome.device = device;
+  worker.outcome.test = options.worker_options.test;
+  worker.outcome.devices = devices;
   return worker;
 }
 
-void Take(Worker& worker, const std::string& line,
-          const std::function<void(int, const MemtestProgress&)>& progress) {
+// The worker's own verdict on what it measured.
+void Judge(DiagOutcome& outcome) {
+  bool interrupted = false;
+  if (outcome.memtest) {
+    interrupted = outcome.memtest->interrupted;
+    if (outcome.memtest->error_count > 0) {
+      outcome.state = DiagState::kFaulty;
+      outcome.message = fmt::format("{} memory errors", outcome.memtest->error_count);
+      return;
+    }
+  } else if (outcome.burn) {
+    interrupted = outcome.burn->interrupted;
+    int wrong = 0;
+    for (const BurnPrecisionResult& precision : outcome.burn->precisions) wrong += precision.wrong_iterations;
+    if (wrong > 0) {
+      outcome.state = DiagState::kFaulty;
+      outcome.message = fmt::format("{} wrong matrix product{}", wrong, wrong == 1 ? "" : "s");
+      return;
+    }
+  } else if (outcome.pcie) {
+    interrupted = outcome.pcie->interrupted;
+    std::string broken;
+    for (const PcieLinkResult& link : outcome.pcie->links) {
+      if (!link.error.empty()) broken += fmt::format("; GPU {}: {}", link.device, link.error);
+      else if (!link.data_intact) broken += fmt::format("; GPU {}: data changed on the way", link.device);
+    }
+    for (const PciePeerResult& peer : outcome.pcie->peers) {
+      if (!peer.error.empty()) broken += fmt::format("; GPU {}->{}: {}", peer.from, peer.to, peer.error);
+      else if (!peer.data_intact) broken += fmt::format("; GPU {}->{}: data changed on the way", peer.from, peer.to);
+    }
+    if (!broken.empty()) {
+      outcome.state = DiagState::kFaulty;
+      outcome.message = broken.substr(2);
+      return;
+    }
+  }
+  outcome.state = interrupted ? DiagState::kInterrupted : DiagState::kPassed;
+}
+
+void Take(Worker& worker, const std::string& line, const std::function<void(int, const DiagProgress&)>& progress) {
   json value = json::parse(line, nullptr, /*allow_exceptions=*/false);
   if (!value.is_object()) return;
   const std::string event = value.value("event", "");
   if (event == "progress") {
     if (progress) {
-      progress(worker.device, {.pattern = value.value("pattern", ""),
-                               .pass_fraction = value.value("fraction", 0.0),
-                               .pass = value.value("pass", 1),
-                               .gb_per_s = value.value("gb_per_s", 0.0)});
+      progress(worker.devices.front(), {.step = value.value("step", ""),
+                                        .fraction = value.value("fraction", 0.0),
+                                        .pass = value.value("pass", 1),
+                                        .rate = value.value("rate", 0.0)});
     }
   } else if (event == "result") {
     worker.done = true;
-    worker.outcome.memtest = ResultFromJson(value.value("memtest", json::object()));
-    const MemtestResult& result = *worker.outcome.memtest;
-    if (result.error_count > 0) {
-      worker.outcome.state = DiagState::kFaulty;
-      worker.outcome.message = fmt::format("{} memory errors", result.error_count);
-    } else {
-      worker.outcome.state = result.interrupted ? DiagState::kInterrupted : DiagState::kPassed;
+    DiagOutcome& outcome = worker.outcome;
+    try {
+      const json& result = value.at("result");
+      switch (outcome.test) {
+        case DiagTest::kMemtest: outcome.memtest = result.get<MemtestResult>(); break;
+        case DiagTest::kBurn: outcome.burn = result.get<BurnResult>(); break;
+        case DiagTest::kPcie: outcome.pcie = result.get<PcieResult>(); break;
+      }
+    } catch (const json::exception& e) {
+      outcome.state = DiagState::kCouldNotRun;
+      outcome.message = fmt::format("the diagnostic worker's result could not be read: {}", e.what());
+      return;
     }
+    Judge(outcome);
   } else if (event == "failed") {
     worker.done = true;
     // A GPU that fails once its test has begun is the GPU's fault; one that
@@ -158,7 +193,29 @@ void Take(Worker& worker, const std::string& line,
   }
 }
 
+template <typename T>
+Result<T> Number(const std::string& name, const std::string& value) {
+  auto number = ParseInt<T>(value);
+  if (!number) return Error{fmt::format("__diag-worker: bad {} '{}'", name, value)};
+  return *number;
+}
+
 }  // namespace
+
+const char* DiagTestName(DiagTest test) {
+  switch (test) {
+    case DiagTest::kMemtest: return "memtest";
+    case DiagTest::kBurn: return "burn";
+    case DiagTest::kPcie: return "pcie";
+  }
+  return "memtest";
+}
+
+std::optional<DiagTest> ParseDiagTest(std::string_view name) {
+  for (DiagTest test : {DiagTest::kMemtest, DiagTest::kBurn, DiagTest::kPcie})
+    if (name == DiagTestName(test)) return test;
+  return std::nullopt;
+}
 
 const char* DiagStateName(DiagState state) {
   switch (state) {
@@ -172,57 +229,96 @@ const char* DiagStateName(DiagState state) {
 }
 
 std::vector<std::string> DiagWorkerArguments(const DiagWorkerOptions& options) {
-  std::vector<std::string> arguments = {
-      "memtest",
-      "--device", std::to_string(options.memtest.device),
-      "--share", fmt::format("{}", options.memtest.free_share),
-      "--chunk-bytes", std::to_string(options.memtest.chunk_bytes),
-      "--duration-ms",
-      std::to_string(std::chrono::duration_cast<std::chrono::milliseconds>(options.memtest.duration).count())};
-  if (!options.cuda_library.empty()) {
-    arguments.push_back("--cuda");
-    arguments.push_back(options.cuda_library);
-  }
-  for (const std::string& pattern : options.memtest.patterns) {
-    arguments.push_back("--pattern");
-    arguments.push_back(pattern);
+  auto ms = [](Duration duration) {
+    return std::to_string(std::chrono::duration_cast<std::chrono::milliseconds>(duration).count());
+  };
+  std::vector<std::string> arguments = {DiagTestName(options.test)};
+  auto add = [&](const char* name, std::string value) {
+    arguments.emplace_back(name);
+    arguments.push_back(std::move(value));
+  };
+  if (!options.cuda_library.empty()) add("--cuda", options.cuda_library);
+  switch (options.test) {
+    case DiagTest::kMemtest:
+      add("--device", std::to_string(options.memtest.device));
+      add("--share", fmt::format("{}", options.memtest.free_share));
+      add("--chunk-bytes", std::to_string(options.memtest.chunk_bytes));
+      add("--duration-ms", ms(options.memtest.duration));
+      for (const std::string& pattern : options.memtest.patterns) add("--pattern", pattern);
+      break;
+    case DiagTest::kBurn:
+      add("--device", std::to_string(options.burn.device));
+      add("--share", fmt::format("{}", options.burn.free_share));
+      add("--duration-ms", ms(options.burn.duration));
+      add("--matrix", std::to_string(options.burn.matrix));
+      if (!options.cublas_library.empty()) add("--cublas", options.cublas_library);
+      for (Precision precision : options.burn.precisions) add("--precision", PrecisionName(precision));
+      break;
+    case DiagTest::kPcie:
+      for (int device : options.pcie.devices) add("--device", std::to_string(device));
+      add("--transfer-bytes", std::to_string(options.pcie.transfer_bytes));
+      add("--repeats", std::to_string(options.pcie.repeats));
+      add("--peers", options.pcie.peers ? "1" : "0");
+      break;
   }
   return arguments;
 }
 
 Result<DiagWorkerOptions> ParseDiagWorkerArguments(const std::vector<std::string>& arguments) {
   DiagWorkerOptions options;
-  if (arguments.empty() || arguments[0] != "memtest") return Error{"__diag-worker: the test must be memtest"};
+  auto test = arguments.empty() ? std::nullopt : ParseDiagTest(arguments[0]);
+  if (!test) return Error{"__diag-worker: the test must be memtest, burn or pcie"};
+  options.test = *test;
+  options.pcie.devices.clear();
   for (size_t i = 1; i < arguments.size(); ++i) {
     const std::string& name = arguments[i];
     if (i + 1 >= arguments.size()) return Error{fmt::format("__diag-worker: {} needs a value", name)};
     const std::string& value = arguments[++i];
+    Status status;
+    auto set = [&](auto& field, auto parsed) {
+      if (parsed) field = *parsed;
+      else status = parsed.error();
+    };
     if (name == "--device") {
-      auto device = ParseInt<int>(value);
-      if (!device) return Error{"__diag-worker: bad --device"};
-      options.memtest.device = *device;
+      auto device = Number<int>(name, value);
+      set(options.memtest.device, device);
+      set(options.burn.device, device);
+      if (device) options.pcie.devices.push_back(*device);
     } else if (name == "--share") {
-      options.memtest.free_share = std::strtod(value.c_str(), nullptr);
+      options.memtest.free_share = options.burn.free_share = std::strtod(value.c_str(), nullptr);
     } else if (name == "--chunk-bytes") {
-      auto bytes = ParseInt<uint64_t>(value);
-      if (!bytes) return Error{"__diag-worker: bad --chunk-bytes"};
-      options.memtest.chunk_bytes = *bytes;
+      set(options.memtest.chunk_bytes, Number<uint64_t>(name, value));
     } else if (name == "--duration-ms") {
-      auto ms = ParseInt<int64_t>(value);
-      if (!ms) return Error{"__diag-worker: bad --duration-ms"};
-      options.memtest.duration = std::chrono::milliseconds(*ms);
-    } else if (name == "--cuda") {
-      options.cuda_library = value;
+      auto ms = Number<int64_t>(name, value);
+      if (ms) options.memtest.duration = options.burn.duration = std::chrono::milliseconds(*ms);
+      else status = ms.error();
     } else if (name == "--pattern") {
       options.memtest.patterns.push_back(value);
+    } else if (name == "--matrix") {
+      set(options.burn.matrix, Number<uint64_t>(name, value));
+    } else if (name == "--precision") {
+      auto precision = ParsePrecision(value);
+      if (!precision) return Error{fmt::format("__diag-worker: unknown precision '{}'", value)};
+      options.burn.precisions.push_back(*precision);
+    } else if (name == "--transfer-bytes") {
+      set(options.pcie.transfer_bytes, Number<uint64_t>(name, value));
+    } else if (name == "--repeats") {
+      set(options.pcie.repeats, Number<int>(name, value));
+    } else if (name == "--peers") {
+      options.pcie.peers = value == "1";
+    } else if (name == "--cuda") {
+      options.cuda_library = value;
+    } else if (name == "--cublas") {
+      options.cublas_library = value;
     } else {
       return Error{fmt::format("__diag-worker: unknown option {}", name)};
     }
+    if (!status) return status.error();
   }
   return options;
 }
 
-int RunMemtestWorker(const DiagWorkerOptions& options, int out_fd) {
+int RunDiagWorker(const DiagWorkerOptions& options, int out_fd) {
   struct sigaction action {};
   action.sa_handler = OnStopSignal;
   sigaction(SIGINT, &action, nullptr);
@@ -233,34 +329,67 @@ int RunMemtestWorker(const DiagWorkerOptions& options, int out_fd) {
     return 1;
   }
   bool started = false;
-  auto result = RunMemtest(
-      **cuda, kMemtestPtx, options.memtest,
-      [&](const MemtestProgress& progress) {
-        started = true;
-        WriteLine(out_fd, {{"event", "progress"},
-                           {"pattern", progress.pattern},
-                           {"fraction", progress.pass_fraction},
-                           {"pass", progress.pass},
-                           {"gb_per_s", progress.gb_per_s}});
-      },
-      [] { return g_worker_stop.load(); });
+  auto report = [&](std::string step, double fraction, int pass, double rate) {
+    started = true;
+    WriteLine(out_fd, {{"event", "progress"}, {"step", std::move(step)}, {"fraction", fraction}, {"pass", pass},
+                       {"rate", rate}});
+  };
+  auto stop = [] { return g_worker_stop.load(); };
+  Result<json> result = Error{""};
+  switch (options.test) {
+    case DiagTest::kMemtest: {
+      auto memtest = RunMemtest(
+          **cuda, kMemtestPtx, options.memtest,
+          [&](const MemtestProgress& p) { report(p.pattern, p.pass_fraction, p.pass, p.gb_per_s); }, stop);
+      result = memtest ? Result<json>(json(*memtest)) : Result<json>(memtest.error());
+      break;
+    }
+    case DiagTest::kBurn: {
+      std::unique_ptr<Cublas> cublas;
+      std::string note;
+      if (options.cublas_library != "none") {
+        auto found = Cublas::Find(options.cublas_library);
+        if (found) cublas = std::move(*found);
+        else note = found.error().message;
+      }
+      auto burn = RunBurn(
+          **cuda, cublas.get(), kBurnPtx, options.burn,
+          [&](const BurnProgress& p) { report(p.precision, p.fraction, p.iteration, p.tflops); }, stop);
+      if (burn && burn->engine_note.empty()) burn->engine_note = note;
+      result = burn ? Result<json>(json(*burn)) : Result<json>(burn.error());
+      break;
+    }
+    case DiagTest::kPcie: {
+      auto pcie = RunPcie(
+          **cuda, options.pcie, [&](const PcieProgress& p) { report(p.step, p.fraction, 1, p.gb_per_s); }, stop);
+      result = pcie ? Result<json>(json(*pcie)) : Result<json>(pcie.error());
+      break;
+    }
+  }
   if (!result) {
     WriteLine(out_fd, {{"event", "failed"}, {"started", started}, {"message", result.error().message}});
     return 1;
   }
-  WriteLine(out_fd, {{"event", "result"}, {"memtest", ResultToJson(*result)}});
+  WriteLine(out_fd, {{"event", "result"}, {"result", std::move(*result)}});
   return 0;
 }
 
 std::vector<DiagOutcome> RunDiagWorkers(const DiagRunOptions& options,
-                                        const std::function<void(int, const MemtestProgress&)>& progress,
+                                        const std::function<void(int, const DiagProgress&)>& progress,
                                         const std::function<bool()>& stop) {
+  std::vector<std::vector<int>> jobs;
+  if (options.worker_options.test == DiagTest::kPcie) {
+    if (!options.devices.empty()) jobs.push_back(options.devices);
+  } else {
+    for (int device : options.devices) jobs.push_back({device});
+  }
   std::vector<Worker> workers;
   std::vector<DiagOutcome> outcomes;
-  for (int device : options.devices) {
-    Result<Worker> worker = Spawn(options, device);
+  for (const std::vector<int>& devices : jobs) {
+    Result<Worker> worker = Spawn(options, devices);
     if (!worker) {
-      outcomes.push_back({.device = device, .state = DiagState::kCouldNotRun, .message = worker.error().message});
+      outcomes.push_back({.test = options.worker_options.test, .devices = devices, .state = DiagState::kCouldNotRun,
+                          .message = worker.error().message});
       continue;
     }
     workers.push_back(std::move(*worker));
@@ -319,13 +448,14 @@ std::vector<DiagOutcome> RunDiagWorkers(const DiagRunOptions& options,
     }
     if (!worker.done) {
       worker.outcome.state = DiagState::kCouldNotRun;
-      worker.outcome.message = WIFSIGNALED(status)
-                                   ? fmt::format("the diagnostic worker died of signal {}", WTERMSIG(status))
-                                   : fmt::format("the diagnostic worker exited {} without a result", WEXITSTATUS(status));
+      worker.outcome.message =
+          WIFSIGNALED(status) ? fmt::format("the diagnostic worker died of signal {}", WTERMSIG(status))
+                              : fmt::format("the diagnostic worker exited {} without a result", WEXITSTATUS(status));
     }
     outcomes.push_back(std::move(worker.outcome));
   }
-  std::sort(outcomes.begin(), outcomes.end(), [](const DiagOutcome& a, const DiagOutcome& b) { return a.device < b.device; });
+  std::sort(outcomes.begin(), outcomes.end(),
+            [](const DiagOutcome& a, const DiagOutcome& b) { return a.devices.front() < b.devices.front(); });
   return outcomes;
 }
 

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <random>
 
+#include "diag/device_session.h"
 #include "diag/kernels/memtest_patterns.h"
 
 namespace gpudoctor {
@@ -86,68 +87,6 @@ std::vector<Step> StepsOf(std::string_view name, std::mt19937& random) {
   return steps;
 }
 
-// The device, its context and every allocation, released however the test ends.
-class Session {
- public:
-  explicit Session(const CudaDriver& cuda) : cuda_(cuda) {}
-  ~Session() {
-    if (context_ == nullptr) return;
-    cuda_.cuCtxSynchronize();
-    for (CUdeviceptr pointer : allocations_) cuda_.cuMemFree_v2(pointer);
-    if (module_ != nullptr) cuda_.cuModuleUnload(module_);
-    cuda_.cuDevicePrimaryCtxRelease_v2(device_);
-  }
-
-  Status Call(CUresult status, std::string_view what) const {
-    if (status == CUDA_SUCCESS) return {};
-    return Error{fmt::format("{}: {}", what, cuda_.ErrorMessage(status))};
-  }
-
-  Status Open(int ordinal) {
-    if (Status s = Call(cuda_.cuInit(0), "cuInit"); !s) return s;
-    int count = 0;
-    if (Status s = Call(cuda_.cuDeviceGetCount(&count), "cuDeviceGetCount"); !s) return s;
-    if (ordinal < 0 || ordinal >= count) return Error{fmt::format("no CUDA device {} ({} found)", ordinal, count)};
-    if (Status s = Call(cuda_.cuDeviceGet(&device_, ordinal), "cuDeviceGet"); !s) return s;
-    CUcontext context = nullptr;
-    if (Status s = Call(cuda_.cuDevicePrimaryCtxRetain(&context, device_), "cuDevicePrimaryCtxRetain"); !s) return s;
-    context_ = context;
-    return Call(cuda_.cuCtxSetCurrent(context_), "cuCtxSetCurrent");
-  }
-
-  Status LoadKernels(std::string_view ptx) {
-    if (ptx.empty()) return Error{"this gpudoctor was built without GPU kernels (clang-16 was missing at build time)"};
-    const std::string image(ptx);  // the driver wants a NUL-terminated text
-    if (Status s = Call(cuda_.cuModuleLoadData(&module_, image.c_str()), "loading the memtest kernels"); !s) return s;
-    for (Kernel kernel : {Kernel::kFill, Kernel::kCheck, Kernel::kCheckInvert}) {
-      CUfunction function = nullptr;
-      if (Status s = Call(cuda_.cuModuleGetFunction(&function, module_, KernelName(kernel)), KernelName(kernel)); !s)
-        return s;
-      functions_[static_cast<int>(kernel)] = function;
-    }
-    return {};
-  }
-
-  Result<CUdeviceptr> Allocate(size_t bytes) {
-    CUdeviceptr pointer = 0;
-    if (Status s = Call(cuda_.cuMemAlloc_v2(&pointer, bytes), fmt::format("allocating {} bytes", bytes)); !s)
-      return s.error();
-    allocations_.push_back(pointer);
-    return pointer;
-  }
-
-  CUfunction function(Kernel kernel) const { return functions_[static_cast<int>(kernel)]; }
-  CUdevice device() const { return device_; }
-
- private:
-  const CudaDriver& cuda_;
-  CUdevice device_ = 0;
-  CUcontext context_ = nullptr;
-  CUmodule module_ = nullptr;
-  CUfunction functions_[3] = {};
-  std::vector<CUdeviceptr> allocations_;
-};
-
 double GbPerSecond(double bytes, SteadyClock::duration took) {
   const double seconds = std::chrono::duration<double>(took).count();
   return seconds > 0 ? bytes / seconds / 1e9 : 0;
@@ -176,17 +115,18 @@ Result<MemtestResult> RunMemtest(const CudaDriver& cuda, std::string_view ptx, c
   }
   if (names.empty()) names = MemtestPatternNames();
 
-  Session session(cuda);
+  DeviceSession session(cuda);
   if (Status s = session.Open(options.device); !s) return s.error();
-  if (Status s = session.LoadKernels(ptx); !s) return s.error();
+  auto functions = session.LoadModule(ptx, {KernelName(Kernel::kFill), KernelName(Kernel::kCheck),
+                                            KernelName(Kernel::kCheckInvert)});
+  if (!functions) return functions.error();
+  auto function = [&](Kernel kernel) { return (*functions)[static_cast<size_t>(kernel)]; };
 
   MemtestResult result;
-  char name[256] = {};
-  if (cuda.cuDeviceGetName(name, sizeof name - 1, session.device()) == CUDA_SUCCESS) result.device_name = name;
-  char bus[64] = {};
-  if (cuda.cuDeviceGetPCIBusId(bus, sizeof bus - 1, session.device()) == CUDA_SUCCESS) result.pci_bus_id = bus;
-  int sms = 0;
-  cuda.cuDeviceGetAttribute(&sms, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, session.device());
+  const DeviceIdentity identity = session.Identity();
+  result.device_name = identity.name;
+  result.pci_bus_id = identity.pci_bus_id;
+  const int sms = identity.multiprocessors;
 
   size_t free_bytes = 0, total_bytes = 0;
   if (Status s = session.Call(cuda.cuMemGetInfo_v2(&free_bytes, &total_bytes), "cuMemGetInfo"); !s) return s.error();
@@ -262,7 +202,7 @@ Result<MemtestResult> RunMemtest(const CudaDriver& cuda, std::string_view ptx, c
           memtest::Index words = chunk.words;
           CUdeviceptr log_pointer = *log;
           void* params[] = {&base, &words, &step.pattern, &log_pointer};
-          if (Status s = session.Call(cuda.cuLaunchKernel(session.function(step.kernel), blocks, 1, 1, threads, 1, 1, 0,
+          if (Status s = session.Call(cuda.cuLaunchKernel(function(step.kernel), blocks, 1, 1, threads, 1, 1, 0,
                                                           nullptr, params, nullptr),
                                       fmt::format("launching {} ({})", KernelName(step.kernel), pattern_name));
               !s)

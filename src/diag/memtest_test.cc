@@ -4,11 +4,9 @@
 
 #include <gtest/gtest.h>
 
-#include <cstdlib>
-#include <fstream>
 #include <set>
 
-#include "common/scratch_dir.h"
+#include "diag/fake_cuda_test_support.h"
 #include "diag/kernels/memtest_patterns.h"
 
 namespace gpudoctor {
@@ -17,24 +15,13 @@ extern const char kMemtestPtx[];
 
 namespace {
 
-class Memtest : public ::testing::Test {
+class Memtest : public testing::FakeCudaTest {
  protected:
-  // A scenario of `gpus` GPUs with `cuda` as its [cuda] table; the fake driver reads it at cuInit.
-  void Load(const std::string& cuda_table, int gpus = 1) {
-    const std::string path = dir_.Write("scenario.toml", "gpu_count = " + std::to_string(gpus) + "\n" + cuda_table);
-    setenv("GPUDOCTOR_SCENARIO", path.c_str(), 1);
-    auto driver = CudaDriver::Load(std::string(GPUDOCTOR_BINARY_DIR) + "/bin/libgpudoctor_fake_cuda.so");
-    ASSERT_TRUE(driver) << driver.error().message;
-    driver_ = std::move(*driver);
-  }
-
   Result<MemtestResult> Run(MemtestOptions options = {}) {
     options.chunk_bytes = 1 << 20;
     return RunMemtest(*driver_, kMemtestPtx, options, nullptr, nullptr);
   }
 
-  testing::ScratchDir dir_;
-  std::unique_ptr<CudaDriver> driver_;
 };
 
 TEST_F(Memtest, TheBuiltPtxDeclaresEveryKernelTheTestLaunches) {

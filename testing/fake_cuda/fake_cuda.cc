@@ -2,9 +2,12 @@
 // src/diag/cuda_api.h) over host memory, driven by the same scenario file as
 // the fake NVML library (GPUDOCTOR_SCENARIO; its GPUs, and its [cuda] table for
 // memory and faults, docs/scenarios.md). Kernels are the memtest's own
-// per-word work (src/diag/kernels/memtest_patterns.h) run on the CPU, so the
-// diagnostics are tested end to end without a GPU. cuModuleLoadData takes the
-// real PTX and cuModuleGetFunction finds only the entry points it declares.
+// per-word work (src/diag/kernels/memtest_patterns.h) and the burn's
+// per-thread work (burn_math.h) run on the CPU, so the diagnostics are tested
+// end to end without a GPU. cuModuleLoadData takes the real PTX and
+// cuModuleGetFunction finds only the entry points it declares. The library
+// also answers as cuBLAS (cublasGemmEx on the same fake devices), so the
+// burn's cuBLAS path is tested too.
 #include <sys/mman.h>
 
 #include <toml++/toml.h>
@@ -22,6 +25,8 @@
 #include <vector>
 
 #include "diag/cuda_api.h"
+#include "diag/cublas.h"
+#include "diag/kernels/burn_math.h"
 #include "diag/kernels/memtest_patterns.h"
 #include "scenario.h"
 
@@ -47,6 +52,15 @@ struct FakeDevice {
   std::vector<StuckBit> stuck_bits;
   double flip_rate = 0;
   uint64_t hang_at_launch = 0, lost_at_launch = 0;
+  // The burn: a product takes gemm_ms times slow_factor; one entry of every
+  // product may come out wrong by `wrong_delta`.
+  double gemm_ms = 1, slow_factor = 1;
+  bool wrong_product = false;
+  uint64_t wrong_row = 0, wrong_col = 0;
+  double wrong_delta = 0;
+  // Copies of 1 MiB or more over the link run at this rate (0: as fast as memcpy).
+  double pcie_gbps = 0, p2p_gbps = 0;
+  bool corrupt_copies = false;
 
   char* memory = nullptr;  // the device's memory, mapped when first used
   uint64_t used = 0;       // bump allocator; everything freed resets it
@@ -56,8 +70,13 @@ struct FakeDevice {
   std::mt19937_64 random{7};
 };
 
+enum Kind : int {
+  kMemtestFill, kMemtestCheck, kMemtestCheckInvert, kBurnFillF64, kBurnFillF32, kBurnFillBf16, kBurnExpected1,
+  kBurnExpected2, kBurnSumsF64, kBurnSumsF32, kBurnGemmF64, kBurnGemmF32, kBurnGemmBf16, kKindCount
+};
+
 struct Function {
-  int kind;  // 0 fill, 1 check, 2 check_invert
+  Kind kind;
 };
 
 struct State {
@@ -65,12 +84,39 @@ struct State {
   CUresult init_error = CUDA_SUCCESS;
   std::vector<FakeDevice> devices;
   int current = -1;
+  bool peer_access = true;
 };
 
 std::mutex g_mutex;
 State g_state;
-Function g_functions[3] = {{0}, {1}, {2}};
-constexpr const char* kKernelNames[3] = {"gd_memtest_fill", "gd_memtest_check", "gd_memtest_check_invert"};
+
+// The GPU's clock, as events read it: real time, except that modelled work
+// (a product, a copy over a link of a given rate) takes exactly its modelled
+// time, however long the CPU took to do it. Measurements in tests are then
+// the scenario's figures, on a loaded machine too.
+std::chrono::steady_clock::duration g_model_offset{};
+
+std::chrono::steady_clock::time_point DeviceNow() { return std::chrono::steady_clock::now() + g_model_offset; }
+
+// Work that began at `started` (real time) takes `modelled` on the device's clock.
+void TakesModelled(std::chrono::steady_clock::time_point started, std::chrono::duration<double> modelled) {
+  const auto real = std::chrono::steady_clock::now() - started;
+  g_model_offset += std::chrono::duration_cast<std::chrono::steady_clock::duration>(modelled) - real;
+}
+Function g_functions[kKindCount] = {{kMemtestFill},    {kMemtestCheck},  {kMemtestCheckInvert}, {kBurnFillF64},
+                                    {kBurnFillF32},    {kBurnFillBf16},  {kBurnExpected1},      {kBurnExpected2},
+                                    {kBurnSumsF64},    {kBurnSumsF32},   {kBurnGemmF64},        {kBurnGemmF32},
+                                    {kBurnGemmBf16}};
+constexpr const char* kKernelNames[kKindCount] = {
+    "gd_memtest_fill",    "gd_memtest_check",   "gd_memtest_check_invert", "gd_burn_fill_f64", "gd_burn_fill_f32",
+    "gd_burn_fill_bf16",  "gd_burn_expected_1", "gd_burn_expected_2",      "gd_burn_sums_f64", "gd_burn_sums_f32",
+    "gd_burn_gemm_f64",   "gd_burn_gemm_f32",   "gd_burn_gemm_bf16"};
+
+double LinkGbPerSecond(double generation, double width) {
+  static constexpr double kPerLane[] = {0, 0.25, 0.5, 0.985, 1.969, 3.938, 7.563};
+  const auto g = static_cast<size_t>(generation);
+  return g > 0 && g < std::size(kPerLane) && width > 0 ? kPerLane[g] * width : 25.0;
+}
 
 CUresult Load() {
   if (g_state.loaded) return g_state.init_error;
@@ -91,12 +137,23 @@ CUresult Load() {
   const toml::table* cuda = root["cuda"].as_table();
   const uint64_t memory_mib = cuda ? (*cuda)["memory_mib"].value_or<int64_t>(64) : 64;
   const int sms = cuda ? static_cast<int>((*cuda)["sms"].value_or<int64_t>(4)) : 4;
+  const double gemm_ms = cuda ? (*cuda)["gemm_ms"].value_or(1.0) : 1.0;
+  const double pcie_gbps = cuda ? (*cuda)["pcie_gbps"].value_or(0.0) : 0.0;
+  const double p2p_gbps = cuda ? (*cuda)["p2p_gbps"].value_or(0.0) : 0.0;
+  g_state.peer_access = cuda ? (*cuda)["peer_access"].value_or(true) : true;
   for (const GpuSpec& gpu : scenario->gpus) {
     FakeDevice device;
     device.name = gpu.Text(GpuField::kName);
     device.pci_bus_id = gpu.Text(GpuField::kPciBusId);
     device.sms = sms;
     device.memory_bytes = memory_mib << 20;
+    device.gemm_ms = gemm_ms;
+    // Unless the scenario says otherwise, a link carries 88% of what its generation and width allow, as
+    // healthy ones do, and peers copy over NVLink-class bandwidth.
+    device.pcie_gbps = pcie_gbps > 0 ? pcie_gbps
+                                     : 0.88 * LinkGbPerSecond(gpu.Number(GpuField::kPcieGenerationMax, 0),
+                                                              gpu.Number(GpuField::kPcieWidthMax, 0));
+    device.p2p_gbps = p2p_gbps > 0 ? p2p_gbps : 150;
     g_state.devices.push_back(std::move(device));
   }
   if (const toml::array* faults = cuda ? (*cuda)["fault"].as_array() : nullptr) {
@@ -111,6 +168,15 @@ CUresult Load() {
       device.hang_at_launch = static_cast<uint64_t>((*fault)["hang_at_launch"].value_or<int64_t>(0));
       device.lost_at_launch = static_cast<uint64_t>((*fault)["lost_at_launch"].value_or<int64_t>(0));
       device.random.seed(static_cast<uint64_t>((*fault)["seed"].value_or<int64_t>(7)));
+      device.slow_factor = (*fault)["slow_factor"].value_or(1.0);
+      device.pcie_gbps = (*fault)["pcie_gbps"].value_or(device.pcie_gbps);
+      device.corrupt_copies = (*fault)["corrupt_copies"].value_or(false);
+      if (const toml::table* wrong = (*fault)["wrong_product"].as_table()) {
+        device.wrong_product = true;
+        device.wrong_row = static_cast<uint64_t>((*wrong)["row"].value_or<int64_t>(0));
+        device.wrong_col = static_cast<uint64_t>((*wrong)["col"].value_or<int64_t>(0));
+        device.wrong_delta = (*wrong)["delta"].value_or(1.0);
+      }
       if (const toml::array* stuck = (*fault)["stuck_bits"].as_array()) {
         for (const toml::node& item : *stuck) {
           const toml::table* bit = item.as_table();
@@ -156,6 +222,125 @@ void Damage(FakeDevice& device, CUdeviceptr begin, CUdeviceptr end) {
       *word ^= 1u << (device.random() % 32);
     }
   }
+}
+
+template <typename T>
+T& Param(void** params, int i) {
+  return *static_cast<T*>(params[i]);
+}
+
+void RunMemtestKernel(FakeDevice& device, Kind kind, void** params) {
+  auto* base = Param<mt::Word*>(params, 0);
+  const mt::Index words = Param<mt::Index>(params, 1);
+  const mt::Pattern pattern = Param<mt::Pattern>(params, 2);
+  const auto address = reinterpret_cast<mt::Index>(base);
+  if (kind == kMemtestFill) {
+    for (mt::Index i = 0; i < words; ++i) base[i] = mt::Expected(pattern, address, i);
+  } else {
+    auto* log = Param<mt::ErrorLog*>(params, 3);
+    for (mt::Index i = 0; i < words; ++i) {
+      const mt::Word expected = mt::Expected(pattern, address, i);
+      const mt::Word actual = base[i];
+      if (actual != expected) mt::Record(log, log->count++, i, expected, actual);
+      if (kind == kMemtestCheckInvert) base[i] = ~expected;
+    }
+  }
+  if (kind != kMemtestCheck) Damage(device, address, address + words * sizeof(mt::Word));
+}
+
+// What a product on this device does besides being right: it takes its time,
+// and a faulty device gets one entry wrong.
+template <typename T>
+void AfterProduct(FakeDevice& device, T* c, uint64_t n, std::chrono::steady_clock::time_point started) {
+  if (device.wrong_product && device.wrong_row < n && device.wrong_col < n)
+    c[device.wrong_row + device.wrong_col * n] += static_cast<T>(device.wrong_delta);
+  TakesModelled(started, std::chrono::duration<double, std::milli>(device.gemm_ms * device.slow_factor));
+}
+
+// C = A B, column-major n x n, entries loaded as Acc.
+template <typename Stored, typename Acc, typename Load>
+void Product(FakeDevice& device, const Stored* a, const Stored* b, Acc* c, uint64_t n, Load load) {
+  const auto started = std::chrono::steady_clock::now();
+  for (uint64_t col = 0; col < n; ++col) {
+    for (uint64_t row = 0; row < n; ++row) {
+      Acc sum = 0;
+      for (uint64_t k = 0; k < n; ++k) sum += load(a[row + k * n]) * load(b[k + col * n]);
+      c[row + col * n] = sum;
+    }
+  }
+  AfterProduct(device, c, n, started);
+}
+
+void RunBurnKernel(FakeDevice& device, Kind kind, void** params) {
+  namespace bn = gpudoctor::burn;
+  using bn::Index;
+  using bn::Sum;
+  auto same = [](auto v) { return v; };
+  auto bf16 = [](unsigned short v) { return bn::Bf16Value(v); };
+  switch (kind) {
+    case kBurnFillF64:
+    case kBurnFillF32:
+    case kBurnFillBf16: {
+      const Index n = Param<Index>(params, 1);
+      const unsigned seed = Param<unsigned>(params, 2);
+      for (Index t = 0; t < n * n; ++t) {
+        if (kind == kBurnFillF64) bn::FillThread(Param<double*>(params, 0), n, seed, t);
+        else if (kind == kBurnFillF32) bn::FillThread(Param<float*>(params, 0), n, seed, t);
+        else bn::FillBf16Thread(Param<unsigned short*>(params, 0), n, seed, t);
+      }
+      break;
+    }
+    case kBurnExpected1: {
+      const Index n = Param<Index>(params, 0);
+      for (Index k = 0; k < n; ++k)
+        bn::ExpectedStep1Thread(n, Param<unsigned>(params, 1), Param<unsigned>(params, 2), Param<Sum*>(params, 3),
+                                Param<Sum*>(params, 4), k);
+      break;
+    }
+    case kBurnExpected2: {
+      const Index n = Param<Index>(params, 0);
+      for (Index t = 0; t < n; ++t)
+        bn::ExpectedStep2Thread(n, Param<unsigned>(params, 1), Param<unsigned>(params, 2), Param<Sum*>(params, 3),
+                                Param<Sum*>(params, 4), Param<Sum*>(params, 5), Param<Sum*>(params, 6), t);
+      break;
+    }
+    case kBurnSumsF64:
+    case kBurnSumsF32: {
+      const Index n = Param<Index>(params, 1);
+      const Index threads = n * ((n + bn::kSegment - 1) / bn::kSegment);
+      for (Index t = 0; t < threads; ++t) {
+        if (kind == kBurnSumsF64)
+          bn::SumsThread(Param<const double*>(params, 0), n, Param<Sum*>(params, 2), Param<Sum*>(params, 3),
+                         Param<unsigned*>(params, 4), t);
+        else
+          bn::SumsThread(Param<const float*>(params, 0), n, Param<Sum*>(params, 2), Param<Sum*>(params, 3),
+                         Param<unsigned*>(params, 4), t);
+      }
+      break;
+    }
+    case kBurnGemmF64:
+      Product(device, Param<const double*>(params, 0), Param<const double*>(params, 1), Param<double*>(params, 2),
+              Param<Index>(params, 3), same);
+      break;
+    case kBurnGemmF32:
+      Product(device, Param<const float*>(params, 0), Param<const float*>(params, 1), Param<float*>(params, 2),
+              Param<Index>(params, 3), same);
+      break;
+    case kBurnGemmBf16:
+      Product(device, Param<const unsigned short*>(params, 0), Param<const unsigned short*>(params, 1),
+              Param<float*>(params, 2), Param<Index>(params, 3), bf16);
+      break;
+    default: break;
+  }
+}
+
+// A copy over the link takes the time its rate allows; a corrupting link
+// changes a byte of what it carries.
+void OverTheLink(FakeDevice& device, void* destination, size_t bytes, double gbps,
+                 std::chrono::steady_clock::time_point started) {
+  if (device.corrupt_copies && bytes > 0) ++static_cast<unsigned char*>(destination)[bytes / 2];
+  if (gbps <= 0 || bytes < (1u << 20)) return;
+  TakesModelled(started, std::chrono::duration<double>(static_cast<double>(bytes) / (gbps * 1e9)));
 }
 
 [[noreturn]] void HangForever() {
@@ -326,7 +511,9 @@ FAKE_CUDA_EXPORT CUresult cuMemcpyDtoH_v2(void* host, CUdeviceptr source, size_t
   FakeDevice* device = Owner(source);
   if (device == nullptr) return CUDA_ERROR_INVALID_VALUE;
   if (device->lost) return CUDA_ERROR_UNKNOWN;
+  const auto started = std::chrono::steady_clock::now();
   std::memcpy(host, reinterpret_cast<const void*>(source), bytes);
+  OverTheLink(*device, host, bytes, device->pcie_gbps, started);
   return CUDA_SUCCESS;
 }
 
@@ -335,7 +522,9 @@ FAKE_CUDA_EXPORT CUresult cuMemcpyHtoD_v2(CUdeviceptr destination, const void* h
   FakeDevice* device = Owner(destination);
   if (device == nullptr) return CUDA_ERROR_INVALID_VALUE;
   if (device->lost) return CUDA_ERROR_UNKNOWN;
+  const auto started = std::chrono::steady_clock::now();
   std::memcpy(reinterpret_cast<void*>(destination), host, bytes);
+  OverTheLink(*device, reinterpret_cast<void*>(destination), bytes, device->pcie_gbps, started);
   return CUDA_SUCCESS;
 }
 
@@ -365,7 +554,7 @@ FAKE_CUDA_EXPORT CUresult cuModuleUnload(CUmodule module) {
 FAKE_CUDA_EXPORT CUresult cuModuleGetFunction(CUfunction* function, CUmodule module, const char* name) {
   const std::string entry = std::string(".entry ") + name + "(";
   if (std::strstr(reinterpret_cast<const char*>(module), entry.c_str()) == nullptr) return CUDA_ERROR_NOT_FOUND;
-  for (int i = 0; i < 3; ++i) {
+  for (int i = 0; i < kKindCount; ++i) {
     if (std::strcmp(name, kKernelNames[i]) == 0) {
       *function = reinterpret_cast<CUfunction>(&g_functions[i]);
       return CUDA_SUCCESS;
@@ -386,23 +575,12 @@ FAKE_CUDA_EXPORT CUresult cuLaunchKernel(CUfunction function, unsigned int, unsi
     lock.unlock();
     HangForever();
   }
-  const int kind = reinterpret_cast<const Function*>(function)->kind;
-  auto* base = *static_cast<mt::Word**>(params[0]);
-  const mt::Index words = *static_cast<mt::Index*>(params[1]);
-  const mt::Pattern pattern = *static_cast<mt::Pattern*>(params[2]);
-  const auto address = reinterpret_cast<mt::Index>(base);
-  if (kind == 0) {
-    for (mt::Index i = 0; i < words; ++i) base[i] = mt::Expected(pattern, address, i);
+  const Kind kind = reinterpret_cast<const Function*>(function)->kind;
+  if (kind <= kMemtestCheckInvert) {
+    RunMemtestKernel(*device, kind, params);
   } else {
-    auto* log = *static_cast<mt::ErrorLog**>(params[3]);
-    for (mt::Index i = 0; i < words; ++i) {
-      const mt::Word expected = mt::Expected(pattern, address, i);
-      const mt::Word actual = base[i];
-      if (actual != expected) mt::Record(log, log->count++, i, expected, actual);
-      if (kind == 2) base[i] = ~expected;
-    }
+    RunBurnKernel(*device, kind, params);
   }
-  if (kind != 1) Damage(*device, address, address + words * sizeof(mt::Word));
   return CUDA_SUCCESS;
 }
 
@@ -412,7 +590,8 @@ FAKE_CUDA_EXPORT CUresult cuEventCreate(CUevent* event, unsigned int) {
 }
 
 FAKE_CUDA_EXPORT CUresult cuEventRecord(CUevent event, CUstream) {
-  *reinterpret_cast<std::chrono::steady_clock::time_point*>(event) = std::chrono::steady_clock::now();
+  std::lock_guard lock(g_mutex);
+  *reinterpret_cast<std::chrono::steady_clock::time_point*>(event) = DeviceNow();
   return CUDA_SUCCESS;
 }
 
@@ -428,4 +607,82 @@ FAKE_CUDA_EXPORT CUresult cuEventElapsedTime(float* milliseconds, CUevent start,
 FAKE_CUDA_EXPORT CUresult cuEventDestroy_v2(CUevent event) {
   delete reinterpret_cast<std::chrono::steady_clock::time_point*>(event);
   return CUDA_SUCCESS;
+}
+
+FAKE_CUDA_EXPORT CUresult cuMemHostAlloc(void** pointer, size_t bytes, unsigned int) {
+  *pointer = std::aligned_alloc(4096, (bytes + 4095) / 4096 * 4096);
+  return *pointer != nullptr ? CUDA_SUCCESS : CUDA_ERROR_OUT_OF_MEMORY;
+}
+
+FAKE_CUDA_EXPORT CUresult cuMemFreeHost(void* pointer) {
+  std::free(pointer);
+  return CUDA_SUCCESS;
+}
+
+FAKE_CUDA_EXPORT CUresult cuDeviceCanAccessPeer(int* can_access, CUdevice device, CUdevice peer) {
+  std::lock_guard lock(g_mutex);
+  const size_t count = g_state.devices.size();
+  if (static_cast<size_t>(device) >= count || static_cast<size_t>(peer) >= count) return CUDA_ERROR_INVALID_DEVICE;
+  *can_access = g_state.peer_access && device != peer ? 1 : 0;
+  return CUDA_SUCCESS;
+}
+
+FAKE_CUDA_EXPORT CUresult cuCtxEnablePeerAccess(CUcontext peer, unsigned int) {
+  std::lock_guard lock(g_mutex);
+  return peer != nullptr && g_state.peer_access ? CUDA_SUCCESS : CUDA_ERROR_PEER_ACCESS_UNSUPPORTED;
+}
+
+FAKE_CUDA_EXPORT CUresult cuMemcpyPeer(CUdeviceptr destination, CUcontext, CUdeviceptr source, CUcontext,
+                                       size_t bytes) {
+  std::lock_guard lock(g_mutex);
+  FakeDevice* to = Owner(destination);
+  FakeDevice* from = Owner(source);
+  if (to == nullptr || from == nullptr) return CUDA_ERROR_INVALID_VALUE;
+  if (to->lost || from->lost) return CUDA_ERROR_UNKNOWN;
+  const auto started = std::chrono::steady_clock::now();
+  std::memcpy(reinterpret_cast<void*>(destination), reinterpret_cast<const void*>(source), bytes);
+  const double gbps = g_state.peer_access ? from->p2p_gbps : std::min(from->pcie_gbps, to->pcie_gbps);
+  OverTheLink(*from, reinterpret_cast<void*>(destination), bytes, gbps, started);
+  return CUDA_SUCCESS;
+}
+
+// ---- cuBLAS, on the same devices ----
+
+FAKE_CUDA_EXPORT cublasStatus_t cublasCreate_v2(cublasHandle_t* handle) {
+  *handle = reinterpret_cast<cublasHandle_t>(new int(1));
+  return 0;
+}
+
+FAKE_CUDA_EXPORT cublasStatus_t cublasDestroy_v2(cublasHandle_t handle) {
+  delete reinterpret_cast<int*>(handle);
+  return 0;
+}
+
+FAKE_CUDA_EXPORT cublasStatus_t cublasGetVersion_v2(cublasHandle_t, int* version) {
+  *version = 120804;
+  return 0;
+}
+
+FAKE_CUDA_EXPORT cublasStatus_t cublasGemmEx(cublasHandle_t, int transa, int transb, int m, int n, int k,
+                                             const void*, const void* a, int a_type, int lda, const void* b, int,
+                                             int ldb, const void*, void* c, int c_type, int ldc, int, int) {
+  std::lock_guard lock(g_mutex);
+  FakeDevice* device = Current();
+  // The fake does what the burn asks: square, untransposed, alpha 1 and beta 0.
+  if (device == nullptr || transa != 0 || transb != 0 || m != n || n != k || lda != n || ldb != n || ldc != n)
+    return 7;  // CUBLAS_STATUS_INVALID_VALUE
+  if (device->lost) return 13;  // CUBLAS_STATUS_EXECUTION_FAILED
+  const auto order = static_cast<uint64_t>(n);
+  auto same = [](auto v) { return v; };
+  if (a_type == cublas_type::kR64F && c_type == cublas_type::kR64F) {
+    Product(*device, static_cast<const double*>(a), static_cast<const double*>(b), static_cast<double*>(c), order, same);
+  } else if (a_type == cublas_type::kR32F && c_type == cublas_type::kR32F) {
+    Product(*device, static_cast<const float*>(a), static_cast<const float*>(b), static_cast<float*>(c), order, same);
+  } else if (a_type == cublas_type::kR16BF && c_type == cublas_type::kR32F) {
+    Product(*device, static_cast<const unsigned short*>(a), static_cast<const unsigned short*>(b),
+            static_cast<float*>(c), order, [](unsigned short v) { return gpudoctor::burn::Bf16Value(v); });
+  } else {
+    return 15;  // CUBLAS_STATUS_NOT_SUPPORTED
+  }
+  return 0;
 }

@@ -3,22 +3,14 @@
 // cuModuleLoadData; the driver compiles them for the GPU in front of it.
 // Each is a grid-stride loop over the per-word work of memtest_patterns.h, so
 // neighbouring threads touch neighbouring words: every access coalesced.
-#define __global__ __attribute__((global))
-
+#include "device_support.h"
 #include "memtest_patterns.h"
 
 using namespace gpudoctor::memtest;
+using gpudoctor::kernels::FirstIndex;
+using gpudoctor::kernels::Stride;
 
 namespace {
-
-__attribute__((device)) Index FirstIndex() {
-  return static_cast<Index>(__nvvm_read_ptx_sreg_ctaid_x()) * __nvvm_read_ptx_sreg_ntid_x() +
-         __nvvm_read_ptx_sreg_tid_x();
-}
-
-__attribute__((device)) Index Stride() {
-  return static_cast<Index>(__nvvm_read_ptx_sreg_nctaid_x()) * __nvvm_read_ptx_sreg_ntid_x();
-}
 
 __attribute__((device)) void Check(ErrorLog* log, Index index, Word expected, Word actual) {
   if (actual == expected) return;

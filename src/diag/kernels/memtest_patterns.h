@@ -4,11 +4,7 @@
 // Plain C++ with fixed-width types, no standard library: device code has none.
 #pragma once
 
-#if defined(__CUDA__) && defined(__CUDA_ARCH__)
-#define GD_HD __attribute__((device)) inline
-#else
-#define GD_HD inline
-#endif
+#include "host_device.h"
 
 namespace gpudoctor::memtest {
 

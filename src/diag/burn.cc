@@ -1,0 +1,338 @@
+#include "diag/burn.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <functional>
+
+#include "diag/device_session.h"
+#include "diag/kernels/burn_math.h"
+
+namespace gpudoctor {
+
+namespace {
+
+using burn::Index;
+using burn::Sum;
+using SteadyClock = std::chrono::steady_clock;
+
+enum Kernel : size_t {
+  kFillF64, kFillF32, kFillBf16, kExpected1, kExpected2, kSumsF64, kSumsF32, kGemmF64, kGemmF32, kGemmBf16, kKernelCount
+};
+
+const std::vector<std::string>& KernelNames() {
+  static const std::vector<std::string> kNames = {
+      "gd_burn_fill_f64", "gd_burn_fill_f32", "gd_burn_fill_bf16", "gd_burn_expected_1", "gd_burn_expected_2",
+      "gd_burn_sums_f64", "gd_burn_sums_f32", "gd_burn_gemm_f64",  "gd_burn_gemm_f32",   "gd_burn_gemm_bf16"};
+  return kNames;
+}
+
+// How each precision is stored, filled, multiplied and summed.
+struct Layout {
+  size_t input_bytes;   // per entry of A and B
+  size_t output_bytes;  // per entry of C
+  Kernel fill, sums, gemm;
+  int a_type, c_type, compute;  // for cublasGemmEx
+};
+
+Layout LayoutOf(Precision precision) {
+  using namespace cublas_type;
+  switch (precision) {
+    case Precision::kFp64: return {8, 8, kFillF64, kSumsF64, kGemmF64, kR64F, kR64F, kCompute64F};
+    case Precision::kFp32: return {4, 4, kFillF32, kSumsF32, kGemmF32, kR32F, kR32F, kCompute32F};
+    case Precision::kTf32: return {4, 4, kFillF32, kSumsF32, kGemmF32, kR32F, kR32F, kCompute32FFastTF32};
+    case Precision::kBf16: return {2, 4, kFillBf16, kSumsF32, kGemmBf16, kR16BF, kR32F, kCompute32F};
+  }
+  return {};
+}
+
+double Tflops(uint64_t n, double seconds) {
+  const double flops = 2.0 * static_cast<double>(n) * static_cast<double>(n) * static_cast<double>(n);
+  return seconds > 0 ? flops / seconds / 1e12 : 0;
+}
+
+// One precision's buffers and the calls that use them.
+class Burner {
+ public:
+  Burner(DeviceSession& session, const std::vector<CUfunction>& kernels, const Cublas* cublas, cublasHandle_t handle,
+         Precision precision, uint64_t n)
+      : session_(session), cuda_(session.cuda()), kernels_(kernels), cublas_(cublas), handle_(handle),
+        precision_(precision), layout_(LayoutOf(precision)), n_(n) {}
+  // The precisions run one after the other, each with the memory to itself.
+  ~Burner() {
+    for (CUdeviceptr pointer : owned_) session_.Free(pointer);
+  }
+  Burner(const Burner&) = delete;
+  Burner& operator=(const Burner&) = delete;
+
+  Status Prepare(unsigned int seed) {
+    const size_t entries = n_ * n_;
+    auto a = session_.Allocate(entries * layout_.input_bytes);
+    auto b = a ? session_.Allocate(entries * layout_.input_bytes) : a;
+    auto c = b ? session_.Allocate(entries * layout_.output_bytes) : b;
+    auto sums = c ? session_.Allocate(6 * n_ * sizeof(Sum) + sizeof(unsigned int)) : c;
+    for (auto* allocated : {&a, &b, &c, &sums})
+      if (*allocated) owned_.push_back(**allocated);
+    if (!sums) return sums.error();
+    a_ = *a, b_ = *b, c_ = *c;
+    b_row_ = *sums, a_col_ = b_row_ + n_ * sizeof(Sum);
+    expected_rows_ = a_col_ + n_ * sizeof(Sum), expected_cols_ = expected_rows_ + n_ * sizeof(Sum);
+    rows_ = expected_cols_ + n_ * sizeof(Sum), cols_ = rows_ + n_ * sizeof(Sum);
+    odd_ = cols_ + n_ * sizeof(Sum);
+    seed_a_ = seed, seed_b_ = seed + 1;
+    if (Status s = Launch(layout_.fill, Grid(entries), {&a_, &n_, &seed_a_}); !s) return s;
+    if (Status s = Launch(layout_.fill, Grid(entries), {&b_, &n_, &seed_b_}); !s) return s;
+    if (Status s = Launch(kExpected1, Grid(n_), {&n_, &seed_a_, &seed_b_, &b_row_, &a_col_}); !s) return s;
+    if (Status s = Launch(kExpected2, Grid(n_),
+                          {&n_, &seed_a_, &seed_b_, &b_row_, &a_col_, &expected_rows_, &expected_cols_});
+        !s)
+      return s;
+    expected_rows_host_.resize(n_);
+    expected_cols_host_.resize(n_);
+    if (Status s = Read(expected_rows_host_, expected_rows_); !s) return s;
+    return Read(expected_cols_host_, expected_cols_);
+  }
+
+  // C = A B; true when cuBLAS did it.
+  Status Multiply() {
+    if (cublas_ != nullptr) {
+      const double one64 = 1, zero64 = 0;
+      const float one32 = 1, zero32 = 0;
+      const bool wide = precision_ == Precision::kFp64;
+      const int n = static_cast<int>(n_);
+      const cublasStatus_t status = cublas_->cublasGemmEx(
+          handle_, cublas_type::kOpN, cublas_type::kOpN, n, n, n, wide ? static_cast<const void*>(&one64) : &one32,
+          reinterpret_cast<const void*>(a_), layout_.a_type, n, reinterpret_cast<const void*>(b_), layout_.a_type, n,
+          wide ? static_cast<const void*>(&zero64) : &zero32, reinterpret_cast<void*>(c_), layout_.c_type, n,
+          layout_.compute, cublas_type::kGemmDefault);
+      if (status != 0) return Error{fmt::format("cublasGemmEx ({}) failed with status {}", PrecisionName(precision_), status)};
+      return {};
+    }
+    const unsigned tiles = static_cast<unsigned>((n_ + 15) / 16);
+    void* params[] = {&a_, &b_, &c_, &n_};
+    return session_.Call(
+        cuda_.cuLaunchKernel(kernels_[layout_.gemm], tiles, tiles, 1, 16, 16, 1, 0, nullptr, params, nullptr),
+        KernelNames()[layout_.gemm]);
+  }
+
+  // Checks C against the expected sums; fills `error` when it is wrong.
+  Result<bool> Verify(BurnError& error) {
+    // rows_, cols_ and odd_ lie one after the other.
+    const size_t words = (2 * n_ * sizeof(Sum) + sizeof(unsigned int)) / 4;
+    if (Status s = session_.Call(cuda_.cuMemsetD32_v2(rows_, 0, words), "clearing the sums"); !s) return s.error();
+    return CompareSums(error);
+  }
+
+  // Seconds `work` took on the device's clock (events on the default stream).
+  Result<double> Timed(const std::function<Status()>& work) {
+    CUevent start = nullptr, end = nullptr;
+    if (Status s = session_.Call(cuda_.cuEventCreate(&start, 0), "cuEventCreate"); !s) return s.error();
+    if (Status s = session_.Call(cuda_.cuEventCreate(&end, 0), "cuEventCreate"); !s) {
+      cuda_.cuEventDestroy_v2(start);
+      return s.error();
+    }
+    Status status = session_.Call(cuda_.cuEventRecord(start, nullptr), "cuEventRecord");
+    if (status) status = work();
+    if (status) status = session_.Call(cuda_.cuEventRecord(end, nullptr), "cuEventRecord");
+    if (status) status = session_.Call(cuda_.cuEventSynchronize(end), fmt::format("{} products", PrecisionName(precision_)));
+    float ms = 0;
+    if (status) status = session_.Call(cuda_.cuEventElapsedTime(&ms, start, end), "cuEventElapsedTime");
+    cuda_.cuEventDestroy_v2(start);
+    cuda_.cuEventDestroy_v2(end);
+    if (!status) return status.error();
+    return static_cast<double>(ms) / 1000.0;
+  }
+
+  Result<double> TimeProducts(int count) {
+    return Timed([&]() -> Status {
+      for (int i = 0; i < count; ++i)
+        if (Status s = Multiply(); !s) return s;
+      return {};
+    });
+  }
+
+  uint64_t n() const { return n_; }
+
+ private:
+  struct Grid1 {
+    unsigned blocks;
+  };
+  Grid1 Grid(uint64_t threads) const {
+    const uint64_t blocks = std::min<uint64_t>((threads + 255) / 256, 65'535);
+    return {static_cast<unsigned>(std::max<uint64_t>(blocks, 1))};
+  }
+
+  Status Launch(Kernel kernel, Grid1 grid, std::vector<void*> params) {
+    return session_.Call(cuda_.cuLaunchKernel(kernels_[kernel], grid.blocks, 1, 1, 256, 1, 1, 0, nullptr,
+                                              params.data(), nullptr),
+                         KernelNames()[kernel]);
+  }
+
+  Status Read(std::vector<Sum>& host, CUdeviceptr device) {
+    return session_.Call(cuda_.cuMemcpyDtoH_v2(host.data(), device, host.size() * sizeof(Sum)), "reading sums");
+  }
+
+  Result<bool> CompareSums(BurnError& error) {
+    const uint64_t segments = (n_ + burn::kSegment - 1) / burn::kSegment;
+    if (Status s = Launch(layout_.sums, Grid(n_ * segments), {&c_, &n_, &rows_, &cols_, &odd_}); !s) return s.error();
+    std::vector<Sum> rows(n_), cols(n_);
+    unsigned int odd = 0;
+    if (Status s = Read(rows, rows_); !s) return s.error();
+    if (Status s = Read(cols, cols_); !s) return s.error();
+    if (Status s = session_.Call(cuda_.cuMemcpyDtoH_v2(&odd, odd_, sizeof odd), "reading sums"); !s) return s.error();
+    error = {};
+    error.not_integer = odd;
+    for (uint64_t i = 0; i < n_; ++i) {
+      if (rows[i] != expected_rows_host_[i]) {
+        ++error.bad_rows;
+        if (error.rows.size() < 16) error.rows.push_back(i);
+      }
+      if (cols[i] != expected_cols_host_[i]) {
+        ++error.bad_cols;
+        if (error.cols.size() < 16) error.cols.push_back(i);
+      }
+    }
+    return error.bad_rows == 0 && error.bad_cols == 0 && error.not_integer == 0;
+  }
+
+  DeviceSession& session_;
+  const CudaDriver& cuda_;
+  const std::vector<CUfunction>& kernels_;
+  const Cublas* cublas_;
+  cublasHandle_t handle_;
+  Precision precision_;
+  Layout layout_;
+  uint64_t n_;
+  unsigned int seed_a_ = 0, seed_b_ = 0;
+  CUdeviceptr a_ = 0, b_ = 0, c_ = 0, b_row_ = 0, a_col_ = 0, expected_rows_ = 0, expected_cols_ = 0, rows_ = 0,
+              cols_ = 0, odd_ = 0;
+  std::vector<Sum> expected_rows_host_, expected_cols_host_;
+  std::vector<CUdeviceptr> owned_;
+};
+
+// The largest order from 16384 down whose three matrices fit in `budget`.
+uint64_t MatrixOrderFor(Precision precision, uint64_t budget) {
+  const Layout layout = LayoutOf(precision);
+  for (uint64_t n = 16384; n >= 256; n /= 2) {
+    if (n * n * (2 * layout.input_bytes + layout.output_bytes) + 6 * n * sizeof(Sum) <= budget) return n;
+  }
+  return 0;
+}
+
+}  // namespace
+
+const char* PrecisionName(Precision precision) {
+  switch (precision) {
+    case Precision::kFp64: return "fp64";
+    case Precision::kFp32: return "fp32";
+    case Precision::kTf32: return "tf32";
+    case Precision::kBf16: return "bf16";
+  }
+  return "fp32";
+}
+
+std::optional<Precision> ParsePrecision(std::string_view name) {
+  for (Precision precision : kAllPrecisions)
+    if (name == PrecisionName(precision)) return precision;
+  return std::nullopt;
+}
+
+Result<BurnResult> RunBurn(const CudaDriver& cuda, const Cublas* cublas, std::string_view ptx,
+                           const BurnOptions& options, const std::function<void(const BurnProgress&)>& progress,
+                           const std::function<bool()>& stop) {
+  std::vector<Precision> precisions = options.precisions;
+  if (precisions.empty()) precisions.assign(std::begin(kAllPrecisions), std::end(kAllPrecisions));
+
+  DeviceSession session(cuda);
+  if (Status s = session.Open(options.device); !s) return s.error();
+  auto kernels = session.LoadModule(ptx, KernelNames());
+  if (!kernels) return kernels.error();
+  BurnResult result;
+  const DeviceIdentity identity = session.Identity();
+  result.device_name = identity.name;
+  result.pci_bus_id = identity.pci_bus_id;
+
+  cublasHandle_t handle = nullptr;
+  std::string engine = "gpudoctor kernel (CUDA cores)";
+  if (cublas != nullptr) {
+    if (const cublasStatus_t status = cublas->cublasCreate_v2(&handle); status != 0) {
+      result.engine_note = fmt::format("cuBLAS {} could not start (status {})", cublas->path(), status);
+      cublas = nullptr;
+    } else {
+      int version = 0;
+      cublas->cublasGetVersion_v2(handle, &version);
+      engine = fmt::format("cuBLAS {}.{}.{}", version / 10000, version / 100 % 100, version % 100);
+    }
+  }
+  struct HandleGuard {
+    const Cublas* cublas;
+    cublasHandle_t handle;
+    ~HandleGuard() {
+      if (cublas != nullptr && handle != nullptr) cublas->cublasDestroy_v2(handle);
+    }
+  } guard{cublas, handle};
+
+  const auto share = options.duration / static_cast<int64_t>(precisions.size());
+  const auto started = SteadyClock::now();
+  const double total_seconds = std::max(1e-9, std::chrono::duration<double>(options.duration).count());
+  for (size_t p = 0; p < precisions.size(); ++p) {
+    const Precision precision = precisions[p];
+    size_t free_bytes = 0, total_bytes = 0;
+    if (Status s = session.Call(cuda.cuMemGetInfo_v2(&free_bytes, &total_bytes), "cuMemGetInfo"); !s) return s.error();
+    const uint64_t n = options.matrix != 0
+                           ? options.matrix
+                           : MatrixOrderFor(precision, static_cast<uint64_t>(static_cast<double>(free_bytes) *
+                                                                             std::clamp(options.free_share, 0.0, 1.0)));
+    if (n == 0) return Error{fmt::format("too little free memory for a {} burn ({} bytes free)", PrecisionName(precision), free_bytes)};
+    Burner burner(session, *kernels, cublas, handle, precision, n);
+    if (Status s = burner.Prepare(static_cast<unsigned>(2 * p + 1)); !s) return s.error();
+
+    BurnPrecisionResult entry{.precision = PrecisionName(precision), .engine = engine, .matrix = n};
+    // The same product alone: the baseline, after one product to warm up.
+    if (Status s = burner.Multiply(); !s) return s.error();
+    auto alone = burner.TimeProducts(3);
+    if (!alone) return alone.error();
+    entry.baseline_tflops = Tflops(n, *alone / 3);
+
+    const auto deadline = started + share * static_cast<int64_t>(p + 1);
+    double busy = 0;  // seconds of products and their verification, on the device's clock
+    do {
+      if (stop && stop()) {
+        result.interrupted = true;
+        break;
+      }
+      auto took = burner.TimeProducts(1);
+      if (!took) return took.error();
+      BurnError error;
+      bool good = true;
+      auto verified = burner.Timed([&]() -> Status {
+        auto checked = burner.Verify(error);
+        if (!checked) return checked.error();
+        good = *checked;
+        return {};
+      });
+      if (!verified) return verified.error();
+      busy += *took + *verified;
+      ++entry.iterations;
+      if (!good) {
+        ++entry.wrong_iterations;
+        error.precision = entry.precision;
+        error.iteration = entry.iterations;
+        if (result.errors.size() < 100) result.errors.push_back(std::move(error));
+      }
+      if (progress) {
+        const double elapsed = std::chrono::duration<double>(SteadyClock::now() - started).count();
+        progress({.precision = entry.precision,
+                  .fraction = std::min(1.0, elapsed / total_seconds),
+                  .iteration = entry.iterations,
+                  .tflops = Tflops(n, *took)});
+      }
+    } while (SteadyClock::now() < deadline);
+    entry.tflops = entry.iterations > 0 ? Tflops(n, busy / entry.iterations) : 0;
+    result.precisions.push_back(std::move(entry));
+    if (result.interrupted) break;
+  }
+  return result;
+}
+
+}  // namespace gpudoctor

@@ -1,0 +1,88 @@
+#include "diag/device_session.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+
+namespace gpudoctor {
+
+DeviceSession::~DeviceSession() {
+  if (context_ == nullptr) return;
+  cuda_.cuCtxSetCurrent(context_);
+  cuda_.cuCtxSynchronize();
+  for (CUdeviceptr pointer : allocations_) cuda_.cuMemFree_v2(pointer);
+  for (void* pointer : host_allocations_) cuda_.cuMemFreeHost(pointer);
+  for (CUmodule module : modules_) cuda_.cuModuleUnload(module);
+  cuda_.cuDevicePrimaryCtxRelease_v2(device_);
+}
+
+Status DeviceSession::Call(CUresult status, std::string_view what) const {
+  if (status == CUDA_SUCCESS) return {};
+  return Error{fmt::format("{}: {}", what, cuda_.ErrorMessage(status))};
+}
+
+Status DeviceSession::Open(int ordinal) {
+  if (Status s = Call(cuda_.cuInit(0), "cuInit"); !s) return s;
+  int count = 0;
+  if (Status s = Call(cuda_.cuDeviceGetCount(&count), "cuDeviceGetCount"); !s) return s;
+  if (ordinal < 0 || ordinal >= count) return Error{fmt::format("no CUDA device {} ({} found)", ordinal, count)};
+  if (Status s = Call(cuda_.cuDeviceGet(&device_, ordinal), "cuDeviceGet"); !s) return s;
+  CUcontext context = nullptr;
+  if (Status s = Call(cuda_.cuDevicePrimaryCtxRetain(&context, device_), "cuDevicePrimaryCtxRetain"); !s) return s;
+  context_ = context;
+  return MakeCurrent();
+}
+
+Status DeviceSession::MakeCurrent() const { return Call(cuda_.cuCtxSetCurrent(context_), "cuCtxSetCurrent"); }
+
+Result<std::vector<CUfunction>> DeviceSession::LoadModule(std::string_view ptx, const std::vector<std::string>& names) {
+  if (ptx.empty()) return Error{"this gpudoctor was built without GPU kernels (clang-16 was missing at build time)"};
+  const std::string image(ptx);  // the driver wants NUL-terminated text
+  CUmodule module = nullptr;
+  if (Status s = Call(cuda_.cuModuleLoadData(&module, image.c_str()), "loading the GPU kernels"); !s) return s.error();
+  modules_.push_back(module);
+  std::vector<CUfunction> functions;
+  for (const std::string& name : names) {
+    CUfunction function = nullptr;
+    if (Status s = Call(cuda_.cuModuleGetFunction(&function, module, name.c_str()), name); !s) return s.error();
+    functions.push_back(function);
+  }
+  return functions;
+}
+
+Result<CUdeviceptr> DeviceSession::Allocate(size_t bytes) {
+  CUdeviceptr pointer = 0;
+  if (Status s = Call(cuda_.cuMemAlloc_v2(&pointer, bytes), fmt::format("allocating {} bytes", bytes)); !s)
+    return s.error();
+  allocations_.push_back(pointer);
+  return pointer;
+}
+
+void DeviceSession::Free(CUdeviceptr pointer) {
+  auto found = std::find(allocations_.begin(), allocations_.end(), pointer);
+  if (found == allocations_.end()) return;
+  cuda_.cuMemFree_v2(pointer);
+  allocations_.erase(found);
+}
+
+Result<void*> DeviceSession::AllocateHost(size_t bytes) {
+  void* pointer = nullptr;
+  if (Status s = Call(cuda_.cuMemHostAlloc(&pointer, bytes, CU_MEMHOSTALLOC_PORTABLE),
+                      fmt::format("allocating {} bytes of pinned host memory", bytes));
+      !s)
+    return s.error();
+  host_allocations_.push_back(pointer);
+  return pointer;
+}
+
+DeviceIdentity DeviceSession::Identity() const {
+  DeviceIdentity identity;
+  char name[256] = {};
+  if (cuda_.cuDeviceGetName(name, sizeof name - 1, device_) == CUDA_SUCCESS) identity.name = name;
+  char bus[64] = {};
+  if (cuda_.cuDeviceGetPCIBusId(bus, sizeof bus - 1, device_) == CUDA_SUCCESS) identity.pci_bus_id = bus;
+  cuda_.cuDeviceGetAttribute(&identity.multiprocessors, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, device_);
+  return identity;
+}
+
+}  // namespace gpudoctor

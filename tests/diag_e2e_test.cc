@@ -1,0 +1,290 @@
+// `gpudoctor diag` end to end: the built binary against simulated servers,
+// with the fake CUDA driver running the kernels on the CPU and injecting the
+// faults of each scenario ([cuda] in docs/scenarios.md).
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include <fstream>
+#include <set>
+
+#include "common/scratch_dir.h"
+#include "tests/run_binary.h"
+
+namespace gpudoctor {
+namespace {
+
+using nlohmann::json;
+using testing::RunGpudoctor;
+using testing::RunResult;
+using testing::RunShell;
+using testing::Stderr;
+
+
+class Diag : public ::testing::Test {
+ protected:
+  // A server of `gpus` GPUs on gen4 x8 links (15.75 GB/s) with `extra` appended.
+  std::string Scenario(int gpus, const std::string& extra) {
+    return dir_.Write("scenario.toml", "gpu_count = " + std::to_string(gpus) +
+                                           "\n[defaults]\npcie_generation_max = 4\npcie_width_max = 8\n"
+                                           "pcie_generation_current = 4\npcie_width_current = 8\n" +
+                                           extra);
+  }
+
+  // Runs diag with --json; every line must be a JSON object.
+  RunResult Run(const std::string& scenario, const std::string& arguments, const std::string& prefix = "") {
+    RunResult result = RunGpudoctor("--simulate " + scenario + " diag " + arguments + " --json", Stderr::kDiscard, prefix);
+    lines_.clear();
+    std::istringstream in(result.output);
+    for (std::string line; std::getline(in, line);) {
+      json value = json::parse(line, nullptr, false);
+      EXPECT_TRUE(value.is_object()) << "not a JSON line: " << line;
+      if (value.is_object()) lines_.push_back(std::move(value));
+    }
+    return result;
+  }
+
+  std::vector<json> Results() const {
+    std::vector<json> out;
+    for (const json& line : lines_)
+      if (line.value("event", "") == "result") out.push_back(line);
+    return out;
+  }
+
+  json ResultOf(int gpu, const std::string& test) const {
+    for (const json& line : Results())
+      if (line["gpu"] == gpu && line["test"] == test) return line;
+    ADD_FAILURE() << "no result for GPU " << gpu << " " << test;
+    return json::object();
+  }
+
+  static bool Mentions(const json& result, const std::string& text) {
+    for (const json& problem : result["problems"])
+      if (problem.get<std::string>().find(text) != std::string::npos) return true;
+    return false;
+  }
+
+  testing::ScratchDir dir_;
+  std::vector<json> lines_;
+};
+
+// Processes still running with this scenario in their environment: the workers get it, nothing else does.
+int WorkersOf(const std::string& scenario) {
+  RunResult r = RunShell("grep -lsF 'GPUDOCTOR_SCENARIO=" + scenario + "' /proc/[0-9]*/environ | wc -l");
+  return std::atoi(r.output.c_str());
+}
+
+bool BuiltWithKernels() {
+  // Without clang-16 the workers say so and every GPU "could not run".
+  static const bool built = [] {
+    testing::ScratchDir dir;
+    const std::string scenario = dir.Write("s.toml", "gpu_count = 1\n[cuda]\nmemory_mib = 2\n");
+    RunResult r = RunGpudoctor("--simulate " + scenario + " diag burn --matrix 16 --duration 0s --json");
+    return r.output.find("built without GPU kernels") == std::string::npos;
+  }();
+  return built;
+}
+
+#define REQUIRE_KERNELS() \
+  if (!BuiltWithKernels()) GTEST_SKIP() << "built without clang-16: no GPU kernels"
+
+TEST_F(Diag, HealthyGpusPassEveryTestAndReportProgress) {
+  REQUIRE_KERNELS();
+  const std::string scenario = Scenario(2, "[cuda]\nmemory_mib = 4\npcie_gbps = 14\np2p_gbps = 14\n");
+  RunResult r = Run(scenario, "all --duration 1s --matrix 32 --transfer-size 4");
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  ASSERT_EQ(Results().size(), 6u) << r.output;
+  for (const json& result : Results()) {
+    EXPECT_EQ(result["state"], "passed") << result.dump();
+    EXPECT_TRUE(result["problems"].empty()) << result.dump();
+    EXPECT_FALSE(result["summary"].get<std::string>().empty());
+  }
+  EXPECT_EQ(ResultOf(0, "memtest")["error_count"], 0);
+  EXPECT_EQ(ResultOf(1, "burn")["precisions"].size(), 4u);
+  EXPECT_EQ(ResultOf(1, "burn")["precisions"][0]["engine"], "gpudoctor kernel (CUDA cores)");
+  EXPECT_EQ(ResultOf(0, "pcie")["peers"].size(), 1u);
+  std::set<std::string> progressed;
+  for (const json& line : lines_)
+    if (line["event"] == "progress") progressed.insert(line["test"].get<std::string>());
+  EXPECT_EQ(progressed, (std::set<std::string>{"memtest", "burn", "pcie"}));
+}
+
+TEST_F(Diag, AStuckBitIsReportedWithItsAddressBitAndPattern) {
+  REQUIRE_KERNELS();
+  const std::string scenario =
+      Scenario(2, "[cuda]\nmemory_mib = 4\n[[cuda.fault]]\ngpu = 1\n"
+                  "stuck_bits = [{ offset = 1048640, bit = 9, value = 0 }]\n");
+  RunResult r = Run(scenario, "memtest --pattern walking_ones --pattern own_address");
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  EXPECT_EQ(ResultOf(0, "memtest")["state"], "passed");
+  const json bad = ResultOf(1, "memtest");
+  EXPECT_EQ(bad["state"], "faulty");
+  ASSERT_FALSE(bad["errors"].empty());
+  std::set<std::string> addresses;
+  for (const json& error : bad["errors"]) {
+    EXPECT_EQ(error["xor"], "0x00000200") << error.dump();  // bit 9
+    addresses.insert(error["address"].get<std::string>());
+  }
+  EXPECT_EQ(addresses.size(), 1u);
+  EXPECT_EQ(bad["errors"][0]["pattern"], "walking_ones");
+}
+
+TEST_F(Diag, AWrongProductMakesTheBurnFailAndSaysWhere) {
+  REQUIRE_KERNELS();
+  const std::string scenario = Scenario(
+      1, "[cuda]\nmemory_mib = 4\n[[cuda.fault]]\ngpu = 0\nwrong_product = { row = 5, col = 9, delta = 3.0 }\n");
+  RunResult r = Run(scenario, "burn --matrix 32 --duration 1s --precision bf16");
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  const json burn = ResultOf(0, "burn");
+  EXPECT_EQ(burn["state"], "faulty");
+  EXPECT_TRUE(Mentions(burn, "wrong matrix product")) << burn.dump();
+  ASSERT_FALSE(burn["errors"].empty());
+  EXPECT_EQ(burn["errors"][0]["rows"], json::array({5}));
+  EXPECT_EQ(burn["errors"][0]["cols"], json::array({9}));
+  // The text output names the entry.
+  RunResult text = RunGpudoctor("--simulate " + scenario + " diag burn --matrix 32 --duration 0s --precision fp64");
+  EXPECT_NE(text.output.find("entry C[5, 9]"), std::string::npos) << text.output;
+  EXPECT_NE(text.output.find("What to do"), std::string::npos);
+}
+
+TEST_F(Diag, CublasIsUsedWhenFoundAndSaysSo) {
+  REQUIRE_KERNELS();
+  const std::string scenario = Scenario(1, "[cuda]\nmemory_mib = 4\n");
+  const std::string cublas = std::string(GPUDOCTOR_BINARY_DIR) + "/bin/libgpudoctor_fake_cuda.so";
+  RunResult r = Run(scenario, "burn --matrix 32 --duration 0s --cublas-lib " + cublas);
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  for (const json& precision : ResultOf(0, "burn")["precisions"]) EXPECT_EQ(precision["engine"], "cuBLAS 12.8.4");
+  // A library that is not cuBLAS is refused with the reason, and the burn goes on with its own kernels.
+  r = Run(scenario, "burn --matrix 32 --duration 0s --precision fp32 --cublas-lib /nonexistent/libcublas.so.12");
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  const json burn = ResultOf(0, "burn");
+  EXPECT_EQ(burn["precisions"][0]["engine"], "gpudoctor kernel (CUDA cores)");
+  ASSERT_FALSE(burn["notes"].empty());
+  EXPECT_NE(burn["notes"][0].get<std::string>().find("/nonexistent/libcublas.so.12"), std::string::npos);
+}
+
+TEST_F(Diag, AGpuSlowerThanItsPeersIsFaulty) {
+  REQUIRE_KERNELS();
+  const std::string scenario =
+      Scenario(3, "[cuda]\nmemory_mib = 4\ngemm_ms = 4\n[[cuda.fault]]\ngpu = 2\nslow_factor = 2.0\n");
+  RunResult r = Run(scenario, "burn --matrix 16 --duration 1s --precision fp32");
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  EXPECT_EQ(ResultOf(0, "burn")["state"], "passed");
+  EXPECT_EQ(ResultOf(1, "burn")["state"], "passed");
+  EXPECT_EQ(ResultOf(2, "burn")["state"], "faulty");
+  EXPECT_TRUE(Mentions(ResultOf(2, "burn"), "slower than its peers")) << ResultOf(2, "burn").dump();
+}
+
+TEST_F(Diag, AHungGpuIsEndedAtItsDeadlineAndTheOthersFinish) {
+  REQUIRE_KERNELS();
+  const std::string scenario = Scenario(2, "[cuda]\nmemory_mib = 4\n[[cuda.fault]]\ngpu = 0\nhang_at_launch = 3\n");
+  RunResult r = Run(scenario, "memtest --stall-timeout 2s --pattern own_address", "timeout 60");
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  EXPECT_EQ(ResultOf(0, "memtest")["state"], "hung");
+  EXPECT_EQ(ResultOf(1, "memtest")["state"], "passed");
+  EXPECT_LT(r.took, std::chrono::seconds(20));
+  EXPECT_EQ(WorkersOf(scenario), 0) << "a worker was left behind";
+}
+
+TEST_F(Diag, ADeviceLostMidwayIsFaultyWithTheDriversWords) {
+  REQUIRE_KERNELS();
+  const std::string scenario = Scenario(1, "[cuda]\nmemory_mib = 4\n[[cuda.fault]]\ngpu = 0\nlost_at_launch = 12\n");
+  RunResult r = Run(scenario, "burn --matrix 16 --duration 1s");
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  EXPECT_TRUE(Mentions(ResultOf(0, "burn"), "CUDA_ERROR_LAUNCH_FAILED")) << ResultOf(0, "burn").dump();
+}
+
+TEST_F(Diag, TooLittleMemoryCouldNotRun) {
+  REQUIRE_KERNELS();
+  const std::string scenario = Scenario(1, "[cuda]\nmemory_mib = 4\n[[cuda.fault]]\ngpu = 0\nfree_mib = 0.001\n");
+  RunResult r = Run(scenario, "memtest");
+  EXPECT_EQ(r.exit_code, 3) << r.output;
+  EXPECT_EQ(ResultOf(0, "memtest")["state"], "could_not_run");
+  EXPECT_TRUE(Mentions(ResultOf(0, "memtest"), "too little free memory"));
+}
+
+TEST_F(Diag, ABusyGpuIsRefusedUnlessForced) {
+  REQUIRE_KERNELS();
+  const std::string scenario = Scenario(
+      2, "[gpu.1]\nprocesses = [{ pid = 4242, name = \"python\", used_memory_mib = 100 }]\n[cuda]\nmemory_mib = 4\n");
+  RunResult r = Run(scenario, "memtest --pattern own_address");
+  EXPECT_EQ(r.exit_code, 3) << r.output;
+  EXPECT_EQ(ResultOf(0, "memtest")["state"], "passed");
+  EXPECT_EQ(ResultOf(1, "memtest")["state"], "could_not_run");
+  EXPECT_TRUE(Mentions(ResultOf(1, "memtest"), "--force"));
+  r = Run(scenario, "memtest --pattern own_address --force --gpu 1");
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_EQ(Results().size(), 1u);
+}
+
+TEST_F(Diag, AnInterruptStopsEveryWorkerAndFreesTheGpus) {
+  REQUIRE_KERNELS();
+  const std::string scenario = Scenario(2, "[cuda]\nmemory_mib = 4\n");
+  // The burn would run 10 minutes; SIGINT after a second ends it.
+  RunResult r = RunShell("(" + testing::Binary() + " --simulate " + scenario +
+                         " diag burn --matrix 16 --duration 10m --json & pid=$!; sleep 1.5; kill -INT $pid; wait $pid; "
+                         "echo exit=$?)");
+  EXPECT_NE(r.output.find("exit=130"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("\"state\":\"interrupted\""), std::string::npos) << r.output;
+  EXPECT_LT(r.took, std::chrono::seconds(30));
+  EXPECT_EQ(WorkersOf(scenario), 0) << "a worker was left behind";
+}
+
+TEST_F(Diag, AnXidDuringTheBurnMakesThatGpuFaulty) {
+  REQUIRE_KERNELS();
+  const std::string scenario = Scenario(2, "[cuda]\nmemory_mib = 4\n");
+  const std::string log = dir_.Write("kern.log", "Dec  5 10:00:00 node1 kernel: an old line\n");
+  // GPU 1 of the simulated server is at 0000:43:00.0.
+  RunResult r = Run(scenario, "burn --matrix 16 --duration 3s --precision fp32 --logs " + log, "(sleep 1.5; echo 'Dec  5 10:00:05 node1 kernel: NVRM: Xid (PCI:0000:43:00): 79, pid=0, GPU has fallen off the bus.' >> " + log + ") & ");
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  EXPECT_EQ(ResultOf(0, "burn")["state"], "passed");
+  EXPECT_EQ(ResultOf(1, "burn")["state"], "faulty");
+  EXPECT_TRUE(Mentions(ResultOf(1, "burn"), "Xid 79")) << ResultOf(1, "burn").dump();
+}
+
+TEST_F(Diag, AHardwareSlowdownDuringTheBurnIsAFaultButThePowerCapIsNot) {
+  REQUIRE_KERNELS();
+  const std::string scenario = Scenario(
+      2, "[gpu.0]\nclock_event_reasons = [\"sw_power_cap\"]\n[gpu.1]\nclock_event_reasons = [\"hw_slowdown\"]\n"
+         "[cuda]\nmemory_mib = 4\n");
+  RunResult r = Run(scenario, "burn --matrix 16 --duration 1s --precision fp32");
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  EXPECT_EQ(ResultOf(0, "burn")["state"], "passed");
+  EXPECT_TRUE(Mentions(ResultOf(1, "burn"), "hw_slowdown")) << ResultOf(1, "burn").dump();
+}
+
+TEST_F(Diag, PcieJudgesEachLinkAgainstItsGenerationAndWidthAndChecksTheData) {
+  REQUIRE_KERNELS();
+  // gen4 x8 allows 15.75 GB/s: 14 is healthy, 5 is a failing link; GPU 2 corrupts what it carries.
+  const std::string scenario = Scenario(
+      3, "[cuda]\nmemory_mib = 8\npcie_gbps = 14\np2p_gbps = 14\n[[cuda.fault]]\ngpu = 1\npcie_gbps = 5\n"
+         "[[cuda.fault]]\ngpu = 2\ncorrupt_copies = true\n");
+  RunResult r = Run(scenario, "pcie --transfer-size 4");
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  EXPECT_EQ(ResultOf(0, "pcie")["state"], "faulty");  // its copies to and from GPU 2 arrive changed
+  EXPECT_TRUE(Mentions(ResultOf(0, "pcie"), "changed the data"));
+  EXPECT_FALSE(Mentions(ResultOf(0, "pcie"), "its link carries"));
+  EXPECT_TRUE(Mentions(ResultOf(1, "pcie"), "of the 15.8 GB/s gen4 x8 allows")) << ResultOf(1, "pcie").dump();
+  EXPECT_TRUE(Mentions(ResultOf(2, "pcie"), "came back changed")) << ResultOf(2, "pcie").dump();
+  EXPECT_LE(ResultOf(0, "pcie")["host_to_device_gb_per_s"].get<double>(), 14.1);
+}
+
+TEST_F(Diag, BadCommandLinesAreUsageErrors) {
+  const std::string scenario = Scenario(2, "[cuda]\nmemory_mib = 4\n");
+  EXPECT_EQ(RunGpudoctor("--simulate " + scenario + " diag burn --precision fp8").exit_code, 64);
+  EXPECT_EQ(RunGpudoctor("--simulate " + scenario + " diag memtest --gpu 7").exit_code, 64);
+  EXPECT_EQ(RunGpudoctor("--simulate " + scenario + " diag memtest --size 150%").exit_code, 64);
+  EXPECT_EQ(RunGpudoctor("--simulate " + scenario + " diag memtest --pattern nope").exit_code, 64);
+  EXPECT_EQ(RunGpudoctor("--simulate " + scenario + " diag burn --duration soon").exit_code, 64);
+  EXPECT_EQ(RunGpudoctor("--simulate " + scenario + " diag").exit_code, 64);
+}
+
+TEST_F(Diag, WithoutADriverItCouldNotRun) {
+  // A CUDA driver that cannot be loaded: the GPUs could not be tested, and the result says why.
+  const std::string scenario = Scenario(1, "[cuda]\nmemory_mib = 4\n");
+  RunResult r = RunGpudoctor("--simulate " + scenario + " diag memtest --json --cuda-lib /nonexistent/libcuda.so.1");
+  EXPECT_EQ(r.exit_code, 3) << r.output;
+  EXPECT_NE(r.output.find("cannot load the CUDA driver /nonexistent/libcuda.so.1"), std::string::npos) << r.output;
+}
+
+}  // namespace
+}  // namespace gpudoctor
