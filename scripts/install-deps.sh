@@ -9,6 +9,7 @@ packages=(
   build-essential cmake ninja-build pkg-config
   libcli11-dev libfmt-dev nlohmann-json3-dev libtomlplusplus-dev libpugixml-dev
   libre2-dev libvectorscan-dev zlib1g-dev libsqlite3-dev libcpp-httplib-dev libmicrohttpd-dev
+  clang-16
 )
 # Tests, fuzzing and benchmarks.
 if [[ "${1:-}" == "--test" ]]; then
