@@ -286,5 +286,12 @@ TEST_F(Diag, WithoutADriverItCouldNotRun) {
   EXPECT_NE(r.output.find("cannot load the CUDA driver /nonexistent/libcuda.so.1"), std::string::npos) << r.output;
 }
 
+TEST_F(Diag, AMistakeInTheCudaTableIsNamed) {
+  const std::string scenario = Scenario(1, "[cuda]\nmemory_mb = 4\n");
+  RunResult r = RunGpudoctor("--simulate " + scenario + " diag memtest", Stderr::kCapture);
+  EXPECT_EQ(r.exit_code, 3) << r.output;
+  EXPECT_NE(r.output.find("unknown key \"memory_mb\" in [cuda]"), std::string::npos) << r.output;
+}
+
 }  // namespace
 }  // namespace gpudoctor

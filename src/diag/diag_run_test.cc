@@ -1,7 +1,12 @@
-// The worker's command line, both ways.
+// The worker's command line, both ways, and the parent's handling of workers
+// that misbehave: garbage on the pipe, a result it cannot read, silence, a
+// crash. Stand-in workers are shell scripts.
 #include "diag/diag_run.h"
 
 #include <gtest/gtest.h>
+#include <sys/stat.h>
+
+#include "common/scratch_dir.h"
 
 namespace gpudoctor {
 namespace {
@@ -49,6 +54,62 @@ TEST(DiagWorkerArguments, BadCommandLinesAreRefusedWithTheReason) {
   EXPECT_NE(bad.error().message.find("--device"), std::string::npos);
   EXPECT_FALSE(ParseDiagWorkerArguments({"burn", "--precision", "fp8"}));
   EXPECT_FALSE(ParseDiagWorkerArguments({"pcie", "--colour", "red"}));
+}
+
+class Workers : public ::testing::Test {
+ protected:
+  // Runs `script` as the worker of two GPUs (memtest: one worker each).
+  std::vector<DiagOutcome> Run(const std::string& script, Duration stall = std::chrono::seconds(20)) {
+    const std::string path = dir_.Write("worker.sh", "#!/bin/sh\n" + script);
+    chmod(path.c_str(), 0755);
+    DiagRunOptions options{.worker = path, .devices = {0, 1}, .stall_timeout = stall};
+    return RunDiagWorkers(options, nullptr, nullptr);
+  }
+  testing::ScratchDir dir_;
+};
+
+TEST_F(Workers, GarbageAndPartialLinesAreIgnoredAndTheLastResultCounts) {
+  auto outcomes = Run(
+      "printf 'not json\\n\\001\\377\\n{\"event\":\"progress\",\"fraction\":\"half\"}\\n'\n"
+      "printf '{\"event\":\"result\",\"result\":{\"error_count\":0,\"passes\":1}}\\n{\"event\":\"resu'\n");
+  ASSERT_EQ(outcomes.size(), 2u);
+  for (const DiagOutcome& outcome : outcomes) {
+    EXPECT_EQ(outcome.state, DiagState::kPassed) << outcome.message;
+    ASSERT_TRUE(outcome.memtest);
+    EXPECT_EQ(outcome.memtest->passes, 1);
+  }
+}
+
+TEST_F(Workers, AResultOfTheWrongShapeCouldNotBeRead) {
+  auto outcomes = Run("echo '{\"event\":\"result\",\"result\":{\"error_count\":\"many\"}}'\n");
+  EXPECT_EQ(outcomes[0].state, DiagState::kCouldNotRun);
+  EXPECT_NE(outcomes[0].message.find("could not be read"), std::string::npos) << outcomes[0].message;
+}
+
+TEST_F(Workers, AWorkerThatExitsWithoutAResultSaysHow) {
+  auto outcomes = Run("echo garbage; exit 3\n");
+  EXPECT_EQ(outcomes[0].state, DiagState::kCouldNotRun);
+  EXPECT_NE(outcomes[0].message.find("exited 3 without a result"), std::string::npos) << outcomes[0].message;
+  outcomes = Run("kill -SEGV $$\n");
+  EXPECT_EQ(outcomes[1].state, DiagState::kCouldNotRun);
+  EXPECT_NE(outcomes[1].message.find("died of signal 11"), std::string::npos) << outcomes[1].message;
+}
+
+TEST_F(Workers, ASilentWorkerIsEndedAsHung) {
+  auto outcomes = Run("echo '{\"event\":\"progress\"}'; exec sleep 600\n", std::chrono::milliseconds(500));
+  for (const DiagOutcome& outcome : outcomes) {
+    EXPECT_EQ(outcome.state, DiagState::kHung);
+    EXPECT_NE(outcome.message.find("never returned"), std::string::npos);
+  }
+}
+
+TEST_F(Workers, AFailureBeforeTheTestCouldNotRunAndOneDuringItIsFaulty) {
+  auto outcomes = Run(
+      "if [ \"$4\" = 0 ]; then echo '{\"event\":\"failed\",\"started\":false,\"message\":\"no driver\"}';\n"
+      "else echo '{\"event\":\"failed\",\"started\":true,\"message\":\"CUDA_ERROR_LAUNCH_FAILED\"}'; fi\n");
+  EXPECT_EQ(outcomes[0].state, DiagState::kCouldNotRun);
+  EXPECT_EQ(outcomes[0].message, "no driver");
+  EXPECT_EQ(outcomes[1].state, DiagState::kFaulty);
 }
 
 }  // namespace

@@ -196,6 +196,8 @@ Result<MemtestResult> RunMemtest(const CudaDriver& cuda, std::string_view ptx, c
           result.interrupted = true;
           return result;
         }
+        // Every chunk's kernel back to back, then one wait and one look at the
+        // error log: the GPU never idles between chunks.
         const auto start = SteadyClock::now();
         for (const Chunk& chunk : chunks) {
           CUdeviceptr base = chunk.base;
@@ -207,28 +209,30 @@ Result<MemtestResult> RunMemtest(const CudaDriver& cuda, std::string_view ptx, c
                                       fmt::format("launching {} ({})", KernelName(step.kernel), pattern_name));
               !s)
             return s.error();
-          if (Status s = session.Call(cuda.cuCtxSynchronize(), fmt::format("{} ({})", KernelName(step.kernel), pattern_name));
-              !s)
-            return s.error();
-          if (step.kernel == Kernel::kFill) continue;
+        }
+        if (Status s = session.Call(cuda.cuCtxSynchronize(), fmt::format("{} ({})", KernelName(step.kernel), pattern_name));
+            !s)
+          return s.error();
+        if (step.kernel != Kernel::kFill) {
           unsigned int count = 0;
           if (Status s = session.Call(cuda.cuMemcpyDtoH_v2(&count, *log, sizeof count), "reading the error log"); !s)
             return s.error();
-          if (count == 0) continue;
-          ErrorLog copy{};
-          if (Status s = session.Call(cuda.cuMemcpyDtoH_v2(&copy, *log, sizeof copy), "reading the error log"); !s)
-            return s.error();
-          result.error_count += count;
-          found->errors += count;
-          for (unsigned i = 0; i < std::min(count, memtest::kMaxErrorRecords) && result.errors.size() < 10'000; ++i) {
-            const memtest::ErrorRecord& record = copy.records[i];
-            result.errors.push_back({.address = chunk.base + record.index * sizeof(Word),
-                                     .expected = record.expected,
-                                     .actual = record.actual,
-                                     .pattern = std::string(pattern_name)});
+          if (count > 0) {
+            ErrorLog copy{};
+            if (Status s = session.Call(cuda.cuMemcpyDtoH_v2(&copy, *log, sizeof copy), "reading the error log"); !s)
+              return s.error();
+            result.error_count += count;
+            found->errors += count;
+            for (unsigned i = 0; i < std::min(count, memtest::kMaxErrorRecords) && result.errors.size() < 10'000; ++i) {
+              const memtest::ErrorRecord& record = copy.records[i];
+              result.errors.push_back({.address = record.address,
+                                       .expected = record.expected,
+                                       .actual = record.actual,
+                                       .pattern = std::string(pattern_name)});
+            }
+            if (Status s = session.Call(cuda.cuMemsetD32_v2(*log, 0, error_log_bytes / 4), "clearing the error log"); !s)
+              return s.error();
           }
-          if (Status s = session.Call(cuda.cuMemsetD32_v2(*log, 0, error_log_bytes / 4), "clearing the error log"); !s)
-            return s.error();
         }
         const auto took = SteadyClock::now() - start;
         busy += took;

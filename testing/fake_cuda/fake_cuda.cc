@@ -19,6 +19,7 @@
 #include <memory>
 #include <mutex>
 #include <random>
+#include <set>
 #include <sstream>
 #include <string>
 #include <thread>
@@ -28,6 +29,7 @@
 #include "diag/cublas.h"
 #include "diag/kernels/burn_math.h"
 #include "diag/kernels/memtest_patterns.h"
+#include "common/result.h"
 #include "scenario.h"
 
 #define FAKE_CUDA_EXPORT extern "C" __attribute__((visibility("default")))
@@ -112,6 +114,34 @@ constexpr const char* kKernelNames[kKindCount] = {
     "gd_burn_fill_bf16",  "gd_burn_expected_1", "gd_burn_expected_2",      "gd_burn_sums_f64", "gd_burn_sums_f32",
     "gd_burn_gemm_f64",   "gd_burn_gemm_f32",   "gd_burn_gemm_bf16"};
 
+// A key of [cuda] or [[cuda.fault]] that is not known is a mistake in the
+// scenario: said on stderr, and cuInit fails.
+Status CheckKeys(const toml::table* cuda, const char* path) {
+  if (cuda == nullptr) return {};
+  static const std::set<std::string> kCuda = {"memory_mib", "sms", "gemm_ms", "pcie_gbps", "p2p_gbps", "peer_access",
+                                              "fault"};
+  static const std::set<std::string> kFault = {"gpu", "stuck_bits", "flip_rate", "hang_at_launch", "lost_at_launch",
+                                               "free_mib", "wrong_product", "slow_factor", "pcie_gbps",
+                                               "corrupt_copies", "seed"};
+  auto check = [&](const toml::table& table, const std::set<std::string>& known, const char* where) -> Status {
+    for (const auto& [key, value] : table) {
+      if (known.count(std::string(key.str())) == 0) {
+        std::fprintf(stderr, "scenario %s: %ld: unknown key \"%s\" in %s\n", path,
+                     static_cast<long>(value.source().begin.line), std::string(key.str()).c_str(), where);
+        return Error{"unknown key"};
+      }
+    }
+    return {};
+  };
+  if (Status s = check(*cuda, kCuda, "[cuda]"); !s) return s;
+  if (const toml::array* faults = (*cuda)["fault"].as_array()) {
+    for (const toml::node& node : *faults)
+      if (const toml::table* fault = node.as_table())
+        if (Status s = check(*fault, kFault, "[[cuda.fault]]"); !s) return s;
+  }
+  return {};
+}
+
 double LinkGbPerSecond(double generation, double width) {
   static constexpr double kPerLane[] = {0, 0.25, 0.5, 0.985, 1.969, 3.938, 7.563};
   const auto g = static_cast<size_t>(generation);
@@ -135,6 +165,7 @@ CUresult Load() {
     return g_state.init_error = CUDA_ERROR_NOT_INITIALIZED;
   }
   const toml::table* cuda = root["cuda"].as_table();
+  if (Status known = CheckKeys(cuda, path); !known) return g_state.init_error = CUDA_ERROR_NOT_INITIALIZED;
   const uint64_t memory_mib = cuda ? (*cuda)["memory_mib"].value_or<int64_t>(64) : 64;
   const int sms = cuda ? static_cast<int>((*cuda)["sms"].value_or<int64_t>(4)) : 4;
   const double gemm_ms = cuda ? (*cuda)["gemm_ms"].value_or(1.0) : 1.0;
@@ -241,7 +272,7 @@ void RunMemtestKernel(FakeDevice& device, Kind kind, void** params) {
     for (mt::Index i = 0; i < words; ++i) {
       const mt::Word expected = mt::Expected(pattern, address, i);
       const mt::Word actual = base[i];
-      if (actual != expected) mt::Record(log, log->count++, i, expected, actual);
+      if (actual != expected) mt::Record(log, log->count++, address + i * sizeof(mt::Word), expected, actual);
       if (kind == kMemtestCheckInvert) base[i] = ~expected;
     }
   }
@@ -379,6 +410,7 @@ FAKE_CUDA_EXPORT CUresult cuGetErrorName(CUresult error, const char** name) {
 FAKE_CUDA_EXPORT CUresult cuGetErrorString(CUresult error, const char** text) {
   switch (error) {
     case CUDA_ERROR_OUT_OF_MEMORY: *text = "out of memory"; break;
+    case CUDA_ERROR_NOT_INITIALIZED: *text = "initialization error"; break;
     case CUDA_ERROR_NO_DEVICE: *text = "no CUDA-capable device is detected"; break;
     case CUDA_ERROR_LAUNCH_FAILED: *text = "unspecified launch failure"; break;
     case CUDA_ERROR_UNKNOWN: *text = "unknown error"; break;

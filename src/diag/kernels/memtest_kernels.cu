@@ -12,10 +12,10 @@ using gpudoctor::kernels::Stride;
 
 namespace {
 
-__attribute__((device)) void Check(ErrorLog* log, Index index, Word expected, Word actual) {
+__attribute__((device)) void Check(ErrorLog* log, Index address, Word expected, Word actual) {
   if (actual == expected) return;
   const unsigned int slot = __atomic_fetch_add(&log->count, 1u, __ATOMIC_RELAXED);
-  Record(log, slot, index, expected, actual);
+  Record(log, slot, address, expected, actual);
 }
 
 }  // namespace
@@ -29,7 +29,7 @@ extern "C" __global__ void gd_memtest_fill(Word* base, Index words, Pattern patt
 // Checks the pattern.
 extern "C" __global__ void gd_memtest_check(const Word* base, Index words, Pattern pattern, ErrorLog* log) {
   const Index address = reinterpret_cast<Index>(base);
-  for (Index i = FirstIndex(); i < words; i += Stride()) Check(log, i, Expected(pattern, address, i), base[i]);
+  for (Index i = FirstIndex(); i < words; i += Stride()) Check(log, address + i * sizeof(Word), Expected(pattern, address, i), base[i]);
 }
 
 // Moving inversions: checks the pattern and writes its complement in the same pass.
@@ -38,7 +38,7 @@ extern "C" __global__ void gd_memtest_check_invert(Word* base, Index words, Patt
   for (Index i = FirstIndex(); i < words; i += Stride()) {
     const Word expected = Expected(pattern, address, i);
     const Word actual = base[i];
-    Check(log, i, expected, actual);
+    Check(log, address + i * sizeof(Word), expected, actual);
     base[i] = ~expected;
   }
 }

@@ -27,9 +27,10 @@ struct Pattern {
   Word inverted;  // 1: the complement of the above (moving inversions' second half)
 };
 
-// One recorded mismatch. The log is device memory the check kernels fill.
+// One recorded mismatch. The log is device memory the check kernels fill;
+// one log serves every chunk of a step, read once the step is done.
 struct ErrorRecord {
-  Index index;  // word index from the start of the chunk
+  Index address;  // device address of the word
   Word expected;
   Word actual;
 };
@@ -67,9 +68,9 @@ GD_HD Word Expected(const Pattern& pattern, Index base, Index index) {
 
 // Records a mismatch in `slot`, the value of log->count before the caller's
 // atomic increment; past kMaxErrorRecords mismatches are only counted.
-GD_HD void Record(ErrorLog* log, unsigned int slot, Index index, Word expected, Word actual) {
+GD_HD void Record(ErrorLog* log, unsigned int slot, Index address, Word expected, Word actual) {
   if (slot < kMaxErrorRecords) {
-    log->records[slot].index = index;
+    log->records[slot].address = address;
     log->records[slot].expected = expected;
     log->records[slot].actual = actual;
   }
