@@ -229,7 +229,45 @@ class LogWatch {
 
 // ---- what is printed ----
 
-json VerdictJson(const DiagVerdict& verdict, const DiagOutcome* outcome, const Snapshot& snapshot) {
+// What NVML says of a GPU's memory errors: the state memtest and burn results carry from before and after.
+json MemoryErrorState(const GpuSnapshot* gpu) {
+  if (gpu == nullptr) return nullptr;
+  auto number = [](const auto& field) -> json {
+    if (auto value = field.optional()) return *value;
+    return nullptr;
+  };
+  return {{"ecc_volatile_corrected", number(gpu->ecc_volatile_corrected)},
+          {"ecc_volatile_uncorrected", number(gpu->ecc_volatile_uncorrected)},
+          {"retired_pages_sbe", number(gpu->retired_pages_sbe)},
+          {"retired_pages_dbe", number(gpu->retired_pages_dbe)},
+          {"retired_pages_pending", number(gpu->retired_pages_pending)},
+          {"remapped_rows_correctable", number(gpu->remapped_rows_correctable)},
+          {"remapped_rows_uncorrectable", number(gpu->remapped_rows_uncorrectable)},
+          {"remapped_rows_pending", number(gpu->remapped_rows_pending)},
+          {"remapped_rows_failure", number(gpu->remapped_rows_failure)}};
+}
+
+// "ECC corrected 0 -> 2, uncorrected 0 -> 0, ..." for the readings that both snapshots have.
+std::string MemoryErrorLine(const GpuSnapshot* before, const GpuSnapshot* after) {
+  if (before == nullptr || after == nullptr) return "";
+  std::string line;
+  auto add = [&](const char* name, const auto& was, const auto& is) {
+    auto a = was.optional();
+    auto b = is.optional();
+    if (!a || !b) return;
+    line += fmt::format("{}{} {} -> {}", line.empty() ? "" : ", ", name, *a, *b);
+  };
+  add("ECC corrected", before->ecc_volatile_corrected, after->ecc_volatile_corrected);
+  add("uncorrected", before->ecc_volatile_uncorrected, after->ecc_volatile_uncorrected);
+  add("retired pages (single-bit)", before->retired_pages_sbe, after->retired_pages_sbe);
+  add("(double-bit)", before->retired_pages_dbe, after->retired_pages_dbe);
+  add("remapped rows (correctable)", before->remapped_rows_correctable, after->remapped_rows_correctable);
+  add("(uncorrectable)", before->remapped_rows_uncorrectable, after->remapped_rows_uncorrectable);
+  return line;
+}
+
+json VerdictJson(const DiagVerdict& verdict, const DiagOutcome* outcome, const Snapshot& snapshot,
+                 const Snapshot& after) {
   json out{{"event", "result"}, {"gpu", verdict.gpu}, {"test", DiagTestName(verdict.test)},
            {"state", DiagStateName(verdict.state)}, {"summary", verdict.summary},
            {"problems", verdict.problems}, {"notes", verdict.notes}};
@@ -239,6 +277,10 @@ json VerdictJson(const DiagVerdict& verdict, const DiagOutcome* outcome, const S
     out["pci_bus_id"] = gpu->pci_bus_id.value_or("");
   }
   if (outcome == nullptr) return out;
+  if (verdict.test != DiagTest::kPcie) {
+    out["memory_errors_before"] = MemoryErrorState(snapshot.FindGpu(static_cast<uint32_t>(verdict.gpu)));
+    out["memory_errors_after"] = MemoryErrorState(after.FindGpu(static_cast<uint32_t>(verdict.gpu)));
+  }
   if (outcome->memtest) {
     const MemtestResult& r = *outcome->memtest;
     json errors = json::array();
@@ -363,7 +405,8 @@ std::string Advice(const DiagVerdict& verdict) {
   return "";
 }
 
-void PrintVerdict(const DiagVerdict& verdict, const DiagOutcome* outcome, const Snapshot& snapshot) {
+void PrintVerdict(const DiagVerdict& verdict, const DiagOutcome* outcome, const Snapshot& snapshot,
+                  const Snapshot& after) {
   static const char* kLabels[] = {"PASSED", "FAULTY", "HUNG", "COULD NOT RUN", "INTERRUPTED"};
   std::string who = fmt::format("GPU {}", verdict.gpu);
   if (const GpuSnapshot* gpu = snapshot.FindGpu(static_cast<uint32_t>(verdict.gpu)))
@@ -372,6 +415,11 @@ void PrintVerdict(const DiagVerdict& verdict, const DiagOutcome* outcome, const 
               verdict.summary.empty() ? "" : (": " + verdict.summary).c_str());
   for (const std::string& problem : verdict.problems) std::printf("  problem: %s\n", problem.c_str());
   if (outcome != nullptr) PrintDetails(verdict, *outcome);
+  if (outcome != nullptr && verdict.test == DiagTest::kMemtest) {
+    const std::string line = MemoryErrorLine(snapshot.FindGpu(static_cast<uint32_t>(verdict.gpu)),
+                                             after.FindGpu(static_cast<uint32_t>(verdict.gpu)));
+    if (!line.empty()) std::printf("  NVML before -> after: %s\n", line.c_str());
+  }
   for (const std::string& note : verdict.notes) std::printf("  note: %s\n", note.c_str());
   if (verdict.state == DiagState::kFaulty || verdict.state == DiagState::kHung)
     std::printf("  What to do: %s.\n", Advice(verdict).c_str());
@@ -565,8 +613,8 @@ void RunDiag(const std::vector<DiagTest>& tests, const DiagOptions& options, Com
     faulty |= verdict->state == DiagState::kFaulty || verdict->state == DiagState::kHung;
     could_not_run |= verdict->state == DiagState::kCouldNotRun;
     interrupted |= verdict->state == DiagState::kInterrupted;
-    if (json_lines) std::printf("%s\n", VerdictJson(*verdict, outcome, before).dump(-1, ' ', false, json::error_handler_t::replace).c_str());
-    else PrintVerdict(*verdict, outcome, before);
+    if (json_lines) std::printf("%s\n", VerdictJson(*verdict, outcome, before, after).dump(-1, ' ', false, json::error_handler_t::replace).c_str());
+    else PrintVerdict(*verdict, outcome, before, after);
   }
   for (const std::string& note : notes) {
     if (json_lines) std::printf("%s\n", json{{"event", "note"}, {"message", note}}.dump().c_str());
