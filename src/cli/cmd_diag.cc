@@ -371,13 +371,18 @@ void PrintDetails(const DiagVerdict& verdict, const DiagOutcome& outcome) {
                   static_cast<unsigned long long>(p.matrix), p.iterations, p.wrong_iterations, p.tflops,
                   p.baseline_tflops, p.baseline_tflops > 0 ? 100 * p.tflops / p.baseline_tflops : 0.0);
     }
-    for (size_t i = 0; i < outcome.burn->errors.size() && i < 5; ++i) {
-      const BurnError& e = outcome.burn->errors[i];
-      std::string where;
-      if (e.rows.size() == 1 && e.cols.size() == 1) where = fmt::format("entry C[{}, {}]", e.rows[0], e.cols[0]);
-      else where = fmt::format("{} rows and {} columns wrong", e.bad_rows, e.bad_cols);
-      std::printf("  wrong product: %s, iteration %d: %s%s\n", e.precision.c_str(), e.iteration, where.c_str(),
-                  e.not_integer ? fmt::format(", {} entries not even integers", e.not_integer).c_str() : "");
+    // Each distinct wrong place once, with how many of the kept iterations showed it.
+    std::map<std::pair<std::string, std::string>, int> places;
+    for (const BurnError& e : outcome.burn->errors) {
+      std::string where = e.rows.size() == 1 && e.cols.size() == 1
+                              ? fmt::format("entry C[{}, {}]", e.rows[0], e.cols[0])
+                              : fmt::format("{} rows and {} columns", e.bad_rows, e.bad_cols);
+      if (e.not_integer) where += fmt::format(", {} entries not even integers", e.not_integer);
+      ++places[{e.precision, where}];
+    }
+    for (const auto& [place, count] : places) {
+      std::printf("  wrong product: %s %s (%d of the first %zu wrong products)\n", place.first.c_str(),
+                  place.second.c_str(), count, outcome.burn->errors.size());
     }
   }
   if (outcome.pcie) {

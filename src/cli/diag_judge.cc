@@ -51,6 +51,30 @@ std::string BurnSummary(const BurnResult& r) {
   return fmt::format("TFLOP/s {} ({}), {} wrong product{}", figures, engine, wrong, wrong == 1 ? "" : "s");
 }
 
+bool LinkBroken(const PcieResult& r, int gpu) {
+  for (const PcieLinkResult& link : r.links)
+    if (link.device == gpu) return !link.error.empty() || !link.data_intact;
+  return false;
+}
+
+bool PairBroken(const PciePeerResult& peer) { return !peer.error.empty() || !peer.data_intact; }
+
+// Which GPUs of a broken pair are to blame: those whose own link is broken
+// too; else the one in more broken pairs (a GPU broken with every peer is the
+// bad one, not its peers); else both.
+std::vector<int> Blamed(const PcieResult& r, const PciePeerResult& pair) {
+  const bool from_link = LinkBroken(r, pair.from), to_link = LinkBroken(r, pair.to);
+  if (from_link != to_link) return {from_link ? pair.from : pair.to};
+  auto broken_pairs = [&](int gpu) {
+    int count = 0;
+    for (const PciePeerResult& peer : r.peers) count += PairBroken(peer) && (peer.from == gpu || peer.to == gpu);
+    return count;
+  };
+  const int from_count = broken_pairs(pair.from), to_count = broken_pairs(pair.to);
+  if (from_count != to_count) return {from_count > to_count ? pair.from : pair.to};
+  return {pair.from, pair.to};
+}
+
 void PcieProblems(const PcieResult& r, int gpu, DiagVerdict& verdict) {
   for (const PcieLinkResult& link : r.links) {
     if (link.device != gpu) continue;
@@ -60,9 +84,17 @@ void PcieProblems(const PcieResult& r, int gpu, DiagVerdict& verdict) {
     else if (!link.data_intact) AddProblem(verdict, "data copied over its link came back changed");
   }
   for (const PciePeerResult& peer : r.peers) {
-    if (peer.from != gpu && peer.to != gpu) continue;
-    if (!peer.error.empty()) AddProblem(verdict, fmt::format("copy GPU {} -> {} failed: {}", peer.from, peer.to, peer.error));
-    else if (!peer.data_intact) AddProblem(verdict, fmt::format("copy GPU {} -> {} changed the data", peer.from, peer.to));
+    if ((peer.from != gpu && peer.to != gpu) || !PairBroken(peer)) continue;
+    const std::string what = !peer.error.empty()
+                                 ? fmt::format("copy GPU {} -> {} failed: {}", peer.from, peer.to, peer.error)
+                                 : fmt::format("copy GPU {} -> {} changed the data", peer.from, peer.to);
+    const std::vector<int> blamed = Blamed(r, peer);
+    if (std::find(blamed.begin(), blamed.end(), gpu) != blamed.end()) {
+      AddProblem(verdict, what);
+    } else {
+      verdict.notes.push_back(fmt::format("{}: GPU {} is the one at fault (broken with more of its peers, or on its own "
+                                          "link)", what, blamed.front()));
+    }
   }
 }
 

@@ -123,25 +123,7 @@ class Burner {
     return CompareSums(error);
   }
 
-  // Seconds `work` took on the device's clock (events on the default stream).
-  Result<double> Timed(const std::function<Status()>& work) {
-    CUevent start = nullptr, end = nullptr;
-    if (Status s = session_.Call(cuda_.cuEventCreate(&start, 0), "cuEventCreate"); !s) return s.error();
-    if (Status s = session_.Call(cuda_.cuEventCreate(&end, 0), "cuEventCreate"); !s) {
-      cuda_.cuEventDestroy_v2(start);
-      return s.error();
-    }
-    Status status = session_.Call(cuda_.cuEventRecord(start, nullptr), "cuEventRecord");
-    if (status) status = work();
-    if (status) status = session_.Call(cuda_.cuEventRecord(end, nullptr), "cuEventRecord");
-    if (status) status = session_.Call(cuda_.cuEventSynchronize(end), fmt::format("{} products", PrecisionName(precision_)));
-    float ms = 0;
-    if (status) status = session_.Call(cuda_.cuEventElapsedTime(&ms, start, end), "cuEventElapsedTime");
-    cuda_.cuEventDestroy_v2(start);
-    cuda_.cuEventDestroy_v2(end);
-    if (!status) return status.error();
-    return static_cast<double>(ms) / 1000.0;
-  }
+  Result<double> Timed(const std::function<Status()>& work) { return session_.Timed(work); }
 
   Result<double> TimeProducts(int count) {
     return Timed([&]() -> Status {

@@ -75,6 +75,25 @@ Result<void*> DeviceSession::AllocateHost(size_t bytes) {
   return pointer;
 }
 
+Result<double> DeviceSession::Timed(const std::function<Status()>& work) const {
+  CUevent start = nullptr, end = nullptr;
+  if (Status s = Call(cuda_.cuEventCreate(&start, 0), "cuEventCreate"); !s) return s.error();
+  if (Status s = Call(cuda_.cuEventCreate(&end, 0), "cuEventCreate"); !s) {
+    cuda_.cuEventDestroy_v2(start);
+    return s.error();
+  }
+  Status status = Call(cuda_.cuEventRecord(start, nullptr), "cuEventRecord");
+  if (status) status = work();
+  if (status) status = Call(cuda_.cuEventRecord(end, nullptr), "cuEventRecord");
+  if (status) status = Call(cuda_.cuEventSynchronize(end), "waiting for the GPU");
+  float ms = 0;
+  if (status) status = Call(cuda_.cuEventElapsedTime(&ms, start, end), "cuEventElapsedTime");
+  cuda_.cuEventDestroy_v2(start);
+  cuda_.cuEventDestroy_v2(end);
+  if (!status) return status.error();
+  return static_cast<double>(ms) / 1000.0;
+}
+
 DeviceIdentity DeviceSession::Identity() const {
   DeviceIdentity identity;
   char name[256] = {};

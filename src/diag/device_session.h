@@ -10,6 +10,7 @@
 //   if (Status s = session.Call(cuda.cuCtxSynchronize(), "filling"); !s) return s.error();
 #pragma once
 
+#include <functional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -50,6 +51,10 @@ class DeviceSession {
   void Free(CUdeviceptr pointer);
   // Page-locked host memory, for copies at the link's full rate.
   Result<void*> AllocateHost(size_t bytes);
+
+  // Seconds `work` took on the GPU's clock: events recorded on the default
+  // stream before and after it, then waited for.
+  Result<double> Timed(const std::function<Status()>& work) const;
 
   DeviceIdentity Identity() const;
   const CudaDriver& cuda() const { return cuda_; }

@@ -87,8 +87,7 @@ std::vector<Step> StepsOf(std::string_view name, std::mt19937& random) {
   return steps;
 }
 
-double GbPerSecond(double bytes, SteadyClock::duration took) {
-  const double seconds = std::chrono::duration<double>(took).count();
+double GbPerSecond(double bytes, double seconds) {
   return seconds > 0 ? bytes / seconds / 1e9 : 0;
 }
 
@@ -163,13 +162,12 @@ Result<MemtestResult> RunMemtest(const CudaDriver& cuda, std::string_view ptx, c
   // Baseline: copying the first chunk's first half onto its second half.
   {
     const size_t half = chunks.front().words / 2 * 4;
-    auto start = SteadyClock::now();
-    if (Status s = session.Call(cuda.cuMemcpyDtoD_v2(chunks.front().base + half, chunks.front().base, half),
-                                "device-to-device copy");
-        !s)
-      return s.error();
-    if (Status s = session.Call(cuda.cuCtxSynchronize(), "device-to-device copy"); !s) return s.error();
-    result.copy_gb_per_s = GbPerSecond(2.0 * static_cast<double>(half), SteadyClock::now() - start);
+    auto seconds = session.Timed([&] {
+      return session.Call(cuda.cuMemcpyDtoD_v2(chunks.front().base + half, chunks.front().base, half),
+                          "device-to-device copy");
+    });
+    if (!seconds) return seconds.error();
+    result.copy_gb_per_s = *seconds > 0 ? 2.0 * static_cast<double>(half) / *seconds / 1e9 : 0;
   }
 
   std::mt19937 random(20'240'601);
@@ -190,7 +188,7 @@ Result<MemtestResult> RunMemtest(const CudaDriver& cuda, std::string_view ptx, c
         found = std::prev(result.patterns.end());
       }
       double bytes_moved = 0;
-      SteadyClock::duration busy{};
+      double busy = 0;  // seconds on the GPU's clock
       for (Step& step : steps) {
         if (stop && stop()) {
           result.interrupted = true;
@@ -198,21 +196,21 @@ Result<MemtestResult> RunMemtest(const CudaDriver& cuda, std::string_view ptx, c
         }
         // Every chunk's kernel back to back, then one wait and one look at the
         // error log: the GPU never idles between chunks.
-        const auto start = SteadyClock::now();
-        for (const Chunk& chunk : chunks) {
-          CUdeviceptr base = chunk.base;
-          memtest::Index words = chunk.words;
-          CUdeviceptr log_pointer = *log;
-          void* params[] = {&base, &words, &step.pattern, &log_pointer};
-          if (Status s = session.Call(cuda.cuLaunchKernel(function(step.kernel), blocks, 1, 1, threads, 1, 1, 0,
-                                                          nullptr, params, nullptr),
-                                      fmt::format("launching {} ({})", KernelName(step.kernel), pattern_name));
-              !s)
-            return s.error();
-        }
-        if (Status s = session.Call(cuda.cuCtxSynchronize(), fmt::format("{} ({})", KernelName(step.kernel), pattern_name));
-            !s)
-          return s.error();
+        auto seconds = session.Timed([&]() -> Status {
+          for (const Chunk& chunk : chunks) {
+            CUdeviceptr base = chunk.base;
+            memtest::Index words = chunk.words;
+            CUdeviceptr log_pointer = *log;
+            void* params[] = {&base, &words, &step.pattern, &log_pointer};
+            if (Status s = session.Call(cuda.cuLaunchKernel(function(step.kernel), blocks, 1, 1, threads, 1, 1, 0,
+                                                            nullptr, params, nullptr),
+                                        fmt::format("launching {} ({})", KernelName(step.kernel), pattern_name));
+                !s)
+              return s;
+          }
+          return session.Call(cuda.cuCtxSynchronize(), fmt::format("{} ({})", KernelName(step.kernel), pattern_name));
+        });
+        if (!seconds) return seconds.error();
         if (step.kernel != Kernel::kFill) {
           unsigned int count = 0;
           if (Status s = session.Call(cuda.cuMemcpyDtoH_v2(&count, *log, sizeof count), "reading the error log"); !s)
@@ -234,15 +232,14 @@ Result<MemtestResult> RunMemtest(const CudaDriver& cuda, std::string_view ptx, c
               return s.error();
           }
         }
-        const auto took = SteadyClock::now() - start;
-        busy += took;
+        busy += *seconds;
         bytes_moved += Traffic(step.kernel) * static_cast<double>(result.bytes_tested);
         ++done_steps;
         if (progress) {
           progress({.pattern = std::string(pattern_name),
                     .pass_fraction = static_cast<double>(done_steps) / static_cast<double>(total_steps),
                     .pass = pass,
-                    .gb_per_s = GbPerSecond(Traffic(step.kernel) * static_cast<double>(result.bytes_tested), took)});
+                    .gb_per_s = GbPerSecond(Traffic(step.kernel) * static_cast<double>(result.bytes_tested), *seconds)});
         }
       }
       const double gb_per_s = GbPerSecond(bytes_moved, busy);

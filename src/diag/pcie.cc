@@ -12,28 +12,18 @@ namespace gpudoctor {
 
 namespace {
 
-// Times `repeats` runs of `copy` (synchronous copies) with events on the
-// default stream, after one to warm up: the time the GPU saw, not the host's.
+// Bytes per second of `repeats` runs of `copy` (synchronous copies) on the
+// GPU's clock, after one to warm up.
 Result<double> TimeCopies(const DeviceSession& session, int repeats, uint64_t bytes,
                           const std::function<CUresult()>& copy, std::string_view what) {
-  const CudaDriver& cuda = session.cuda();
   if (Status s = session.Call(copy(), what); !s) return s.error();
-  CUevent start = nullptr, end = nullptr;
-  if (Status s = session.Call(cuda.cuEventCreate(&start, 0), "cuEventCreate"); !s) return s.error();
-  if (Status s = session.Call(cuda.cuEventCreate(&end, 0), "cuEventCreate"); !s) {
-    cuda.cuEventDestroy_v2(start);
-    return s.error();
-  }
-  Status status = session.Call(cuda.cuEventRecord(start, nullptr), "cuEventRecord");
-  for (int i = 0; i < repeats && status; ++i) status = session.Call(copy(), what);
-  if (status) status = session.Call(cuda.cuEventRecord(end, nullptr), "cuEventRecord");
-  if (status) status = session.Call(cuda.cuEventSynchronize(end), what);
-  float ms = 0;
-  if (status) status = session.Call(cuda.cuEventElapsedTime(&ms, start, end), "cuEventElapsedTime");
-  cuda.cuEventDestroy_v2(start);
-  cuda.cuEventDestroy_v2(end);
-  if (!status) return status.error();
-  return ms > 0 ? static_cast<double>(bytes) * repeats / (static_cast<double>(ms) / 1000.0) / 1e9 : 0.0;
+  auto seconds = session.Timed([&]() -> Status {
+    for (int i = 0; i < repeats; ++i)
+      if (Status s = session.Call(copy(), what); !s) return s;
+    return {};
+  });
+  if (!seconds) return seconds.error();
+  return *seconds > 0 ? static_cast<double>(bytes) * repeats / *seconds / 1e9 : 0.0;
 }
 
 }  // namespace
@@ -42,14 +32,23 @@ Result<PcieResult> RunPcie(const CudaDriver& cuda, const PcieOptions& options,
                            const std::function<void(const PcieProgress&)>& progress,
                            const std::function<bool()>& stop) {
   if (options.devices.empty()) return Error{"no GPU to test"};
-  const uint64_t bytes = std::max<uint64_t>(options.transfer_bytes / 4 * 4, 4096);
+  uint64_t bytes = std::max<uint64_t>(options.transfer_bytes / 4 * 4, 4096);
   const int repeats = std::max(1, options.repeats);
   std::vector<std::unique_ptr<DeviceSession>> sessions;
   std::vector<CUdeviceptr> buffers;
   for (int device : options.devices) {
     sessions.push_back(std::make_unique<DeviceSession>(cuda));
     if (Status s = sessions.back()->Open(device); !s) return s.error();
-    auto buffer = sessions.back()->Allocate(bytes);
+    // A small card copies less at a time: a quarter of its free memory at most.
+    size_t free_bytes = 0, total_bytes = 0;
+    if (Status s = sessions.back()->Call(cuda.cuMemGetInfo_v2(&free_bytes, &total_bytes), "cuMemGetInfo"); !s)
+      return s.error();
+    bytes = std::min<uint64_t>(bytes, free_bytes / 4 / 4096 * 4096);
+    if (bytes < 4096) return Error{fmt::format("too little free memory on GPU {} ({} bytes free)", device, free_bytes)};
+  }
+  for (auto& session : sessions) {
+    if (Status s = session->MakeCurrent(); !s) return s.error();
+    auto buffer = session->Allocate(bytes);
     if (!buffer) return buffer.error();
     buffers.push_back(*buffer);
   }

@@ -57,6 +57,7 @@ struct FakeDevice {
   // The burn: a product takes gemm_ms times slow_factor; one entry of every
   // product may come out wrong by `wrong_delta`.
   double gemm_ms = 1, slow_factor = 1;
+  double memory_gbps = 3000;  // what the memory kernels, memsets and device copies move per second
   bool wrong_product = false;
   uint64_t wrong_row = 0, wrong_col = 0;
   double wrong_delta = 0;
@@ -92,18 +93,22 @@ struct State {
 std::mutex g_mutex;
 State g_state;
 
-// The GPU's clock, as events read it: real time, except that modelled work
-// (a product, a copy over a link of a given rate) takes exactly its modelled
-// time, however long the CPU took to do it. Measurements in tests are then
-// the scenario's figures, on a loaded machine too.
-std::chrono::steady_clock::duration g_model_offset{};
+// The GPU's clock, as events read it: it advances only by the modelled time
+// of the work the fake models (a product, a memory kernel, a memset, a copy),
+// never by the CPU time the fake needed or by the machine's load, so every
+// rate a test measures is the scenario's figure.
+std::chrono::steady_clock::duration g_device_clock{};
 
-std::chrono::steady_clock::time_point DeviceNow() { return std::chrono::steady_clock::now() + g_model_offset; }
+std::chrono::steady_clock::time_point DeviceNow() { return std::chrono::steady_clock::time_point{} + g_device_clock; }
 
-// Work that began at `started` (real time) takes `modelled` on the device's clock.
-void TakesModelled(std::chrono::steady_clock::time_point started, std::chrono::duration<double> modelled) {
-  const auto real = std::chrono::steady_clock::now() - started;
-  g_model_offset += std::chrono::duration_cast<std::chrono::steady_clock::duration>(modelled) - real;
+// Work that began at `started` takes `modelled` on the device's clock.
+void TakesModelled(std::chrono::steady_clock::time_point /*started*/, std::chrono::duration<double> modelled) {
+  g_device_clock += std::chrono::duration_cast<std::chrono::steady_clock::duration>(modelled);
+}
+
+// Memory work of `bytes` moved at the device's memory rate.
+std::chrono::duration<double> MemoryTime(double bytes, double gbps) {
+  return std::chrono::duration<double>(gbps > 0 ? bytes / (gbps * 1e9) : 0.0);
 }
 Function g_functions[kKindCount] = {{kMemtestFill},    {kMemtestCheck},  {kMemtestCheckInvert}, {kBurnFillF64},
                                     {kBurnFillF32},    {kBurnFillBf16},  {kBurnExpected1},      {kBurnExpected2},
@@ -118,11 +123,11 @@ constexpr const char* kKernelNames[kKindCount] = {
 // scenario: said on stderr, and cuInit fails.
 Status CheckKeys(const toml::table* cuda, const char* path) {
   if (cuda == nullptr) return {};
-  static const std::set<std::string> kCuda = {"memory_mib", "sms", "gemm_ms", "pcie_gbps", "p2p_gbps", "peer_access",
-                                              "fault"};
-  static const std::set<std::string> kFault = {"gpu", "stuck_bits", "flip_rate", "hang_at_launch", "lost_at_launch",
-                                               "free_mib", "wrong_product", "slow_factor", "pcie_gbps",
-                                               "corrupt_copies", "seed"};
+  static const std::set<std::string> kCuda = {"memory_mib", "sms",         "gemm_ms", "memory_gbps",
+                                              "pcie_gbps",  "p2p_gbps",    "peer_access", "fault"};
+  static const std::set<std::string> kFault = {"gpu",           "stuck_bits",     "flip_rate",   "hang_at_launch",
+                                               "lost_at_launch", "free_mib",      "wrong_product", "slow_factor",
+                                               "memory_gbps",    "pcie_gbps",     "corrupt_copies", "seed"};
   auto check = [&](const toml::table& table, const std::set<std::string>& known, const char* where) -> Status {
     for (const auto& [key, value] : table) {
       if (known.count(std::string(key.str())) == 0) {
@@ -169,6 +174,7 @@ CUresult Load() {
   const uint64_t memory_mib = cuda ? (*cuda)["memory_mib"].value_or<int64_t>(64) : 64;
   const int sms = cuda ? static_cast<int>((*cuda)["sms"].value_or<int64_t>(4)) : 4;
   const double gemm_ms = cuda ? (*cuda)["gemm_ms"].value_or(1.0) : 1.0;
+  const double memory_gbps = cuda ? (*cuda)["memory_gbps"].value_or(3000.0) : 3000.0;
   const double pcie_gbps = cuda ? (*cuda)["pcie_gbps"].value_or(0.0) : 0.0;
   const double p2p_gbps = cuda ? (*cuda)["p2p_gbps"].value_or(0.0) : 0.0;
   g_state.peer_access = cuda ? (*cuda)["peer_access"].value_or(true) : true;
@@ -179,6 +185,7 @@ CUresult Load() {
     device.sms = sms;
     device.memory_bytes = memory_mib << 20;
     device.gemm_ms = gemm_ms;
+    device.memory_gbps = memory_gbps;
     // Unless the scenario says otherwise, a link carries 88% of what its generation and width allow, as
     // healthy ones do, and peers copy over NVLink-class bandwidth.
     device.pcie_gbps = pcie_gbps > 0 ? pcie_gbps
@@ -200,6 +207,7 @@ CUresult Load() {
       device.lost_at_launch = static_cast<uint64_t>((*fault)["lost_at_launch"].value_or<int64_t>(0));
       device.random.seed(static_cast<uint64_t>((*fault)["seed"].value_or<int64_t>(7)));
       device.slow_factor = (*fault)["slow_factor"].value_or(1.0);
+      device.memory_gbps = (*fault)["memory_gbps"].value_or(device.memory_gbps);
       device.pcie_gbps = (*fault)["pcie_gbps"].value_or(device.pcie_gbps);
       device.corrupt_copies = (*fault)["corrupt_copies"].value_or(false);
       if (const toml::table* wrong = (*fault)["wrong_product"].as_table()) {
@@ -365,12 +373,13 @@ void RunBurnKernel(FakeDevice& device, Kind kind, void** params) {
   }
 }
 
-// A copy over the link takes the time its rate allows; a corrupting link
-// changes a byte of what it carries.
+// A bulk copy (1 MiB or more) over the link takes the time its rate allows,
+// and a corrupting link changes a byte of it.
 void OverTheLink(FakeDevice& device, void* destination, size_t bytes, double gbps,
                  std::chrono::steady_clock::time_point started) {
-  if (device.corrupt_copies && bytes > 0) ++static_cast<unsigned char*>(destination)[bytes / 2];
-  if (gbps <= 0 || bytes < (1u << 20)) return;
+  if (bytes < (1u << 20)) return;  // control traffic (error counts, sums) is left alone
+  if (device.corrupt_copies) ++static_cast<unsigned char*>(destination)[bytes / 2];
+  if (gbps <= 0) return;
   TakesModelled(started, std::chrono::duration<double>(static_cast<double>(bytes) / (gbps * 1e9)));
 }
 
@@ -533,8 +542,10 @@ FAKE_CUDA_EXPORT CUresult cuMemsetD32_v2(CUdeviceptr pointer, unsigned int value
   FakeDevice* device = Owner(pointer);
   if (device == nullptr) return CUDA_ERROR_INVALID_VALUE;
   if (device->lost) return CUDA_ERROR_UNKNOWN;
+  const auto started = std::chrono::steady_clock::now();
   auto* words = reinterpret_cast<unsigned int*>(pointer);
   for (size_t i = 0; i < count; ++i) words[i] = value;
+  TakesModelled(started, MemoryTime(4.0 * static_cast<double>(count), device->memory_gbps));
   return CUDA_SUCCESS;
 }
 
@@ -565,7 +576,9 @@ FAKE_CUDA_EXPORT CUresult cuMemcpyDtoD_v2(CUdeviceptr destination, CUdeviceptr s
   FakeDevice* device = Owner(destination);
   if (device == nullptr || Owner(source) == nullptr) return CUDA_ERROR_INVALID_VALUE;
   if (device->lost) return CUDA_ERROR_UNKNOWN;
+  const auto started = std::chrono::steady_clock::now();
   std::memmove(reinterpret_cast<void*>(destination), reinterpret_cast<const void*>(source), bytes);
+  TakesModelled(started, MemoryTime(2.0 * static_cast<double>(bytes), device->memory_gbps));  // read and write
   return CUDA_SUCCESS;
 }
 
@@ -608,10 +621,16 @@ FAKE_CUDA_EXPORT CUresult cuLaunchKernel(CUfunction function, unsigned int, unsi
     HangForever();
   }
   const Kind kind = reinterpret_cast<const Function*>(function)->kind;
+  const auto started = std::chrono::steady_clock::now();
   if (kind <= kMemtestCheckInvert) {
     RunMemtestKernel(*device, kind, params);
+    const double bytes = static_cast<double>(*static_cast<mt::Index*>(params[1]) * sizeof(mt::Word));
+    TakesModelled(started, MemoryTime(kind == kMemtestCheckInvert ? 2 * bytes : bytes, device->memory_gbps));
+  } else if (kind >= kBurnGemmF64) {
+    RunBurnKernel(*device, kind, params);  // a product models its own time
   } else {
     RunBurnKernel(*device, kind, params);
+    TakesModelled(started, std::chrono::duration<double>(0));  // fills and sums: small next to a product
   }
   return CUDA_SUCCESS;
 }
