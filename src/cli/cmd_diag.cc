@@ -14,18 +14,16 @@
 
 #include <atomic>
 #include <cmath>
-#include <condition_variable>
 #include <filesystem>
 #include <map>
-#include <mutex>
-#include <thread>
 
 #include "cli/commands.h"
 #include "cli/diag_judge.h"
+#include "cli/diag_report.h"
+#include "cli/diag_watch.h"
 #include "cli/sources.h"
 #include "common/text.h"
 #include "diag/diag_run.h"
-#include "logs/follow.h"
 
 namespace gpudoctor {
 
@@ -125,317 +123,7 @@ class ProgressBoard {
 };
 
 // Reads NVML every couple of seconds while a test runs.
-class Sampler {
- public:
-  Sampler(SnapshotSource& source, std::map<int, GpuReadings>& readings) : source_(source), readings_(readings) {
-    thread_ = std::thread([this] { Loop(); });
-  }
-  ~Sampler() {
-    {
-      std::lock_guard lock(mutex_);
-      done_ = true;
-    }
-    wake_.notify_all();
-    thread_.join();
-  }
-
- private:
-  void Loop() {
-    std::unique_lock lock(mutex_);
-    while (!done_) {
-      lock.unlock();
-      const Snapshot snapshot = source_.Collect();
-      lock.lock();
-      AddReading(snapshot, readings_);
-      wake_.wait_for(lock, std::chrono::seconds(2), [this] { return done_; });
-    }
-  }
-
-  SnapshotSource& source_;
-  std::map<int, GpuReadings>& readings_;
-  std::mutex mutex_;
-  std::condition_variable wake_;
-  bool done_ = false;
-  std::thread thread_;
-};
-
-// Follows the kernel log (or a file) from its end while the tests run.
-class LogWatch {
- public:
-  // `file` empty: this machine's live kernel log.
-  LogWatch(const std::string& file, std::vector<std::string>& notes) {
-    std::optional<LiveLog> live;
-    if (file.empty()) {
-      auto found = FindLiveLog();
-      if (!found) {
-        notes.push_back("kernel log not followed: " + found.error().message);
-        return;
-      }
-      live = *found;
-    }
-    thread_ = std::thread([this, file, live] {
-      FollowOptions follow{.poll_interval = std::chrono::milliseconds(200),
-                           .quiet_flush = std::chrono::milliseconds(200),
-                           .start_at_end = true,
-                           .on_open = [this] {
-                             std::lock_guard lock(mutex_);
-                             opened_ = true;
-                             opened_signal_.notify_all();
-                           }};
-      auto sink = [this](LogEvent&& event) {
-        std::lock_guard lock(mutex_);
-        if (event.xid || event.kind == "gpu_off_bus") events_.push_back(std::move(event));
-      };
-      auto stop = [this] { return stop_.load(); };
-      Status status = live ? ReadLiveLog(*live, ReadOptions{}, /*follow=*/true, follow, sink, stop)
-                           : FollowFile(file, ReadOptions{}, follow, sink, stop);
-      std::lock_guard lock(mutex_);
-      if (!status) error_ = status.error().message;
-      opened_ = true;
-      opened_signal_.notify_all();
-    });
-    // Lines written once the test starts must not be missed: wait for the log to be open.
-    std::unique_lock lock(mutex_);
-    opened_signal_.wait_for(lock, std::chrono::seconds(5), [this] { return opened_; });
-  }
-
-  ~LogWatch() { Stop(); }
-
-  // Stops following (after a last read) and returns the Xid and off-the-bus events seen.
-  std::vector<LogEvent> Stop() {
-    if (thread_.joinable()) {
-      std::this_thread::sleep_for(std::chrono::milliseconds(500));  // one more poll of what was just written
-      stop_.store(true);
-      thread_.join();
-    }
-    std::lock_guard lock(mutex_);
-    return events_;
-  }
-
-  std::string error() {
-    std::lock_guard lock(mutex_);
-    return error_;
-  }
-
- private:
-  std::thread thread_;
-  std::atomic<bool> stop_{false};
-  std::mutex mutex_;
-  std::condition_variable opened_signal_;
-  bool opened_ = false;
-  std::vector<LogEvent> events_;
-  std::string error_;
-};
-
-// ---- what is printed ----
-
-// What NVML says of a GPU's memory errors: the state memtest and burn results carry from before and after.
-json MemoryErrorState(const GpuSnapshot* gpu) {
-  if (gpu == nullptr) return nullptr;
-  auto number = [](const auto& field) -> json {
-    if (auto value = field.optional()) return *value;
-    return nullptr;
-  };
-  return {{"ecc_volatile_corrected", number(gpu->ecc_volatile_corrected)},
-          {"ecc_volatile_uncorrected", number(gpu->ecc_volatile_uncorrected)},
-          {"retired_pages_sbe", number(gpu->retired_pages_sbe)},
-          {"retired_pages_dbe", number(gpu->retired_pages_dbe)},
-          {"retired_pages_pending", number(gpu->retired_pages_pending)},
-          {"remapped_rows_correctable", number(gpu->remapped_rows_correctable)},
-          {"remapped_rows_uncorrectable", number(gpu->remapped_rows_uncorrectable)},
-          {"remapped_rows_pending", number(gpu->remapped_rows_pending)},
-          {"remapped_rows_failure", number(gpu->remapped_rows_failure)}};
-}
-
-// "ECC corrected 0 -> 2, uncorrected 0 -> 0, ..." for the readings that both snapshots have.
-std::string MemoryErrorLine(const GpuSnapshot* before, const GpuSnapshot* after) {
-  if (before == nullptr || after == nullptr) return "";
-  std::string line;
-  auto add = [&](const char* name, const auto& was, const auto& is) {
-    auto a = was.optional();
-    auto b = is.optional();
-    if (!a || !b) return;
-    line += fmt::format("{}{} {} -> {}", line.empty() ? "" : ", ", name, *a, *b);
-  };
-  add("ECC corrected", before->ecc_volatile_corrected, after->ecc_volatile_corrected);
-  add("uncorrected", before->ecc_volatile_uncorrected, after->ecc_volatile_uncorrected);
-  add("retired pages (single-bit)", before->retired_pages_sbe, after->retired_pages_sbe);
-  add("(double-bit)", before->retired_pages_dbe, after->retired_pages_dbe);
-  add("remapped rows (correctable)", before->remapped_rows_correctable, after->remapped_rows_correctable);
-  add("(uncorrectable)", before->remapped_rows_uncorrectable, after->remapped_rows_uncorrectable);
-  return line;
-}
-
-json VerdictJson(const DiagVerdict& verdict, const DiagOutcome* outcome, const Snapshot& snapshot,
-                 const Snapshot& after) {
-  json out{{"event", "result"}, {"gpu", verdict.gpu}, {"test", DiagTestName(verdict.test)},
-           {"state", DiagStateName(verdict.state)}, {"summary", verdict.summary},
-           {"problems", verdict.problems}, {"notes", verdict.notes}};
-  if (const GpuSnapshot* gpu = snapshot.FindGpu(static_cast<uint32_t>(verdict.gpu))) {
-    out["name"] = gpu->name.value_or("");
-    out["uuid"] = gpu->uuid.value_or("");
-    out["pci_bus_id"] = gpu->pci_bus_id.value_or("");
-  }
-  if (outcome == nullptr) return out;
-  if (verdict.test != DiagTest::kPcie) {
-    out["memory_errors_before"] = MemoryErrorState(snapshot.FindGpu(static_cast<uint32_t>(verdict.gpu)));
-    out["memory_errors_after"] = MemoryErrorState(after.FindGpu(static_cast<uint32_t>(verdict.gpu)));
-  }
-  if (outcome->memtest) {
-    const MemtestResult& r = *outcome->memtest;
-    json errors = json::array();
-    for (const MemtestError& e : r.errors) {
-      errors.push_back({{"address", fmt::format("0x{:x}", e.address)},
-                        {"expected", fmt::format("0x{:08x}", e.expected)},
-                        {"actual", fmt::format("0x{:08x}", e.actual)},
-                        {"xor", fmt::format("0x{:08x}", e.expected ^ e.actual)},
-                        {"pattern", e.pattern}});
-    }
-    json patterns = json::array();
-    for (const MemtestPatternResult& p : r.patterns) {
-      patterns.push_back({{"name", p.name},
-                          {"errors", p.errors},
-                          {"gb_per_s", p.gb_per_s},
-                          {"share_of_copy", r.copy_gb_per_s > 0 ? p.gb_per_s / r.copy_gb_per_s : 0.0}});
-    }
-    out["bytes_tested"] = r.bytes_tested;
-    out["passes"] = r.passes;
-    out["error_count"] = r.error_count;
-    out["copy_gb_per_s"] = r.copy_gb_per_s;
-    out["patterns"] = patterns;
-    out["errors"] = errors;
-  }
-  if (outcome->burn) {
-    json precisions = json::array();
-    for (const BurnPrecisionResult& p : outcome->burn->precisions) {
-      precisions.push_back({{"precision", p.precision},
-                            {"engine", p.engine},
-                            {"matrix", p.matrix},
-                            {"iterations", p.iterations},
-                            {"wrong_iterations", p.wrong_iterations},
-                            {"tflops", p.tflops},
-                            {"baseline_tflops", p.baseline_tflops},
-                            {"share_of_baseline", p.baseline_tflops > 0 ? p.tflops / p.baseline_tflops : 0.0}});
-    }
-    json errors = json::array();
-    for (const BurnError& e : outcome->burn->errors) {
-      errors.push_back({{"precision", e.precision}, {"iteration", e.iteration}, {"rows", e.rows}, {"cols", e.cols},
-                        {"bad_rows", e.bad_rows}, {"bad_cols", e.bad_cols}, {"not_integer", e.not_integer}});
-    }
-    out["precisions"] = precisions;
-    out["errors"] = errors;
-  }
-  if (outcome->pcie) {
-    for (const PcieLinkResult& link : outcome->pcie->links) {
-      if (link.device != verdict.gpu) continue;
-      out["host_to_device_gb_per_s"] = link.host_to_device_gb_per_s;
-      out["device_to_host_gb_per_s"] = link.device_to_host_gb_per_s;
-      out["data_intact"] = link.data_intact;
-    }
-    json peers = json::array();
-    for (const PciePeerResult& peer : outcome->pcie->peers) {
-      if (peer.from != verdict.gpu) continue;
-      peers.push_back({{"to", peer.to}, {"peer_access", peer.peer_access}, {"gb_per_s", peer.gb_per_s},
-                       {"data_intact", peer.data_intact}, {"error", peer.error}});
-    }
-    out["peers"] = peers;
-  }
-  return out;
-}
-
-void PrintDetails(const DiagVerdict& verdict, const DiagOutcome& outcome) {
-  if (outcome.memtest) {
-    const MemtestResult& r = *outcome.memtest;
-    const MemtestPatternResult* slowest = nullptr;
-    for (const MemtestPatternResult& p : r.patterns)
-      if (!slowest || p.gb_per_s < slowest->gb_per_s) slowest = &p;
-    if (slowest && r.copy_gb_per_s > 0) {
-      std::printf("  same-run device copy %.1f GB/s; slowest pattern %s %.1f GB/s (%.0f%% of the copy)\n",
-                  r.copy_gb_per_s, slowest->name.c_str(), slowest->gb_per_s, 100.0 * slowest->gb_per_s / r.copy_gb_per_s);
-    }
-    if (r.error_count > 0) {
-      std::printf("  %-20s %-10s %-10s %-10s %s\n", "address", "expected", "actual", "xor", "pattern");
-      for (size_t i = 0; i < r.errors.size() && i < 20; ++i) {
-        const MemtestError& e = r.errors[i];
-        std::printf("  0x%-18llx 0x%08x 0x%08x 0x%08x %s\n", static_cast<unsigned long long>(e.address), e.expected,
-                    e.actual, e.expected ^ e.actual, e.pattern.c_str());
-      }
-      if (r.errors.size() > 20) std::printf("  ... %zu more recorded (--json lists them all)\n", r.errors.size() - 20);
-    }
-  }
-  if (outcome.burn) {
-    std::printf("  %-9s %-30s %7s %6s %6s %12s %12s %7s\n", "precision", "engine", "matrix", "runs", "wrong",
-                "TFLOP/s", "alone", "share");
-    for (const BurnPrecisionResult& p : outcome.burn->precisions) {
-      std::printf("  %-9s %-30s %7llu %6d %6d %12.4g %12.4g %6.0f%%\n", p.precision.c_str(), p.engine.c_str(),
-                  static_cast<unsigned long long>(p.matrix), p.iterations, p.wrong_iterations, p.tflops,
-                  p.baseline_tflops, p.baseline_tflops > 0 ? 100 * p.tflops / p.baseline_tflops : 0.0);
-    }
-    // Each distinct wrong place once, with how many of the kept iterations showed it.
-    std::map<std::pair<std::string, std::string>, int> places;
-    for (const BurnError& e : outcome.burn->errors) {
-      std::string where = e.rows.size() == 1 && e.cols.size() == 1
-                              ? fmt::format("entry C[{}, {}]", e.rows[0], e.cols[0])
-                              : fmt::format("{} rows and {} columns", e.bad_rows, e.bad_cols);
-      if (e.not_integer) where += fmt::format(", {} entries not even integers", e.not_integer);
-      ++places[{e.precision, where}];
-    }
-    for (const auto& [place, count] : places) {
-      std::printf("  wrong product: %s %s (%d of the first %zu wrong products)\n", place.first.c_str(),
-                  place.second.c_str(), count, outcome.burn->errors.size());
-    }
-  }
-  if (outcome.pcie) {
-    for (const PciePeerResult& peer : outcome.pcie->peers) {
-      if (peer.from != verdict.gpu) continue;
-      std::printf("  to GPU %-3d %8.1f GB/s  %s%s\n", peer.to, peer.gb_per_s,
-                  peer.peer_access ? "peer to peer" : "through the host (no peer access)",
-                  !peer.error.empty() ? (": " + peer.error).c_str() : peer.data_intact ? "" : ": DATA CHANGED");
-    }
-  }
-}
-
-std::string Advice(const DiagVerdict& verdict) {
-  switch (verdict.test) {
-    case DiagTest::kMemtest:
-      return "drain the node; check `gpudoctor status` for ECC counts, retired pages and row remaps; move the card to "
-             "another server and test again to tell a bad card from a bad slot; RMA the card if the errors follow it";
-    case DiagTest::kBurn:
-      return "drain the node; a GPU that computes wrong answers must not run jobs. Check cooling and power if it "
-             "throttled; move the card to another server and burn again to tell a bad card from a bad slot or supply";
-    case DiagTest::kPcie:
-      return "reseat the card and its riser or cable, clean the connector, and check `gpudoctor status` for the link's "
-             "width, generation and replays; move the card to another slot to tell a bad card from a bad slot";
-  }
-  return "";
-}
-
-void PrintVerdict(const DiagVerdict& verdict, const DiagOutcome* outcome, const Snapshot& snapshot,
-                  const Snapshot& after) {
-  static const char* kLabels[] = {"PASSED", "FAULTY", "HUNG", "COULD NOT RUN", "INTERRUPTED"};
-  std::string who = fmt::format("GPU {}", verdict.gpu);
-  if (const GpuSnapshot* gpu = snapshot.FindGpu(static_cast<uint32_t>(verdict.gpu)))
-    who += fmt::format(" ({}, {})", gpu->name.value_or("?"), gpu->pci_bus_id.value_or("?"));
-  std::printf("%s: %s %s%s\n", who.c_str(), DiagTestName(verdict.test), kLabels[static_cast<int>(verdict.state)],
-              verdict.summary.empty() ? "" : (": " + verdict.summary).c_str());
-  for (const std::string& problem : verdict.problems) std::printf("  problem: %s\n", problem.c_str());
-  if (outcome != nullptr) PrintDetails(verdict, *outcome);
-  if (outcome != nullptr && verdict.test == DiagTest::kMemtest) {
-    const std::string line = MemoryErrorLine(snapshot.FindGpu(static_cast<uint32_t>(verdict.gpu)),
-                                             after.FindGpu(static_cast<uint32_t>(verdict.gpu)));
-    if (!line.empty()) std::printf("  NVML before -> after: %s\n", line.c_str());
-  }
-  for (const std::string& note : verdict.notes) std::printf("  note: %s\n", note.c_str());
-  if (verdict.state == DiagState::kFaulty || verdict.state == DiagState::kHung)
-    std::printf("  What to do: %s.\n", Advice(verdict).c_str());
-}
-
 // ---- running ----
-
-struct TestPlan {
-  DiagTest test;
-  Duration duration{};
-};
 
 Result<double> ParseShare(const std::string& text) {
   std::string size = text;
@@ -566,12 +254,12 @@ void RunDiag(const std::vector<DiagTest>& tests, const DiagOptions& options, Com
     run.worker_options.memtest.duration = test_duration;
     run.worker_options.burn.duration = test_duration;
     Done& current = done.emplace_back(Done{.test = test});
-    std::optional<LogWatch> log_watch;
+    std::optional<DiagLogWatch> log_watch;
     if (follow_log) log_watch.emplace(log_file, notes);
     ProgressBoard board(test, test == DiagTest::kPcie ? std::vector<int>{tested.front()} : tested,
                         !json_lines && isatty(STDERR_FILENO));
     {
-      Sampler sampler(*made.source, current.readings);
+      DiagSampler sampler(*made.source, current.readings);
       current.outcomes = RunDiagWorkers(
           run,
           [&](int device, const DiagProgress& progress) {
@@ -618,8 +306,8 @@ void RunDiag(const std::vector<DiagTest>& tests, const DiagOptions& options, Com
     faulty |= verdict->state == DiagState::kFaulty || verdict->state == DiagState::kHung;
     could_not_run |= verdict->state == DiagState::kCouldNotRun;
     interrupted |= verdict->state == DiagState::kInterrupted;
-    if (json_lines) std::printf("%s\n", VerdictJson(*verdict, outcome, before, after).dump(-1, ' ', false, json::error_handler_t::replace).c_str());
-    else PrintVerdict(*verdict, outcome, before, after);
+    if (json_lines) std::printf("%s\n", DiagVerdictJson(*verdict, outcome, before, after).dump(-1, ' ', false, json::error_handler_t::replace).c_str());
+    else PrintDiagVerdict(*verdict, outcome, before, after);
   }
   for (const std::string& note : notes) {
     if (json_lines) std::printf("%s\n", json{{"event", "note"}, {"message", note}}.dump().c_str());
