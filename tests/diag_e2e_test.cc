@@ -305,6 +305,13 @@ TEST_F(Diag, WithoutADriverItCouldNotRun) {
   EXPECT_NE(r.output.find("cannot load the CUDA driver /nonexistent/libcuda.so.1"), std::string::npos) << r.output;
 }
 
+TEST_F(Diag, WhenNvmlCannotListTheGpusItIsUnavailable) {
+  RunResult r = RunGpudoctor("--simulate " + testing::Example("driver-not-loaded.toml") + " diag memtest",
+                             Stderr::kCapture);
+  EXPECT_EQ(r.exit_code, 69) << r.output;
+  EXPECT_NE(r.output.find("NVML cannot list the GPUs"), std::string::npos) << r.output;
+}
+
 TEST_F(Diag, AMistakeInTheCudaTableIsNamed) {
   const std::string scenario = Scenario(1, "[cuda]\nmemory_mb = 4\n");
   RunResult r = RunGpudoctor("--simulate " + scenario + " diag memtest", Stderr::kCapture);

@@ -174,6 +174,8 @@ void RunDiag(const std::vector<DiagTest>& tests, const DiagOptions& options, Com
   auto made = MakeSnapshotSource(context, "");
   if (made.error) return fail(made.error->exit_code, made.error->message);
   const Snapshot before = made.source->Collect();
+  if (before.driver_error != AccessError::kNone)
+    return fail(exit_code::kUnavailable, "NVML cannot list the GPUs: " + before.driver_message);
   if (before.gpus.empty()) return fail(kDiagCouldNotRun, "no GPU to test (" + made.description + ")");
   std::vector<int> devices;
   if (options.gpus.empty()) {
