@@ -16,6 +16,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "store/sqlite_store.h"
 #include "tests/run_binary.h"
 
 namespace gpudoctor {
@@ -267,6 +268,64 @@ TEST(MaintenanceEndToEnd, RecordsUpkeepAndCheckReportsWhatIsOverdue) {
   EXPECT_FALSE(HasProblem(Parse(current.output), "maintenance_due"));
 }
 
+// `gpudoctor diag` keeps its results in the agent's history; status and check
+// show each GPU's last tests, and check turns a fault into a finding that
+// names the command to run the test again.
+TEST(DiagnosticsEndToEnd, StatusAndCheckShowTheLastDiagnostics) {
+  TempDir dir;
+  const std::string db = dir.path() + "/history.db";
+  ASSERT_EQ(Gpudoctor("maintenance done dust_cleaning --db " + db).exit_code, 0);  // an agent's history
+  const std::string simulate = " --simulate " + Example("healthy-8xh100.toml") + " --db " + db;
+  json before = Parse(Gpudoctor("--json status" + simulate).output);
+  ASSERT_EQ(before["gpus"].size(), 8u) << before;
+  EXPECT_EQ(before["gpus"][2]["diagnostics"], json::array());
+  const std::string uuid = before["gpus"][2]["uuid"];
+
+  auto record = [&](std::string state, WallTime finished_at) {
+    auto store = SqliteHistoryStore::Open(db, SqliteStoreOptions{});
+    ASSERT_TRUE(store.ok()) << store.error().message;
+    ASSERT_TRUE((*store)
+                    ->RecordDiagnostic({.finished_at = finished_at,
+                                        .gpu_index = 2,
+                                        .uuid = uuid,
+                                        .test = "memtest",
+                                        .state = state,
+                                        .summary = "memtest " + state,
+                                        .command = "gpudoctor diag memtest --gpu 2 --size 50%"})
+                    .ok());
+  };
+  const WallTime now = SystemClock::Instance().Now();
+  record("faulty", now - std::chrono::hours(3));
+
+  json status = Parse(Gpudoctor("--json status" + simulate).output);
+  ASSERT_EQ(status["gpus"][2]["diagnostics"].size(), 1u) << status["gpus"][2];
+  EXPECT_EQ(status["gpus"][2]["diagnostics"][0]["state"], "faulty");
+  EXPECT_EQ(status["gpus"][2]["diagnostics"][0]["command"], "gpudoctor diag memtest --gpu 2 --size 50%");
+  EXPECT_EQ(status["gpus"][1]["diagnostics"], json::array());
+  auto table = Gpudoctor("status" + simulate);
+  EXPECT_NE(table.output.find("GPU 2   memtest FAULTY 3 h ago"), std::string::npos) << table.output;
+
+  const std::string check = "--json check --no-host --no-logs" + simulate;
+  auto faulty = Gpudoctor(check);
+  EXPECT_EQ(faulty.exit_code, 2) << faulty.output;
+  json result = Parse(faulty.output);
+  EXPECT_EQ(result["gpus"][2]["diagnostics"][0]["state"], "faulty");
+  bool reported = false;
+  for (const auto& f : result["findings"]) {
+    if (f["id"] != "diagnostic_failed" || f["severity"] == "ok") continue;
+    reported = true;
+    EXPECT_EQ(f["severity"], "critical");
+    EXPECT_EQ(f["gpu"]["index"], 2);
+    EXPECT_NE(f["actions"].dump().find("gpudoctor diag memtest --gpu 2 --size 50%"), std::string::npos) << f;
+  }
+  EXPECT_TRUE(reported) << result["findings"];
+
+  record("passed", now - std::chrono::hours(1));  // the newer run passes
+  auto passed = Gpudoctor(check);
+  EXPECT_EQ(passed.exit_code, 0) << passed.output;
+  EXPECT_FALSE(HasProblem(Parse(passed.output), "diagnostic_failed"));
+}
+
 // `ack` records in the agent's history that an operator dealt with an
 // incident; the agent resolves it at its next sample and, the fault unchanged,
 // keeps it quiet rather than opening it again.
@@ -322,7 +381,8 @@ TEST(ExplainEndToEnd, EveryFindingIdIsExplainedWithItsConfiguredSettings) {
   EXPECT_EQ(info["category"], "thermal");
   EXPECT_FALSE(info["actions"].empty());
   for (const std::string id : {"facility_cooling", "xid_burst", "xid_recurring", "remediation_repeated",
-                               "utilization_stuck", "history_store_failing", "maintenance_due", "agent_history"}) {
+                               "utilization_stuck", "history_store_failing", "maintenance_due", "agent_history",
+                               "diagnostic_failed"}) {
     auto result = Gpudoctor("--json explain " + id);
     EXPECT_EQ(result.exit_code, 0) << id << result.output;
     EXPECT_EQ(Parse(result.output)["id"], id);

@@ -20,6 +20,7 @@
 #include "common/clock.h"
 #include "common/result.h"
 #include "health/finding.h"
+#include "model/diagnostic.h"
 #include "model/snapshot.h"
 #include "store/history_store.h"
 
@@ -99,6 +100,8 @@ class HistorySource {
   // The metric names Query accepts; the HTTP layer answers 400 for others.
   virtual std::vector<std::string> MetricNames() const = 0;
   virtual Result<HistorySeries> Query(const HistoryQuery& query) const = 0;
+  // The newest `gpudoctor diag` record of each GPU and test (HistoryStore::LatestDiagnostics).
+  virtual Result<std::vector<DiagnosticRecord>> LatestDiagnostics() const = 0;
 };
 
 }  // namespace gpudoctor

@@ -57,7 +57,12 @@ class FlakyStore final : public HistoryStore {
     if (failure) return Error{*failure};
     return inner.LearnGpuCount(count, at);
   }
+  Status RecordDiagnostic(const DiagnosticRecord& record) override {
+    if (failure) return Error{*failure};
+    return inner.RecordDiagnostic(record);
+  }
   Result<std::vector<MaintenanceDone>> QueryMaintenance() const override { return inner.QueryMaintenance(); }
+  Result<std::vector<DiagnosticRecord>> LatestDiagnostics() const override { return inner.LatestDiagnostics(); }
   Result<std::optional<LearnedGpuCount>> QueryLearnedGpuCount() const override {
     return inner.QueryLearnedGpuCount();
   }

@@ -9,6 +9,7 @@
 #include "agent/dashboard_assets.h"
 #include "agent/finding_json.h"
 #include "common/text.h"
+#include "model/diagnostic_json.h"
 #include "model/snapshot_json.h"
 
 namespace gpudoctor {
@@ -196,6 +197,7 @@ HttpResponse AgentRoutes::Route(const HttpRequest& request) {
   if (path == "/api/v1/snapshot") return SnapshotJson();
   if (path == "/api/v1/findings") return FindingsJson();
   if (path == "/api/v1/history") return History(request);
+  if (path == "/api/v1/diagnostics") return DiagnosticsJson();
   return Asset(request);
 }
 
@@ -285,6 +287,22 @@ HttpResponse AgentRoutes::History(const HttpRequest& request) const {
                                 {"from_ms", ToUnixMillis(parsed->base.from)},
                                 {"to_ms", ToUnixMillis(parsed->base.to)},
                                 {"series", std::move(series)}});
+}
+
+HttpResponse AgentRoutes::DiagnosticsJson() const {
+  if (!sources_.history) return ErrorResponse(503, "history is not available");
+  Result<std::vector<DiagnosticRecord>> latest = sources_.history->LatestDiagnostics();
+  if (!latest) return ErrorResponse(500, "diagnostics: " + latest.error().message);
+  json diagnostics = json::array();
+  for (const DiagnosticRecord& record : *latest) {
+    json entry = DiagnosticToJson(record);
+    entry["gpu_index"] = record.gpu_index;
+    entry["uuid"] = record.uuid;
+    entry["pci_bus_id"] = record.pci_bus_id;
+    entry["finished_at_ms"] = ToUnixMillis(record.finished_at);
+    diagnostics.push_back(std::move(entry));
+  }
+  return JsonResponse(200, json{{"diagnostics", std::move(diagnostics)}});
 }
 
 }  // namespace gpudoctor

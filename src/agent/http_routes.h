@@ -4,7 +4,8 @@
 //
 //   /metrics           Prometheus text (MetricsCache), gzip when asked
 //   /healthz           ok, degraded (store failing), stale or no_sample
-//   /api/v1/status, /api/v1/snapshot, /api/v1/findings, /api/v1/history
+//   /api/v1/status, /api/v1/snapshot, /api/v1/findings, /api/v1/history,
+//   /api/v1/diagnostics  each GPU's newest gpudoctor diag tests
 //   /, /app.js, ...    the embedded dashboard, with ETag and a strict CSP
 //
 // Only GET and HEAD are served (405 with Allow otherwise). With a bearer
@@ -39,6 +40,7 @@ class AgentRoutes {
   HttpResponse SnapshotJson() const;
   HttpResponse FindingsJson() const;
   HttpResponse History(const HttpRequest& request) const;
+  HttpResponse DiagnosticsJson() const;
 
   const HttpServerSources sources_;
   const std::optional<std::string> bearer_token_;

@@ -16,6 +16,7 @@
 #include "agent/agent_state.h"
 #include "agent/prometheus_text_parser.h"
 #include "agent/testing/synthetic_agent.h"
+#include "common/text.h"
 
 namespace gpudoctor {
 namespace {
@@ -216,9 +217,34 @@ TEST_F(HttpServerTest, HistoryRejectsBadQueries) {
   }
 }
 
+TEST_F(HttpServerTest, DiagnosticsFromTheHistory) {
+  const DiagnosticRecord record{.finished_at = kStart - seconds(7200),
+                                .gpu_index = 3,
+                                .uuid = "GPU-3",
+                                .pci_bus_id = "0000:3b:00.0",
+                                .test = "memtest",
+                                .state = "faulty",
+                                .summary = "stuck bits at 2 addresses",
+                                .command = "gpudoctor diag memtest --gpu 3"};
+  history_.diagnostics = {record};
+  StartServer();
+  json diagnostics = GetJson("/api/v1/diagnostics")["diagnostics"];
+  ASSERT_EQ(diagnostics.size(), 1u);
+  EXPECT_EQ(diagnostics[0], (json{{"gpu_index", 3},
+                                  {"uuid", "GPU-3"},
+                                  {"pci_bus_id", "0000:3b:00.0"},
+                                  {"test", "memtest"},
+                                  {"state", "faulty"},
+                                  {"finished_at", FormatIsoUtc(record.finished_at)},
+                                  {"finished_at_ms", ToUnixMillis(record.finished_at)},
+                                  {"summary", "stuck bits at 2 addresses"},
+                                  {"command", "gpudoctor diag memtest --gpu 3"}}));
+}
+
 TEST_F(HttpServerTest, HistoryWithoutAStoreIsUnavailable) {
   StartServer({}, /*with_history=*/false);
   GetJson("/api/v1/history?gpu=0&metric=temperature_c", 503);
+  GetJson("/api/v1/diagnostics", 503);
   EXPECT_TRUE(GetJson("/api/v1/status")["history_metrics"].empty());
 }
 

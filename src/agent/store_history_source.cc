@@ -14,11 +14,23 @@ std::vector<std::string> StoreHistorySource::MetricNames() const {
   return names;
 }
 
+namespace {
+
+constexpr const char* kStoreNotOpen = "the history database is not open (see the history_store_failing finding)";
+
+}  // namespace
+
+Result<std::vector<DiagnosticRecord>> StoreHistorySource::LatestDiagnostics() const {
+  std::shared_ptr<const HistoryStore> store = store_();
+  if (!store) return Error{kStoreNotOpen};
+  return store->LatestDiagnostics();
+}
+
 Result<HistorySeries> StoreHistorySource::Query(const HistoryQuery& query) const {
   std::optional<Metric> metric = MetricFromName(query.metric);
   if (!metric) return Error{fmt::format("unknown metric '{}'", query.metric)};
   std::shared_ptr<const HistoryStore> store = store_();
-  if (!store) return Error{"the history database is not open (see the history_store_failing finding)"};
+  if (!store) return Error{kStoreNotOpen};
   // The API's `to` is inclusive; the store's `until` is not.
   Result<Series> series = store->QuerySeries({.gpu = std::to_string(query.gpu_index),
                                               .metric = *metric,

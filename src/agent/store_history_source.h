@@ -27,6 +27,7 @@ class StoreHistorySource final : public HistorySource {
 
   std::vector<std::string> MetricNames() const override;  // every store metric
   Result<HistorySeries> Query(const HistoryQuery& query) const override;
+  Result<std::vector<DiagnosticRecord>> LatestDiagnostics() const override;
 
  private:
   StoreAccess store_;

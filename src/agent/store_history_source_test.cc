@@ -81,6 +81,21 @@ TEST(StoreHistorySource, SaysSoWhileTheHistoryIsNotOpen) {
   auto series = history.Query({.gpu_index = 0, .metric = "temperature_c", .from = kStart, .to = kStart + minutes(1)});
   ASSERT_FALSE(series.ok());
   EXPECT_NE(series.error().message.find("not open"), std::string::npos) << series.error().message;
+  EXPECT_FALSE(history.LatestDiagnostics().ok());
+}
+
+TEST(StoreHistorySource, GivesTheStoresLatestDiagnostics) {
+  MemoryHistoryStore store;
+  const DiagnosticRecord older{.finished_at = kStart, .gpu_index = 1, .uuid = "GPU-1", .test = "burn", .state = "hung"};
+  DiagnosticRecord newer = older;
+  newer.finished_at = kStart + minutes(30);
+  newer.state = "passed";
+  ASSERT_TRUE(store.RecordDiagnostic(older).ok());
+  ASSERT_TRUE(store.RecordDiagnostic(newer).ok());
+  StoreHistorySource history(Borrow(store));
+  auto latest = history.LatestDiagnostics();
+  ASSERT_TRUE(latest.ok()) << latest.error().message;
+  EXPECT_EQ(*latest, std::vector<DiagnosticRecord>{newer});
 }
 
 }  // namespace

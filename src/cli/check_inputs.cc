@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 
 #include "cli/agent_history.h"
+#include "cli/diag_history.h"
 #include "common/text.h"
 #include "health/catalog_event_grader.h"
 #include "health/correlate/correlate.h"
@@ -65,11 +66,19 @@ void ReadAgentHistory(const std::string& path, CheckRun& run) {
     case AgentRecord::State::kUnreadable:
       run.sources.push_back({"agent history", "not readable", run.agent->note});
       return;
-    case AgentRecord::State::kRead:
-      run.sources.push_back({"agent history", "read",
-                             fmt::format("{}, {} open finding(s)", path, run.agent->open.size())});
-      return;
+    case AgentRecord::State::kRead: break;
   }
+  auto diagnostics = LoadLatestDiagnostics(path);
+  if (!diagnostics) {
+    run.sources.push_back({"agent history", "read in part",
+                           fmt::format("{}, {} open finding(s); diagnostics not read: {}", path,
+                                       run.agent->open.size(), diagnostics.error().message)});
+    return;
+  }
+  run.diagnostics = std::move(*diagnostics);
+  run.sources.push_back({"agent history", "read",
+                         fmt::format("{}, {} open finding(s), {} diagnostic record(s)", path, run.agent->open.size(),
+                                     run.diagnostics->size())});
 }
 
 }  // namespace
@@ -184,6 +193,7 @@ CheckRun RunChecks(const CommandContext& context, const CheckOptions& options) {
   input.now = run.judged_at;
   input.agent = run.agent ? &*run.agent : nullptr;
   input.host_history = run.host_history ? &*run.host_history : nullptr;
+  input.diagnostics = run.diagnostics ? &*run.diagnostics : nullptr;
   std::vector<Finding> findings = EvaluateRules(input, run.config, run.unchecked);
   if (run.agent) {
     for (Finding& finding : AgentOpenFindings(*run.agent, findings, input.now, run.config))

@@ -1,6 +1,7 @@
 // What `check`, `triage` and `report` judge: one snapshot, the host signals,
-// the kernel log and the agent's open findings (cli/agent_history.h), run through every health rule once and told as one
-// story per incident (health/correlate/correlate.h).
+// the kernel log and the agent's open findings and diagnostics
+// (cli/agent_history.h, cli/diag_history.h), run through every health rule
+// once and told as one story per incident (health/correlate/correlate.h).
 //
 //   CheckOptions options;                       // filled by AddCheckInputOptions
 //   CheckRun run = RunChecks(context, options);
@@ -24,6 +25,7 @@
 #include "health/rules.h"
 #include "host/host_signals.h"
 #include "logs/event.h"
+#include "model/diagnostic.h"
 #include "model/snapshot.h"
 
 namespace gpudoctor {
@@ -69,6 +71,9 @@ struct CheckRun {
   // Maintenance done and the learned GPU count, for a run on this machine
   // now (empty when no history holds them); nullopt: not this machine's now.
   std::optional<HostHistory> host_history;
+  // The newest gpudoctor diag record of each GPU and test in the agent's
+  // history (diagnostic_failed judges them); nullopt: no history read.
+  std::optional<std::vector<DiagnosticRecord>> diagnostics;
 };
 
 CheckRun RunChecks(const CommandContext& context, const CheckOptions& options);

@@ -9,6 +9,7 @@
 
 #include "cli/check_inputs.h"
 #include "cli/commands.h"
+#include "cli/diag_history.h"
 #include "cli/terminal.h"
 #include "common/text.h"
 #include "health/checklist.h"
@@ -17,6 +18,16 @@
 
 namespace gpudoctor {
 namespace {
+
+// Each GPU's newest diagnostics, when the agent's history was read.
+nlohmann::json GpusToJson(const CheckRun& run) {
+  nlohmann::json json = nlohmann::json::array();
+  for (const GpuSnapshot& gpu : run.snapshot.gpus) {
+    json.push_back({{"index", gpu.index}, {"uuid", gpu.uuid.has_value() ? nlohmann::json(gpu.uuid.value()) : nullptr}});
+    if (run.diagnostics) json.back()["diagnostics"] = GpuDiagnosticsToJson(*run.diagnostics, gpu);
+  }
+  return json;
+}
 
 nlohmann::json SourcesToJson(const std::vector<SourceNote>& sources) {
   nlohmann::json json = nlohmann::json::array();
@@ -46,6 +57,7 @@ void PrintCheck(std::FILE* out, const Style& style, const CheckRun& run) {
                    f.summary.c_str());
     }
   }
+  if (run.diagnostics) PrintLastDiagnostics(out, style, run.snapshot, *run.diagnostics, run.judged_at);
   std::fprintf(out, "\n");
   const Severity worst = WorstSeverity(run.findings);
   if (worst == Severity::kOk) {
@@ -83,6 +95,7 @@ void RegisterCheckCommand(CLI::App& app, CommandContext& context) {
       json["sources"] = SourcesToJson(run.sources);
       json["checklist"] = ChecklistToJson(BuildChecklist(run.findings, run.config, run.unchecked), run.findings);
       json["findings"] = FindingsToJson(run.findings);
+      json["gpus"] = GpusToJson(run);
       std::printf("%s\n", json.dump(2).c_str());
     } else {
       PrintCheck(stdout, Style(context.options.color, stdout), run);

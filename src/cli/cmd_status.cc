@@ -1,4 +1,5 @@
-// `gpudoctor status`: an nvidia-smi-like table of every GPU with a health column.
+// `gpudoctor status`: an nvidia-smi-like table of every GPU with a health
+// column, and each GPU's last `gpudoctor diag` tests from the agent's history.
 
 #include <algorithm>
 #include <cstdio>
@@ -8,6 +9,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/commands.h"
+#include "cli/diag_history.h"
 #include "cli/sources.h"
 #include "cli/status_findings.h"
 #include "cli/terminal.h"
@@ -60,7 +62,7 @@ std::map<uint32_t, Severity> HealthByGpu(const std::vector<Finding>& findings) {
 }
 
 void PrintTable(std::FILE* out, const Style& style, const Snapshot& snapshot, const std::string& description,
-                const std::vector<Finding>& findings) {
+                const std::vector<Finding>& findings, const std::vector<DiagnosticRecord>& diagnostics, WallTime now) {
   std::string versions;
   if (snapshot.driver_version.has_value()) versions += "driver " + snapshot.driver_version.value();
   if (snapshot.cuda_driver_version.has_value())
@@ -91,6 +93,7 @@ void PrintTable(std::FILE* out, const Style& style, const Snapshot& snapshot, co
     }
     std::fprintf(out, "%s\n", style.Dim("n/s: not supported by this GPU   ERR: the read failed (see findings)   "
                                         "ECC: volatile uncorrected errors").c_str());
+    PrintLastDiagnostics(out, style, snapshot, diagnostics, now);
     bool header = false;
     for (const auto& gpu : snapshot.gpus) {
       if (!gpu.processes.has_value()) continue;
@@ -124,19 +127,42 @@ bool DriverUnavailable(const Snapshot& snapshot) {
   }
 }
 
+// The history `status` reads the last diagnostics from: --db, else the agent's
+// default path when the GPUs are this machine's, read live; none otherwise.
+std::string HistoryPath(const CommandContext& context, const std::string& from_smi, const std::string& database) {
+  if (!database.empty()) return database;
+  return context.options.simulate.empty() && from_smi.empty() ? kDefaultHistoryDatabase : "";
+}
+
+// The last diagnostics; none, with a note, when the history cannot be read
+// (status shows the GPUs whatever the history says).
+std::vector<DiagnosticRecord> LastDiagnostics(const std::string& database) {
+  if (database.empty()) return {};
+  auto latest = LoadLatestDiagnostics(database);
+  if (latest) return std::move(*latest);
+  std::fprintf(stderr, "gpudoctor status: note: last diagnostics not read: %s\n", latest.error().message.c_str());
+  return {};
+}
+
 }  // namespace
 
 void RegisterStatusCommand(CLI::App& app, CommandContext& context) {
   auto* command = app.add_subcommand("status", "Show every GPU with its health, like nvidia-smi with a diagnosis");
   auto from_smi = std::make_shared<std::string>();
+  auto database = std::make_shared<std::string>();
   command->add_option("--from-smi", *from_smi,
                       "Read a captured nvidia-smi output (-q -x, -q, table or --query-gpu csv) instead of NVML");
+  command->add_option("--db", *database,
+                      std::string("History of `gpudoctor agent`, read-only: each GPU's last gpudoctor diag tests. "
+                                  "Default: ") +
+                          kDefaultHistoryDatabase + " when reading this machine's GPUs live");
   command->footer(
       "Reads each GPU through a separate probe process with a deadline (--probe-timeout), so a hung driver\n"
       "is reported as the finding nvml_hang instead of hanging this command.\n"
+      "Each GPU's last gpudoctor diag tests come from the agent's history (--db), when there is one.\n"
       "Exit status: 0 when the GPUs could be read (findings do not change it; use `check` for that),\n"
       "69 when NVML is unavailable (no driver, library mismatch, hung at start), 66/65 for unreadable input.");
-  command->callback([&context, from_smi] {
+  command->callback([&context, from_smi, database] {
     const GlobalOptions& options = context.options;
     auto made = MakeSnapshotSource(context, *from_smi);
     if (made.error) {
@@ -151,14 +177,17 @@ void RegisterStatusCommand(CLI::App& app, CommandContext& context) {
       return;
     }
     Snapshot snapshot = made.source->Collect();
-    std::vector<Finding> findings = StatusFindings(snapshot, config.config, SystemClock::Instance().Now());
+    const WallTime now = SystemClock::Instance().Now();
+    std::vector<Finding> findings = StatusFindings(snapshot, config.config, now);
+    const std::vector<DiagnosticRecord> diagnostics = LastDiagnostics(HistoryPath(context, *from_smi, *database));
     const bool unavailable = DriverUnavailable(snapshot);
     if (options.json) {
       nlohmann::json json = SnapshotToJson(snapshot);
       const auto health = HealthByGpu(findings);
-      for (auto& gpu : json["gpus"]) {
-        uint32_t index = gpu["index"].get<uint32_t>();
-        gpu["health"] = SeverityName(health.count(index) ? health.at(index) : Severity::kOk);
+      for (size_t i = 0; i < snapshot.gpus.size(); ++i) {
+        const GpuSnapshot& gpu = snapshot.gpus[i];
+        json["gpus"][i]["health"] = SeverityName(health.count(gpu.index) ? health.at(gpu.index) : Severity::kOk);
+        json["gpus"][i]["diagnostics"] = GpuDiagnosticsToJson(diagnostics, gpu);
       }
       json["findings"] = FindingsToJson(findings);
       json["status"] = SeverityName(WorstSeverity(findings));
@@ -168,7 +197,7 @@ void RegisterStatusCommand(CLI::App& app, CommandContext& context) {
       std::fprintf(stderr, "gpudoctor: %s\n", snapshot.driver_message.c_str());
     } else {
       Style style(options.color, stdout);
-      PrintTable(stdout, style, snapshot, made.description, findings);
+      PrintTable(stdout, style, snapshot, made.description, findings, diagnostics, now);
     }
     context.exit_code = unavailable ? exit_code::kUnavailable : exit_code::kOk;
   });

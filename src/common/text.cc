@@ -28,6 +28,22 @@ std::string ToLower(std::string_view s) {
   return out;
 }
 
+std::string ToUpper(std::string_view s) {
+  std::string out(s);
+  for (char& c : out) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+  return out;
+}
+
+std::string ReplaceAll(std::string_view text, std::string_view from, std::string_view to) {
+  std::string out;
+  for (size_t at = 0;;) {
+    const size_t found = text.find(from, at);
+    if (from.empty() || found == std::string_view::npos) return out.append(text.substr(at));
+    out.append(text.substr(at, found - at)).append(to);
+    at = found + from.size();
+  }
+}
+
 namespace {
 bool SameLetterIgnoringCase(char a, char b) {
   return std::tolower(static_cast<unsigned char>(a)) == std::tolower(static_cast<unsigned char>(b));

@@ -18,6 +18,9 @@ bool EndsWith(std::string_view s, std::string_view suffix);
 bool ContainsIgnoreCase(std::string_view haystack, std::string_view needle);
 bool EqualsIgnoreCase(std::string_view a, std::string_view b);  // ASCII letters only
 std::string ToLower(std::string_view s);
+std::string ToUpper(std::string_view s);
+// `text` with every `from` (not empty) replaced by `to`.
+std::string ReplaceAll(std::string_view text, std::string_view from, std::string_view to);
 std::vector<std::string_view> Split(std::string_view s, char separator);
 
 template <typename Int>

@@ -65,5 +65,15 @@ TEST(EqualsIgnoreCase, FoldsAsciiLettersOnly) {
   EXPECT_FALSE(EqualsIgnoreCase("gzip", "x-gzip"));
 }
 
+TEST(ReplaceAll, EveryOccurrenceLeftToRight) {
+  EXPECT_EQ(ReplaceAll("--gpu {gpu} and {gpu}", "{gpu}", "3"), "--gpu 3 and 3");
+  EXPECT_EQ(ReplaceAll("aaa", "aa", "b"), "ba");
+  EXPECT_EQ(ReplaceAll("could_not_run", "_", " "), "could not run");
+  EXPECT_EQ(ReplaceAll("unchanged", "", "x"), "unchanged");
+  EXPECT_EQ(ReplaceAll("", "x", "y"), "");
+}
+
+TEST(ToUpper, AsciiLetters) { EXPECT_EQ(ToUpper("faulty 2x"), "FAULTY 2X"); }
+
 }  // namespace
 }  // namespace gpudoctor

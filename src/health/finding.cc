@@ -46,6 +46,22 @@ std::string GpuName(const GpuRef& gpu) {
   return gpu.pci_bus_id.empty() ? std::string("a GPU") : "GPU at " + gpu.pci_bus_id;
 }
 
+std::vector<std::string> FillGpuPlaceholder(const std::vector<std::string>& actions,
+                                            const std::vector<uint32_t>& gpu_indexes) {
+  std::string indexes;
+  for (uint32_t index : gpu_indexes) indexes += (indexes.empty() ? "" : ",") + std::to_string(index);
+  std::vector<std::string> filled;
+  for (const std::string& action : actions)
+    filled.push_back(indexes.empty() ? ReplaceAll(action, " --gpu {gpu}", "") : ReplaceAll(action, "{gpu}", indexes));
+  return filled;
+}
+
+std::vector<std::string> FillGpuPlaceholder(const std::vector<std::string>& actions, const std::optional<GpuRef>& gpu) {
+  std::vector<uint32_t> indexes;
+  if (gpu && gpu->index) indexes.push_back(*gpu->index);
+  return FillGpuPlaceholder(actions, indexes);
+}
+
 std::string FindingKey(const Finding& finding) {
   std::string key = finding.id;
   if (finding.gpu) {

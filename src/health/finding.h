@@ -70,6 +70,15 @@ struct Remedy {
   bool operator==(const Remedy&) const = default;
 };
 
+// Remedy actions may name a gpudoctor command for the finding's GPUs as
+// "--gpu {gpu}" ("gpudoctor diag memtest --gpu {gpu}"): filled with their
+// indexes ("--gpu 3", "--gpu 0,2"), or left out when none is known, so that
+// the command covers every GPU.
+std::vector<std::string> FillGpuPlaceholder(const std::vector<std::string>& actions,
+                                            const std::vector<uint32_t>& gpu_indexes);
+// The same for one finding's GPU.
+std::vector<std::string> FillGpuPlaceholder(const std::vector<std::string>& actions, const std::optional<GpuRef>& gpu);
+
 // What makes two findings "the same incident": the rule id, the GPU (UUID,
 // else bus id, else index) and the subject, e.g. "memory_leak@GPU-1234...",
 // "job_stall/llama-70b", "xid_recent@0000:3b:00.0/79".

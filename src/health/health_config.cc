@@ -73,6 +73,7 @@ std::vector<Binding> ThresholdBindings(RuleThresholds& t) {
       {"backup_stale", "max_age", &t.backup_stale.max_age},
       {"host_hung_tasks", "blocked_for", &t.host_hung_tasks.blocked_for},
       {"agent_history", "stale_after", &t.agent_history.stale_after},
+      {"diagnostic_failed", "window", &t.diagnostic_failed.window},
       {"host_hung_tasks", "gpu_task_names", &t.host_hung_tasks.gpu_task_names},
       {"host_hung_tasks", "window", &t.host_hung_tasks.window},
       {"host_memory", "warning_available_percent", &t.host_memory.warning_available_percent},

@@ -108,6 +108,9 @@ struct RuleThresholds {
   struct {
     Duration stale_after{};
   } agent_history;
+  struct {
+    Duration window{};
+  } diagnostic_failed;
 };
 
 // Everything about one rule that is not a threshold.

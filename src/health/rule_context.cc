@@ -37,7 +37,7 @@ Finding& RuleContext::Add(std::string_view rule_id, Severity severity, std::opti
   finding.summary = std::move(summary);
   finding.evidence = std::move(evidence);
   finding.cause = remedy.cause;
-  finding.actions = remedy.actions;
+  finding.actions = FillGpuPlaceholder(remedy.actions, finding.gpu);
   findings_.push_back(std::move(finding));
   return findings_.back();
 }

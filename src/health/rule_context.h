@@ -122,6 +122,7 @@ void NvlinkDown(RuleContext& context);
 void NvlinkFabric(RuleContext& context);
 void MaintenanceDue(RuleContext& context);
 void AgentHistory(RuleContext& context);
+void DiagnosticFailed(RuleContext& context);
 void NvlinkErrors(RuleContext& context);
 
 void XidRecent(RuleContext& context);

@@ -58,6 +58,8 @@ inline constexpr std::string_view kRuleIds[] = {
     "maintenance_due",
     // The agent's history, as check and triage read it.
     "agent_history",
+    // The tests of `gpudoctor diag`, as the agent's history keeps them.
+    "diagnostic_failed",
 };
 
 inline bool IsRuleId(std::string_view id) {
@@ -103,6 +105,8 @@ inline constexpr RuleCase kRuleCases[] = {
     {"driver_unavailable", "library_not_found"}, {"driver_unavailable", "driver_not_loaded"},
     {"driver_unavailable", "no_permission"},     {"gpu_unreachable", "reset_required"},
     {"gpu_unreachable", "no_permission"},        {"clock_throttle", "power_brake"},
+    {"diagnostic_failed", "memtest"},            {"diagnostic_failed", "burn"},
+    {"diagnostic_failed", "pcie"},
 };
 
 inline bool IsRuleCase(std::string_view rule_id, std::string_view case_name) {

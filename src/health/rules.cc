@@ -56,6 +56,7 @@ constexpr RuleEntry kRules[] = {
     {"host_pressure", rules_internal::HostPressure},
     {"maintenance_due", rules_internal::MaintenanceDue},
     {"agent_history", rules_internal::AgentHistory},
+    {"diagnostic_failed", rules_internal::DiagnosticFailed},
 };
 
 constexpr bool RulesFollowRuleIds() {

@@ -28,6 +28,7 @@
 #include "health/maintenance.h"
 #include "host/host_signals.h"
 #include "logs/event.h"
+#include "model/diagnostic.h"
 #include "model/snapshot.h"
 
 namespace gpudoctor {
@@ -53,6 +54,9 @@ struct HealthInput {
   // What the agent's history keeps about the host (maintenance done, the GPU
   // count it learned). nullptr: no history read.
   const HostHistory* host_history = nullptr;
+  // The newest `gpudoctor diag` record of each GPU and test, from the agent's
+  // history. nullptr: no history read.
+  const std::vector<DiagnosticRecord>* diagnostics = nullptr;
   WallTime now;                                       // from the caller's Clock
 };
 

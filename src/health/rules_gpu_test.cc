@@ -55,6 +55,12 @@ TEST(HealthyServer, EveryRuleReportsOkAndNothingElse) {
   HostHistory host_history{.maintenance = std::vector<MaintenanceDone>{{"dust_cleaning", kNow, ""},
                                                                        {"power_and_cabling", kNow, ""}}};
   input.host_history = &host_history;
+  const std::vector<DiagnosticRecord> diagnostics{{.finished_at = kNow - std::chrono::hours(2),
+                                                   .gpu_index = 0,
+                                                   .uuid = snapshot.gpus[0].uuid.value(),
+                                                   .test = "memtest",
+                                                   .state = "passed"}};
+  input.diagnostics = &diagnostics;
   input.now = kNow;
   std::vector<Finding> findings = EvaluateRules(input, config);
 

@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <string>
+#include <string_view>
 
 #include "common/clock.h"
 
@@ -22,5 +23,15 @@ struct DiagnosticRecord {
   std::string command;     // the command that runs the same test again
   bool operator==(const DiagnosticRecord&) const = default;
 };
+
+// Whether the test found the GPU at fault: it failed, or the GPU stopped answering.
+inline bool FoundFault(const DiagnosticRecord& record) { return record.state == "faulty" || record.state == "hung"; }
+
+// Whether `record` is of the GPU at `index` with `uuid` (empty: unknown): by
+// UUID when both have one, since indexes change when boards move; else by index.
+inline bool IsRecordOf(const DiagnosticRecord& record, uint32_t index, std::string_view uuid) {
+  if (!record.uuid.empty() && !uuid.empty()) return record.uuid == uuid;
+  return record.gpu_index == index;
+}
 
 }  // namespace gpudoctor

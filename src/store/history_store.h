@@ -10,6 +10,7 @@
 //   auto changes = (*store)->UpsertFindings(findings, now);  // opened / resolved
 //   (*store)->RecordIncidents(tracker.Touched());             // or: incidents decided elsewhere
 //   (*store)->RecordRemediation(ack);                         // gpudoctor ack
+//   (*store)->RecordDiagnostic(record);                       // gpudoctor diag
 //   (*store)->Maintain(now);                                 // downsample, prune
 //   auto temps = (*store)->QuerySeries({.gpu = "0", .metric = Metric::kTemperatureC,
 //                                       .from = now - 1h, .until = now});
@@ -30,6 +31,7 @@
 #include "health/finding.h"
 #include "health/maintenance.h"
 #include "logs/event.h"
+#include "model/diagnostic.h"
 #include "model/snapshot.h"
 #include "store/metric.h"
 
@@ -240,6 +242,14 @@ class HistoryStore {
   // already: the first healthy sample decides. True when kept now.
   virtual Result<bool> LearnGpuCount(uint32_t count, WallTime at) = 0;
   virtual Result<std::optional<LearnedGpuCount>> QueryLearnedGpuCount() const = 0;
+
+  // Keeps the outcome of one `gpudoctor diag` test durably; Maintain drops it
+  // after the resolved-findings retention.
+  virtual Status RecordDiagnostic(const DiagnosticRecord& record) = 0;
+  // The newest record of each GPU (its UUID, else its index when it had none)
+  // and test, by GPU index, UUID and test; of two as new, the one recorded
+  // last. A history too old to hold them has none.
+  virtual Result<std::vector<DiagnosticRecord>> LatestDiagnostics() const = 0;
 
   // Writes the completed 1-minute and 1-hour buckets and prunes by the
   // retention policy, a bounded amount of work per call.

@@ -562,5 +562,71 @@ TYPED_TEST(HistoryStoreContract, BootsAndRemediationsAreKeptAsLongAsResolvedInci
   EXPECT_EQ(remediations->front().incident_key, "b");
 }
 
+DiagnosticRecord Diagnostic(WallTime finished_at, uint32_t gpu, std::string uuid, std::string test, std::string state) {
+  return {.finished_at = finished_at,
+          .gpu_index = gpu,
+          .uuid = std::move(uuid),
+          .pci_bus_id = "00000000:" + std::to_string(17 + gpu) + ":00.0",
+          .test = test,
+          .state = state,
+          .summary = test + " " + state + " on GPU " + std::to_string(gpu),
+          .command = "gpudoctor diag " + test + " --gpu " + std::to_string(gpu)};
+}
+
+TYPED_TEST(HistoryStoreContract, LatestDiagnosticsAreTheNewestOfEachGpuAndTest) {
+  auto store = this->Make();
+  auto none = store->LatestDiagnostics();
+  ASSERT_TRUE(none.ok()) << none.error().message;
+  EXPECT_TRUE(none->empty());
+
+  const DiagnosticRecord newest_memtest = Diagnostic(T0() - 1h, 0, "GPU-a", "memtest", "faulty");
+  const DiagnosticRecord burn = Diagnostic(T0() - 3h, 0, "GPU-a", "burn", "passed");
+  // The same board after renumbering: still GPU-a, so it replaces the older memtest.
+  const DiagnosticRecord renumbered = Diagnostic(T0(), 2, "GPU-a", "memtest", "passed");
+  const DiagnosticRecord other_board = Diagnostic(T0() - 5h, 1, "GPU-b", "memtest", "hung");
+  // No UUID: known by its index alone, apart from GPU-b at the same index.
+  const DiagnosticRecord no_uuid = Diagnostic(T0() - 6h, 1, "", "memtest", "could_not_run");
+  for (const DiagnosticRecord& record : {newest_memtest, Diagnostic(T0() - 48h, 0, "GPU-a", "memtest", "passed"), burn,
+                                         other_board, no_uuid, Diagnostic(T0() - 2h, 1, "GPU-b", "memtest", "passed")})
+    ASSERT_TRUE(store->RecordDiagnostic(record).ok());
+  auto latest = store->LatestDiagnostics();
+  ASSERT_TRUE(latest.ok()) << latest.error().message;
+  EXPECT_EQ(*latest, (std::vector<DiagnosticRecord>{burn, newest_memtest, no_uuid,
+                                                    Diagnostic(T0() - 2h, 1, "GPU-b", "memtest", "passed")}));
+
+  ASSERT_TRUE(store->RecordDiagnostic(renumbered).ok());
+  latest = store->LatestDiagnostics();
+  ASSERT_TRUE(latest.ok());
+  EXPECT_EQ(*latest, (std::vector<DiagnosticRecord>{burn, no_uuid, Diagnostic(T0() - 2h, 1, "GPU-b", "memtest", "passed"),
+                                                    renumbered}));
+}
+
+TYPED_TEST(HistoryStoreContract, OfTwoDiagnosticsAsNewTheLastRecordedWins) {
+  auto store = this->Make();
+  DiagnosticRecord first = Diagnostic(T0(), 3, "GPU-c", "pcie", "passed");
+  DiagnosticRecord second = Diagnostic(T0(), 3, "GPU-c", "pcie", "interrupted");
+  ASSERT_TRUE(store->RecordDiagnostic(first).ok());
+  ASSERT_TRUE(store->RecordDiagnostic(second).ok());
+  auto latest = store->LatestDiagnostics();
+  ASSERT_TRUE(latest.ok());
+  EXPECT_EQ(*latest, std::vector<DiagnosticRecord>{second});
+}
+
+TYPED_TEST(HistoryStoreContract, DiagnosticsAreKeptAsLongAsResolvedIncidents) {
+  RetentionPolicy retention;
+  retention.resolved_findings = 48h;
+  auto store = this->Make(retention);
+  ASSERT_TRUE(store->RecordDiagnostic(Diagnostic(T0() - 72h, 0, "GPU-a", "burn", "faulty")).ok());
+  ASSERT_TRUE(store->RecordDiagnostic(Diagnostic(T0() - 73h, 0, "GPU-a", "memtest", "faulty")).ok());
+  const DiagnosticRecord recent = Diagnostic(T0() - 1h, 0, "GPU-a", "memtest", "passed");
+  ASSERT_TRUE(store->RecordDiagnostic(recent).ok());
+  auto report = store->Maintain(T0());
+  ASSERT_TRUE(report.ok()) << report.error().message;
+  EXPECT_EQ(report->rows_pruned, 2);
+  auto latest = store->LatestDiagnostics();
+  ASSERT_TRUE(latest.ok());
+  EXPECT_EQ(*latest, std::vector<DiagnosticRecord>{recent});
+}
+
 }  // namespace
 }  // namespace gpudoctor

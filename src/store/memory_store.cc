@@ -116,6 +116,28 @@ Result<bool> MemoryHistoryStore::LearnGpuCount(uint32_t count, WallTime at) {
 
 Result<std::optional<LearnedGpuCount>> MemoryHistoryStore::QueryLearnedGpuCount() const { return learned_gpu_count_; }
 
+Status MemoryHistoryStore::RecordDiagnostic(const DiagnosticRecord& record) {
+  diagnostics_.push_back(record);
+  return Status::Ok();
+}
+
+Result<std::vector<DiagnosticRecord>> MemoryHistoryStore::LatestDiagnostics() const {
+  // A GPU is its UUID, else its index; a later record as new as another wins.
+  using Key = std::tuple<std::string, std::optional<uint32_t>, std::string>;
+  std::map<Key, const DiagnosticRecord*> latest;
+  for (const DiagnosticRecord& record : diagnostics_) {
+    Key key{record.uuid, record.uuid.empty() ? std::optional<uint32_t>(record.gpu_index) : std::nullopt, record.test};
+    const DiagnosticRecord*& newest = latest[key];
+    if (newest == nullptr || record.finished_at >= newest->finished_at) newest = &record;
+  }
+  std::vector<DiagnosticRecord> records;
+  for (const auto& [key, record] : latest) records.push_back(*record);
+  std::sort(records.begin(), records.end(), [](const DiagnosticRecord& a, const DiagnosticRecord& b) {
+    return std::tie(a.gpu_index, a.uuid, a.test) < std::tie(b.gpu_index, b.uuid, b.test);
+  });
+  return records;
+}
+
 Result<int64_t> MemoryHistoryStore::RecordRemediation(const Remediation& remediation) {
   Remediation& stored = remediations_.emplace_back(remediation);
   stored.id = ++last_remediation_id_;
@@ -187,6 +209,8 @@ Result<MaintenanceReport> MemoryHistoryStore::Maintain(WallTime now) {
       std::erase_if(boots_, [&](const auto& entry) { return entry.second.booted_at < record_cutoff; });
   report.rows_pruned +=
       std::erase_if(remediations_, [&](const Remediation& remediation) { return remediation.at < record_cutoff; });
+  report.rows_pruned += std::erase_if(
+      diagnostics_, [&](const DiagnosticRecord& record) { return record.finished_at < record_cutoff; });
   return report;
 }
 

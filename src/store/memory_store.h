@@ -33,6 +33,8 @@ class MemoryHistoryStore final : public HistoryStore {
   Result<std::vector<MaintenanceDone>> QueryMaintenance() const override;
   Result<bool> LearnGpuCount(uint32_t count, WallTime at) override;
   Result<std::optional<LearnedGpuCount>> QueryLearnedGpuCount() const override;
+  Status RecordDiagnostic(const DiagnosticRecord& record) override;
+  Result<std::vector<DiagnosticRecord>> LatestDiagnostics() const override;
   Result<MaintenanceReport> Maintain(WallTime now) override;
   Result<std::vector<GpuIdentity>> ListGpus() const override;
   Result<std::optional<WallTime>> NewestSampleTime() const override;
@@ -66,6 +68,7 @@ class MemoryHistoryStore final : public HistoryStore {
   std::map<std::string, BootRecord> boots_;  // by boot id
   std::vector<MaintenanceDone> maintenance_;  // oldest first
   std::optional<LearnedGpuCount> learned_gpu_count_;
+  std::vector<DiagnosticRecord> diagnostics_;  // in the order recorded
   std::vector<Remediation> remediations_;    // by id
   int64_t last_remediation_id_ = 0;          // ids are never given twice
   std::optional<WallTime> newest_;

@@ -141,6 +141,25 @@ CREATE TABLE host_facts (
 );
 )sql";
 
+// Version 6. The outcome of each `gpudoctor diag` test on each GPU, so that
+// status, check and the dashboard can say "memtest passed 2 days ago". Every
+// run is kept (until the resolved-findings retention); readers want the newest
+// per GPU and test, a GPU being its UUID or, without one, its index.
+constexpr const char* kMigration6 = R"sql(
+CREATE TABLE diagnostics (
+  id INTEGER PRIMARY KEY AUTOINCREMENT,
+  finished_at INTEGER NOT NULL,
+  gpu_index INTEGER NOT NULL,
+  gpu_uuid TEXT NOT NULL,
+  gpu_pci_bus_id TEXT NOT NULL,
+  test TEXT NOT NULL,
+  state TEXT NOT NULL,
+  summary TEXT NOT NULL,
+  command TEXT NOT NULL
+);
+CREATE INDEX diagnostics_by_time ON diagnostics (finished_at);
+)sql";
+
 struct Migration {
   int version;
   std::string sql;
@@ -153,6 +172,7 @@ const std::vector<Migration>& Migrations() {
       {3, kMigration3},
       {4, kMigration4},
       {5, kMigration5},
+      {6, kMigration6},
   };
   return migrations;
 }

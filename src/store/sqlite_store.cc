@@ -507,6 +507,52 @@ Result<std::optional<LearnedGpuCount>> SqliteHistoryStore::QueryLearnedGpuCount(
   return std::optional<LearnedGpuCount>(LearnedGpuCount{*count, FromUnixMillis((*select)->Int(1))});
 }
 
+Status SqliteHistoryStore::RecordDiagnostic(const DiagnosticRecord& record) {
+  std::lock_guard lock(mutex_);
+  // A diagnostic takes minutes of a GPU's time and its process exits right
+  // after: the record must survive a crash that follows.
+  FullSyncScope durable(*db_);
+  if (!durable.status()) return durable.status();
+  auto insert = db_->Prepared(
+      "INSERT INTO diagnostics (finished_at, gpu_index, gpu_uuid, gpu_pci_bus_id, test, state, summary, command) "
+      "VALUES (?, ?, ?, ?, ?, ?, ?, ?)");
+  if (!insert) return insert.error();
+  (*insert)->Bind(1, ToUnixMillis(record.finished_at));
+  (*insert)->Bind(2, int64_t{record.gpu_index});
+  (*insert)->Bind(3, record.uuid);
+  (*insert)->Bind(4, record.pci_bus_id);
+  (*insert)->Bind(5, record.test);
+  (*insert)->Bind(6, record.state);
+  (*insert)->Bind(7, record.summary);
+  (*insert)->Bind(8, record.command);
+  return (*insert)->Run();
+}
+
+Result<std::vector<DiagnosticRecord>> SqliteHistoryStore::LatestDiagnostics() const {
+  std::lock_guard lock(mutex_);
+  std::vector<DiagnosticRecord> records;
+  if (schema_version_ < 6) return records;
+  auto select = db_->Prepared(
+      "SELECT finished_at, gpu_index, gpu_uuid, gpu_pci_bus_id, test, state, summary, command FROM ("
+      "  SELECT *, row_number() OVER (PARTITION BY CASE WHEN gpu_uuid <> '' THEN gpu_uuid ELSE gpu_index END, test "
+      "                               ORDER BY finished_at DESC, id DESC) AS newness"
+      "  FROM diagnostics) WHERE newness = 1 ORDER BY gpu_index, gpu_uuid, test");
+  if (!select) return select.error();
+  for (;;) {
+    auto row = (*select)->Step();
+    if (!row) return row.error();
+    if (!*row) return records;
+    records.push_back({.finished_at = FromUnixMillis((*select)->Int(0)),
+                       .gpu_index = static_cast<uint32_t>((*select)->Int(1)),
+                       .uuid = (*select)->Text(2),
+                       .pci_bus_id = (*select)->Text(3),
+                       .test = (*select)->Text(4),
+                       .state = (*select)->Text(5),
+                       .summary = (*select)->Text(6),
+                       .command = (*select)->Text(7)});
+  }
+}
+
 Result<std::optional<int64_t>> SqliteHistoryStore::DoneUntil(Resolution resolution) const {
   auto select = db_->Prepared("SELECT done_until FROM downsample_progress WHERE resolution = ?");
   if (!select) return select.error();
@@ -566,6 +612,7 @@ Result<int64_t> SqliteHistoryStore::Prune(WallTime now) {
       {"DELETE FROM events WHERE t < ?", ToUnixMillis(now - retention.raw)},
       {"DELETE FROM boots WHERE booted_at < ?", ToUnixMillis(now - retention.resolved_findings)},
       {"DELETE FROM remediations WHERE at < ?", ToUnixMillis(now - retention.resolved_findings)},
+      {"DELETE FROM diagnostics WHERE finished_at < ?", ToUnixMillis(now - retention.resolved_findings)},
   };
   int64_t pruned = 0;
   for (const auto& [sql, cutoff] : deletions) {

@@ -52,6 +52,8 @@ class SqliteHistoryStore final : public HistoryStore {
   Result<std::vector<MaintenanceDone>> QueryMaintenance() const override;
   Result<bool> LearnGpuCount(uint32_t count, WallTime at) override;
   Result<std::optional<LearnedGpuCount>> QueryLearnedGpuCount() const override;
+  Status RecordDiagnostic(const DiagnosticRecord& record) override;
+  Result<std::vector<DiagnosticRecord>> LatestDiagnostics() const override;
   Result<MaintenanceReport> Maintain(WallTime now) override;
   Result<std::vector<GpuIdentity>> ListGpus() const override;
   Result<std::optional<WallTime>> NewestSampleTime() const override;

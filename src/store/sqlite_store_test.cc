@@ -3,6 +3,7 @@
 #include <sqlite3.h>
 
 #include <fstream>
+#include <span>
 
 #include "store/schema.h"
 #include "store/sqlite_store.h"
@@ -38,22 +39,37 @@ std::vector<std::string> RawSql(const std::string& path, const std::string& sql)
   return rows;
 }
 
-// Turns a current history back into what version `version` (1 or 3) wrote:
-// the tables and findings columns later versions added are dropped.
+// Turns a current history back into what version `version` wrote: the
+// tables and findings columns later versions added are dropped.
 void DowngradeTo(const std::string& path, int version) {
-  const std::string v1_tables =
-      "'gpus', 'samples_raw', 'process_memory', 'downsample_progress', 'findings', 'samples_1m', 'samples_1h', "
-      "'schema_migrations', 'sqlite_sequence'";
-  const std::string tables = version >= 3 ? v1_tables + ", 'events'" : v1_tables;
-  for (const std::string& table :
-       RawSql(path, "SELECT name FROM sqlite_schema WHERE type = 'table' AND name NOT IN (" + tables + ")"))
+  struct Added {
+    int version;
+    const char* tables;  // quoted, comma-separated
+  };
+  static constexpr Added kTables[] = {
+      {1, "'gpus', 'samples_raw', 'process_memory', 'downsample_progress', 'findings', 'samples_1m', 'samples_1h', "
+          "'schema_migrations', 'sqlite_sequence'"},
+      {3, "'events'"},
+      {4, "'boots', 'remediations'"},
+      {5, "'maintenance_done', 'host_facts'"},
+  };
+  static constexpr Added kFindingColumns[] = {
+      {1, "'id', 'incident_key', 'rule_id', 'gpu_index', 'gpu_uuid', 'gpu_pci_bus_id', 'gpu_serial', 'has_gpu', "
+          "'severity', 'summary', 'evidence', 'cause', 'actions', 'opened_at', 'last_seen', 'resolved_at', 'state'"},
+      {2, "'subject'"},
+      {4, "'part_of', 'newest_event_at'"},
+  };
+  auto kept = [version](std::span<const Added> added) {
+    std::string names;
+    for (const Added& a : added)
+      if (a.version <= version) names += (names.empty() ? "" : ", ") + std::string(a.tables);
+    return names;
+  };
+  for (const std::string& table : RawSql(
+           path, "SELECT name FROM sqlite_schema WHERE type = 'table' AND name NOT IN (" + kept(kTables) + ")"))
     RawSql(path, "DROP TABLE " + table);
-  std::string v1_columns =
-      "'id', 'incident_key', 'rule_id', 'gpu_index', 'gpu_uuid', 'gpu_pci_bus_id', 'gpu_serial', 'has_gpu', "
-      "'severity', 'summary', 'evidence', 'cause', 'actions', 'opened_at', 'last_seen', 'resolved_at', 'state'";
-  const std::string columns = version >= 2 ? v1_columns + ", 'subject'" : v1_columns;
-  for (const std::string& column :
-       RawSql(path, "SELECT name FROM pragma_table_info('findings') WHERE name NOT IN (" + columns + ")"))
+  for (const std::string& column : RawSql(path, "SELECT name FROM pragma_table_info('findings') WHERE name NOT IN (" +
+                                                    kept(kFindingColumns) + ")"))
     RawSql(path, "ALTER TABLE findings DROP COLUMN " + column);
   RawSql(path, "DELETE FROM schema_migrations WHERE version > " + std::to_string(version));
 }
@@ -158,6 +174,52 @@ TEST(SqliteStore, ReadsAVersion3HistoryWithoutUpgradingItAsOneWithNoAcknowledgem
   EXPECT_TRUE(remediations->empty());
   EXPECT_TRUE(boots->empty());
   EXPECT_EQ(RawSql(path, "SELECT max(version) FROM schema_migrations"), std::vector<std::string>{"3"});
+}
+
+TEST(SqliteStore, UpgradesAVersion5HistoryToOneThatKeepsDiagnostics) {
+  ScratchDir dir;
+  const std::string path = dir.File("h.db");
+  {
+    auto store = SqliteHistoryStore::Open(path, {}, T0());
+    ASSERT_TRUE(store.ok());
+    ASSERT_TRUE((*store)->RecordMaintenance({"dust_cleaning", T0() - 24h, "rack 4"}, T0()).ok());
+  }
+  DowngradeTo(path, 5);
+  ASSERT_EQ(RawSql(path, "SELECT count(*) FROM sqlite_schema WHERE name = 'diagnostics'"),
+            std::vector<std::string>{"0"});
+
+  {
+    // Read as it is, a version-5 history has no diagnostics and stays version 5.
+    SqliteStoreOptions read_only;
+    read_only.read_only = true;
+    auto store = SqliteHistoryStore::Open(path, read_only, T0() + 1h);
+    ASSERT_TRUE(store.ok()) << store.error().message;
+    auto latest = (*store)->LatestDiagnostics();
+    ASSERT_TRUE(latest.ok()) << latest.error().message;
+    EXPECT_TRUE(latest->empty());
+    EXPECT_EQ(RawSql(path, "SELECT max(version) FROM schema_migrations"), std::vector<std::string>{"5"});
+  }
+
+  auto store = SqliteHistoryStore::Open(path, {}, T0() + 1h);
+  ASSERT_TRUE(store.ok()) << store.error().message;
+  EXPECT_EQ(RawSql(path, "SELECT version, applied_at FROM schema_migrations WHERE version > 4 ORDER BY version"),
+            (std::vector<std::string>{"5|" + std::to_string(ToUnixMillis(T0())),
+                                      "6|" + std::to_string(ToUnixMillis(T0() + 1h))}));
+  const DiagnosticRecord record{.finished_at = T0() + 1h,
+                                .gpu_index = 3,
+                                .uuid = "GPU-3",
+                                .pci_bus_id = "00000000:1A:00.0",
+                                .test = "memtest",
+                                .state = "faulty",
+                                .summary = "2 of 9 patterns found bad bits",
+                                .command = "gpudoctor diag memtest --gpu 3"};
+  ASSERT_TRUE((*store)->RecordDiagnostic(record).ok());
+  auto latest = (*store)->LatestDiagnostics();
+  ASSERT_TRUE(latest.ok()) << latest.error().message;
+  EXPECT_EQ(*latest, std::vector<DiagnosticRecord>{record});
+  auto maintenance = (*store)->QueryMaintenance();  // what version 5 kept is still there
+  ASSERT_TRUE(maintenance.ok());
+  EXPECT_EQ(*maintenance, (std::vector<MaintenanceDone>{{"dust_cleaning", T0() - 24h, "rack 4"}}));
 }
 
 TEST(SqliteStore, ReadOnlyRefusesAHistoryFromANewerGpudoctor) {

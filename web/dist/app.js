@@ -23,6 +23,7 @@
     token: null,
     snapshot: null,
     findings: [],
+    diagnostics: [],  // each GPU's newest gpudoctor diag tests
     status: null,
     rangeSeconds: 3600,
     gpuFilter: "all",
@@ -226,6 +227,19 @@
     return el("div", { class: "meter" + (warnAt !== undefined && clamped >= warnAt ? " high" : "") }, bar);
   }
 
+  // The GPU's newest diagnostics, one line per test: "memtest passed · 2d 3h ago".
+  function lastDiagnostics(gpu) {
+    const records = state.diagnostics.filter((d) =>
+      d.uuid && gpu.uuid ? d.uuid === gpu.uuid : d.gpu_index === gpu.index);
+    if (records.length === 0) return el("span", { class: "na" }, "none recorded");
+    const now = Date.now();
+    return records.map((d) => {
+      const fault = d.state === "faulty" || d.state === "hung";
+      return el("div", { class: "diag" + (fault ? " bad" : ""), title: d.summary + "\n" + d.command },
+                d.test + " " + d.state.replace(/_/g, " ") + " · " + ago(now - d.finished_at_ms) + " ago");
+    });
+  }
+
   function renderGpus() {
     const box = $("gpus");
     box.replaceChildren(...state.snapshot.gpus.map((gpu) => {
@@ -252,6 +266,7 @@
       const processes = gpu.processes;
       row("Processes", processes === null || processes === undefined
         ? el("span", { class: "na" }, "n/a") : String(processes.length));
+      row("Last diag", lastDiagnostics(gpu));
 
       const label = health === "ok" ? "healthy" : health;
       return el("article", { class: "gpu-card", "data-gpu-index": gpu.index, "data-health": health },
@@ -285,6 +300,8 @@
       state.status = status;
       state.snapshot = snapshot;
       state.findings = findings.findings;
+      // An agent without a history has no diagnostics to show; that is no error.
+      state.diagnostics = await api("api/v1/diagnostics").then((d) => d.diagnostics, () => []);
       showBanner("");
       renderHeader();
       renderSummary();

@@ -43,6 +43,9 @@ class SyntheticHistory final : public HistorySource {
       : gpu_count_(gpu_count), interval_(interval) {}
   std::vector<std::string> MetricNames() const override;
   Result<HistorySeries> Query(const HistoryQuery& query) const override;
+  Result<std::vector<DiagnosticRecord>> LatestDiagnostics() const override { return diagnostics; }
+
+  std::vector<DiagnosticRecord> diagnostics;  // none unless a test sets them
 
  private:
   size_t gpu_count_;

@@ -327,14 +327,18 @@ class Correlation {
     root.summary = std::move(summary);
     root.evidence = std::move(evidence);
     root.cause = remedy.cause;
-    root.actions = remedy.actions;
+    std::vector<uint32_t> gpu_indexes;  // the members' GPUs, for the commands its actions name
     for (size_t member : members) {
       const Finding& finding = findings_[member];
+      if (finding.gpu && finding.gpu->index) gpu_indexes.push_back(*finding.gpu->index);
       if (SeverityRank(finding.severity) > SeverityRank(root.severity)) root.severity = finding.severity;
       if (finding.newest_event_at && (!root.newest_event_at || *finding.newest_event_at > *root.newest_event_at))
         root.newest_event_at = finding.newest_event_at;
       root.evidence.push_back(MemberLine(finding));
     }
+    std::sort(gpu_indexes.begin(), gpu_indexes.end());
+    gpu_indexes.erase(std::unique(gpu_indexes.begin(), gpu_indexes.end()), gpu_indexes.end());
+    root.actions = FillGpuPlaceholder(remedy.actions, gpu_indexes);
     const std::string root_key = FindingKey(root);
     for (size_t member : members)
       if (findings_[member].part_of.empty()) Join(member, root_key);

@@ -3,6 +3,8 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 #include <fmt/format.h>
 
 #include "common/text.h"
@@ -233,6 +235,15 @@ TEST(XidBurst, AJobThatCrashedOnAllItsGpusIsToldAsTheApplication) {
   const Finding* root = Find(findings, "xid_burst");
   ASSERT_NE(root, nullptr);
   EXPECT_NE(root->cause.find("one multi-GPU job crashed"), std::string::npos) << root->cause;
+  // The test its actions name covers the GPUs of the burst.
+  std::vector<uint32_t> members;
+  for (const Finding* member : PartOf(findings, "xid_burst")) members.push_back(*member->gpu->index);
+  std::sort(members.begin(), members.end());
+  ASSERT_GE(members.size(), 2u);
+  const std::string command = fmt::format("gpudoctor diag memtest --gpu {},", fmt::join(members, ","));
+  EXPECT_TRUE(std::any_of(root->actions.begin(), root->actions.end(), [&](const std::string& action) {
+    return action.find(command) != std::string::npos;
+  })) << command << "\n" << fmt::format("{}", fmt::join(root->actions, "\n"));
 }
 
 TEST(XidBurst, NvmlEventsOfOneMomentFormABurstToo) {

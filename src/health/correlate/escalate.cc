@@ -134,7 +134,7 @@ class Escalation {
     finding.newest_event_at = newest;
     const Remedy& remedy = config_.RemedyFor(id);
     finding.cause = remedy.cause;
-    finding.actions = remedy.actions;
+    finding.actions = FillGpuPlaceholder(remedy.actions, finding.gpu);
   }
 
   // The restarts of `gpu` in time order.

@@ -174,6 +174,11 @@ TEST(XidDiagnosticsDue, RepeatedXid13OnOneGpuMeansRunTheDiagnostics) {
   EXPECT_EQ(due.front().severity, Severity::kWarning);
   EXPECT_EQ(due.front().summary, "Xid 13 on GPU 4 3 times in the last 24h: run the GPU diagnostics");
   EXPECT_TRUE(EvidenceHas(due.front(), "(+1 more)"));
+  ASSERT_FALSE(due.front().actions.empty());
+  EXPECT_NE(due.front().actions.front().find("gpudoctor diag memtest --gpu 4 "), std::string::npos)
+      << due.front().actions.front();
+  EXPECT_NE(due.front().actions.front().find("gpudoctor diag burn --gpu 4 "), std::string::npos)
+      << due.front().actions.front();
 }
 
 TEST(XidDiagnosticsDue, Xid31OnDifferentGpusIsNotRepeatedOnOne) {

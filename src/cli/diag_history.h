@@ -1,0 +1,59 @@
+// The diagnostics of `gpudoctor diag` in the agent's history: written after a
+// run, read by `status` and `check` (and by the agent's dashboard, from its
+// own store) to say "memtest passed 2 d ago, burn FAULTY 3 h ago".
+//
+// The history is the agent's: a run writes into it only when the file is
+// already there, and never creates one.
+//
+//   auto written = RecordDiagnostics(kDefaultHistoryDatabase, records);
+//   if (!written) warn(written.error().message);
+//   else if (!*written) note("no agent history here; the results were not kept");
+//
+//   auto latest = LoadLatestDiagnostics(kDefaultHistoryDatabase);  // empty: no history
+//   PrintLastDiagnostics(stdout, style, snapshot, *latest, now);  // status, check
+#pragma once
+
+#include <cstdio>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <nlohmann/json_fwd.hpp>
+
+#include "cli/terminal.h"
+#include "common/clock.h"
+#include "common/result.h"
+#include "model/diagnostic.h"
+#include "model/snapshot.h"
+
+namespace gpudoctor {
+
+// Writes `records` into the history at `database_path` when that file
+// exists: true when written, false when there is none (nothing is created).
+// An error names the file: not a history, not writable, a newer schema.
+Result<bool> RecordDiagnostics(const std::string& database_path, std::span<const DiagnosticRecord> records);
+
+// The newest record of each GPU and test in the history at `database_path`,
+// read-only and never upgraded; empty when the file does not exist (or an
+// empty path is given).
+Result<std::vector<DiagnosticRecord>> LoadLatestDiagnostics(const std::string& database_path);
+
+// How long ago, in the largest whole unit: "just now", "5 min ago", "3 h ago", "2 d ago".
+std::string DescribeAge(WallTime then, WallTime now);
+
+// The newest diagnostics of the GPU at `index` with `uuid`, one per test:
+// "memtest passed 2 d ago, burn FAULTY 3 h ago" (a fault in capitals); empty
+// when there are none.
+std::string DescribeGpuDiagnostics(std::span<const DiagnosticRecord> latest, uint32_t index, std::string_view uuid,
+                                   WallTime now);
+
+// "Last diagnostics" and a line per GPU of `snapshot` that has any
+// ("  GPU 3  memtest passed 2 d ago"); nothing when none has.
+void PrintLastDiagnostics(std::FILE* out, const Style& style, const Snapshot& snapshot,
+                          std::span<const DiagnosticRecord> latest, WallTime now);
+
+// The newest diagnostics of a snapshot's GPU, as `status --json` and `check --json` show them.
+nlohmann::json GpuDiagnosticsToJson(std::span<const DiagnosticRecord> latest, const GpuSnapshot& gpu);
+
+}  // namespace gpudoctor

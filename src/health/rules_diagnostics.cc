@@ -1,0 +1,83 @@
+// The tests of `gpudoctor diag` (memtest, burn, pcie) as the agent's history
+// keeps them: a GPU whose newest test found it faulty, or hung, within the
+// window is a finding until a newer run of the same test passes.
+#include "common/text.h"
+#include "health/rule_context.h"
+
+namespace gpudoctor::rules_internal {
+namespace {
+
+constexpr std::string_view kRuleId = "diagnostic_failed";
+
+// A faulty memory or a GPU that fails under load loses jobs; a marginal PCIe
+// link mostly slows them down.
+Severity SeverityOf(const DiagnosticRecord& record) {
+  return record.test == "memtest" || record.test == "burn" ? Severity::kCritical : Severity::kWarning;
+}
+
+GpuRef DiagnosedGpu(const DiagnosticRecord& record) {
+  return GpuRef{.index = record.gpu_index, .uuid = record.uuid, .pci_bus_id = record.pci_bus_id};
+}
+
+// Whether the tested board has left the server (replaced, say): the snapshot
+// names every GPU by UUID and none is the record's.
+bool BoardLeft(const RuleContext& context, const DiagnosticRecord& record) {
+  if (record.uuid.empty() || !context.DriverUp()) return false;
+  for (const GpuSnapshot& gpu : context.input.snapshot->gpus)
+    if (!gpu.uuid.has_value() || gpu.uuid.value() == record.uuid) return false;
+  return true;
+}
+
+std::string Ago(const DiagnosticRecord& record, WallTime now) { return FormatSpan(now - record.finished_at) + " ago"; }
+
+// "GPU 3: memtest passed 2d 3h ago"
+std::string Line(const DiagnosticRecord& record, WallTime now) {
+  return fmt::format("{}: {} {} {}", GpuName(DiagnosedGpu(record)), record.test, record.state, Ago(record, now));
+}
+
+void ReportFault(RuleContext& context, const DiagnosticRecord& record) {
+  const WallTime now = context.input.now;
+  const GpuRef gpu = DiagnosedGpu(record);
+  const std::string what = fmt::format("{} gpudoctor diag {}", record.state == "hung" ? "hung in" : "failed",
+                                       record.test);
+  std::vector<std::string> evidence{
+      fmt::format("gpudoctor diag {}: {} at {}", record.test, record.state, FormatIsoUtc(record.finished_at)),
+      record.summary,
+  };
+  if (!record.uuid.empty()) evidence.push_back(record.uuid + (record.pci_bus_id.empty() ? "" : " at " + record.pci_bus_id));
+  Finding& finding = context.Report(kRuleId, SeverityOf(record), gpu,
+                                    fmt::format("{} {} {}", GpuName(gpu), what, Ago(record, now)), std::move(evidence),
+                                    record.test);
+  finding.subject = record.test;  // each test is its own incident
+  finding.newest_event_at = record.finished_at;  // a newer failing run reopens an acknowledged one
+  for (std::string& action : finding.actions) action = ReplaceAll(action, "{command}", record.command);
+}
+
+}  // namespace
+
+void DiagnosticFailed(RuleContext& context) {
+  const std::vector<DiagnosticRecord>* diagnostics = context.input.diagnostics;
+  if (diagnostics == nullptr) return;
+  if (diagnostics->empty()) {
+    context.Unchecked(kRuleId, "no gpudoctor diag run is recorded in the agent's history");
+    return;
+  }
+  const WallTime now = context.input.now;
+  const Duration window = context.thresholds.diagnostic_failed.window;
+  std::vector<std::string> fine;
+  bool faulty = false;
+  for (const DiagnosticRecord& record : *diagnostics) {
+    if (BoardLeft(context, record)) {
+      fine.push_back(Line(record, now) + " (that board is no longer in this server)");
+    } else if (FoundFault(record) && context.WithinWindow(record.finished_at, window)) {
+      ReportFault(context, record);
+      faulty = true;
+    } else {
+      fine.push_back(Line(record, now));
+    }
+  }
+  if (faulty) return;
+  context.Pass(kRuleId, fmt::format("No GPU failed a diagnostic in the last {}", FormatSpan(window)), std::move(fine));
+}
+
+}  // namespace gpudoctor::rules_internal
