@@ -287,6 +287,42 @@ TEST_F(Diag, TheBadCardsExampleFindsEachCardsFaultAndNoOther) {
   EXPECT_EQ(ResultOf(1, "memtest")["errors"][0]["xor"], "0x00002000");
 }
 
+TEST_F(Diag, ResultsGoToTheAgentsHistoryWhereStatusAndCheckShowThem) {
+  REQUIRE_KERNELS();
+  const std::string scenario = Scenario(
+      2, "[cuda]\nmemory_mib = 4\n[[cuda.fault]]\ngpu = 1\nstuck_bits = [{ offset = 2097152, bit = 0, value = 1 }]\n");
+  const std::string db = (dir_.path() / "history.db").string();
+  // Without a history nothing is created.
+  RunResult r = Run(scenario, "memtest --pattern walking_zeros --db " + db);
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  EXPECT_NE(r.output.find("no agent history at " + db), std::string::npos) << r.output;
+  EXPECT_EQ(RunShell("test -e " + db).exit_code, 1);
+
+  ASSERT_EQ(RunGpudoctor("maintenance done dust_cleaning --db " + db).exit_code, 0);  // an agent's history
+  r = Run(scenario, "memtest --pattern walking_zeros --db " + db);
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  EXPECT_NE(r.output.find("results kept in the agent's history"), std::string::npos) << r.output;
+
+  RunResult status = RunGpudoctor("--json status --simulate " + scenario + " --db " + db);
+  const json gpus = json::parse(status.output)["gpus"];
+  ASSERT_EQ(gpus.size(), 2u);
+  EXPECT_EQ(gpus[0]["diagnostics"][0]["state"], "passed");
+  EXPECT_EQ(gpus[1]["diagnostics"][0]["state"], "faulty");
+  EXPECT_EQ(gpus[1]["diagnostics"][0]["command"], "gpudoctor diag memtest --gpu 1");
+
+  RunResult check = RunGpudoctor("--json check --no-host --no-logs --simulate " + scenario + " --db " + db);
+  EXPECT_EQ(check.exit_code, 2) << check.output;
+  bool reported = false;
+  const json report = json::parse(check.output);
+  for (const json& finding : report["findings"]) {
+    if (finding["id"] != "diagnostic_failed" || finding["severity"] == "ok") continue;
+    reported = true;
+    EXPECT_EQ(finding["gpu"]["index"], 1);
+    EXPECT_NE(finding["actions"].dump().find("gpudoctor diag memtest --gpu 1"), std::string::npos) << finding;
+  }
+  EXPECT_TRUE(reported) << check.output;
+}
+
 TEST_F(Diag, BadCommandLinesAreUsageErrors) {
   const std::string scenario = Scenario(2, "[cuda]\nmemory_mib = 4\n");
   EXPECT_EQ(RunGpudoctor("--simulate " + scenario + " diag burn --precision fp8").exit_code, 64);

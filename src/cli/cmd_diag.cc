@@ -18,6 +18,7 @@
 #include <map>
 
 #include "cli/commands.h"
+#include "cli/diag_history.h"
 #include "cli/diag_judge.h"
 #include "cli/diag_report.h"
 #include "cli/diag_watch.h"
@@ -49,6 +50,7 @@ struct DiagOptions {
   std::string cuda_library;
   std::string log_file;
   bool no_logs = false;
+  std::string database;  // --db; empty: the agent's default on a live run, none simulated
   bool force = false;
 };
 
@@ -133,6 +135,42 @@ Result<double> ParseShare(const std::string& text) {
   if (size.empty() || *end != '\0' || !(percent > 0 && percent <= 100))
     return Error{"--size: a share of free memory, like 90%, was " + text};
   return percent / 100.0;
+}
+
+// The command that runs `test` on `gpu` again, as the history shows it.
+std::string CommandFor(DiagTest test, int gpu) { return fmt::format("gpudoctor diag {} --gpu {}", DiagTestName(test), gpu); }
+
+// Conclusive results (passed, faulty, hung) go to the agent's history when it
+// has one, so status, check and the dashboard show them.
+void KeepInHistory(const std::vector<std::pair<const DiagVerdict*, const DiagOutcome*>>& results,
+                   const Snapshot& before, const DiagOptions& options, const CommandContext& context,
+                   std::vector<std::string>& notes) {
+  const std::string database =
+      !options.database.empty() ? options.database : context.options.simulate.empty() ? kDefaultHistoryDatabase : "";
+  if (database.empty()) return;
+  std::vector<DiagnosticRecord> records;
+  const WallTime now = SystemClock::Instance().Now();
+  for (const auto& [verdict, outcome] : results) {
+    if (verdict->state != DiagState::kPassed && verdict->state != DiagState::kFaulty &&
+        verdict->state != DiagState::kHung)
+      continue;
+    DiagnosticRecord record{.finished_at = now,
+                            .gpu_index = static_cast<uint32_t>(verdict->gpu),
+                            .test = DiagTestName(verdict->test),
+                            .state = DiagStateName(verdict->state),
+                            .summary = verdict->problems.empty() ? verdict->summary : verdict->problems.front(),
+                            .command = CommandFor(verdict->test, verdict->gpu)};
+    if (const GpuSnapshot* gpu = before.FindGpu(static_cast<uint32_t>(verdict->gpu))) {
+      record.uuid = gpu->uuid.value_or("");
+      record.pci_bus_id = gpu->pci_bus_id.value_or("");
+    }
+    records.push_back(std::move(record));
+  }
+  if (records.empty()) return;
+  auto written = RecordDiagnostics(database, records);
+  if (!written) notes.push_back("the results were not kept in the agent's history: " + written.error().message);
+  else if (*written) notes.push_back("results kept in the agent's history (" + database + ")");
+  else if (!options.database.empty()) notes.push_back("no agent history at " + database + ": the results were not kept");
 }
 
 void RunDiag(const std::vector<DiagTest>& tests, const DiagOptions& options, CommandContext& context) {
@@ -311,6 +349,7 @@ void RunDiag(const std::vector<DiagTest>& tests, const DiagOptions& options, Com
     if (json_lines) std::printf("%s\n", DiagVerdictJson(*verdict, outcome, before, after).dump(-1, ' ', false, json::error_handler_t::replace).c_str());
     else PrintDiagVerdict(*verdict, outcome, before, after);
   }
+  KeepInHistory(results, before, options, context, notes);
   for (const std::string& note : notes) {
     if (json_lines) std::printf("%s\n", json{{"event", "note"}, {"message", note}}.dump().c_str());
     else std::printf("note: %s\n", note.c_str());
@@ -332,6 +371,9 @@ void AddCommonOptions(CLI::App* command, DiagOptions& options) {
                       "Follow this file for Xids during the test instead of the machine's kernel log");
   command->add_flag("--no-logs", options.no_logs, "Do not follow the kernel log");
   command->add_flag("--force", options.force, "Test GPUs that run compute processes too (they may fail)");
+  command->add_option("--db", options.database,
+                      std::string("The agent's history, to keep the results in when it exists (default: ") +
+                          kDefaultHistoryDatabase + " on a live run, none with --simulate)");
 }
 
 void AddMemtestOptions(CLI::App* command, DiagOptions& options) {
