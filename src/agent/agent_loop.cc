@@ -84,6 +84,7 @@ void AgentLoop::RunCycle() {
                     .event_grader = &grader_,
                     .blocked_task_watch = &blocked_tasks_,
                     .host_history = &host_history,
+                    .diagnostics = &parts_.history.LatestDiagnostics(now),
                     .now = now};
   std::vector<Finding> findings = EvaluateRules(input, config_.health);
   detectors_.Observe(*snapshot, now);

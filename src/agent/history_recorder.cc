@@ -130,6 +130,15 @@ void HistoryRecorder::LearnGpuCount(std::optional<uint32_t> healthy_count, WallT
   else Failed("cannot read the learned GPU count", learned.error(), now);
 }
 
+const std::vector<DiagnosticRecord>& HistoryRecorder::LatestDiagnostics(WallTime now) {
+  if (!store_ || (diagnostics_read_at_ && now - *diagnostics_read_at_ < std::chrono::minutes(1))) return diagnostics_;
+  diagnostics_read_at_ = now;
+  auto latest = store_->LatestDiagnostics();
+  if (latest) diagnostics_ = std::move(*latest);
+  else Failed("cannot read the diagnostics", latest.error(), now);
+  return diagnostics_;
+}
+
 std::shared_ptr<const HistoryStore> HistoryRecorder::store() const {
   std::lock_guard lock(store_mutex_);
   return store_;

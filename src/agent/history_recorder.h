@@ -37,6 +37,7 @@
 #include "health/finding.h"
 #include "health/rule_ids.h"
 #include "model/snapshot.h"
+#include "model/diagnostic.h"
 #include "store/history_store.h"
 #include "store/incident_tracker.h"
 #include "store/snapshot_samples.h"
@@ -99,6 +100,10 @@ class HistoryRecorder {
   void LearnGpuCount(std::optional<uint32_t> healthy_count, WallTime now);
   // The count kept in the history, once the store has told it.
   const std::optional<LearnedGpuCount>& learned_gpu_count() const { return learned_gpu_count_; }
+  // The newest diagnostic of each GPU and test (gpudoctor diag writes them
+  // into the history from its own process), read from the store at most once
+  // a minute; empty until the store opens, and the last read while it fails.
+  const std::vector<DiagnosticRecord>& LatestDiagnostics(WallTime now);
   // The open store, for readers on other threads (the HTTP history API); null
   // until it opens.
   std::shared_ptr<const HistoryStore> store() const;
@@ -160,6 +165,8 @@ class HistoryRecorder {
   std::vector<Remediation> remediations_;
   int64_t last_remediation_id_ = 0;  // the newest one read
   std::optional<LearnedGpuCount> learned_gpu_count_;
+  std::vector<DiagnosticRecord> diagnostics_;
+  std::optional<WallTime> diagnostics_read_at_;
   StoreHealth health_;
 };
 

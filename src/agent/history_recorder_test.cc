@@ -254,6 +254,26 @@ TEST_F(HistoryRecorderTest, ARestartedAgentContinuesTheIncidentsAndEventsOfTheLa
   EXPECT_TRUE(narrow.Connect(kStart + 1h).empty());  // the Xid is older than the window
 }
 
+// gpudoctor diag writes into the history from its own process; the agent
+// reads the newest results back, once a minute, for the rules.
+TEST_F(HistoryRecorderTest, DiagnosticsWrittenByAnotherProcessReachTheRulesWithinAMinute) {
+  Cycle(0, {});
+  EXPECT_TRUE(history_.LatestDiagnostics(kStart).empty());
+  ASSERT_TRUE(store_->inner
+                  .RecordDiagnostic({.finished_at = kStart + 5s,
+                                     .gpu_index = 3,
+                                     .test = "memtest",
+                                     .state = "faulty",
+                                     .summary = "104 memory errors",
+                                     .command = "gpudoctor diag memtest --gpu 3"})
+                  .ok());
+  EXPECT_TRUE(history_.LatestDiagnostics(kStart + 30s).empty());  // read less than a minute ago
+  const std::vector<DiagnosticRecord>& latest = history_.LatestDiagnostics(kStart + 61s);
+  ASSERT_EQ(latest.size(), 1u);
+  EXPECT_EQ(latest[0].state, "faulty");
+  EXPECT_EQ(latest[0].gpu_index, 3u);
+}
+
 // The real store on a disk that fills up and is freed again.
 // The first healthy sample decides the host's expected GPU count, once: a
 // later sample with a GPU gone never becomes the expectation, and a write
