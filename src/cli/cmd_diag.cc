@@ -455,7 +455,7 @@ void RegisterDiagCommand(CLI::App& app, CommandContext& context) {
   burn->footer(
       "Products run through cuBLAS when it is installed (libcublas.so.12 or .11, /usr/local/cuda, or a Python\n"
       "environment's nvidia-cublas wheel), else through gpudoctor's own kernels on the CUDA cores; the result\n"
-      "says which. Every product is verified exactly by its row and column sums. A GPU is faulty on a wrong\n"
+      "says which. Every product is verified exactly by two checksums of each row. A GPU is faulty on a wrong\n"
       "product, an Xid or a hardware slowdown during the burn, or when it runs more than 10% slower than its\n"
       "peers. 'alone' is the same product without verification, in the same run.\n\n" +
       std::string(kExitCodes));

@@ -104,7 +104,7 @@ json DiagVerdictJson(const DiagVerdict& verdict, const DiagOutcome* outcome, con
     json errors = json::array();
     for (const BurnError& e : outcome->burn->errors) {
       errors.push_back({{"precision", e.precision}, {"iteration", e.iteration}, {"rows", e.rows}, {"cols", e.cols},
-                        {"bad_rows", e.bad_rows}, {"bad_cols", e.bad_cols}, {"not_integer", e.not_integer}});
+                        {"bad_rows", e.bad_rows}, {"not_integer", e.not_integer}});
     }
     out["precisions"] = precisions;
     out["errors"] = errors;
@@ -160,9 +160,9 @@ void PrintDetails(const DiagVerdict& verdict, const DiagOutcome& outcome) {
     // Each distinct wrong place once, with how many of the kept iterations showed it.
     std::map<std::pair<std::string, std::string>, int> places;
     for (const BurnError& e : outcome.burn->errors) {
-      std::string where = e.rows.size() == 1 && e.cols.size() == 1
+      std::string where = e.rows.size() == 1 && e.cols.size() == 1 && e.cols[0] >= 0
                               ? fmt::format("entry C[{}, {}]", e.rows[0], e.cols[0])
-                              : fmt::format("{} rows and {} columns", e.bad_rows, e.bad_cols);
+                              : fmt::format("{} row{} wrong", e.bad_rows, e.bad_rows == 1 ? "" : "s");
       if (e.not_integer) where += fmt::format(", {} entries not even integers", e.not_integer);
       ++places[{e.precision, where}];
     }

@@ -75,22 +75,23 @@ class Burner {
       if (*allocated) owned_.push_back(**allocated);
     if (!sums) return sums.error();
     a_ = *a, b_ = *b, c_ = *c;
-    b_row_ = *sums, a_col_ = b_row_ + n_ * sizeof(Sum);
-    expected_rows_ = a_col_ + n_ * sizeof(Sum), expected_cols_ = expected_rows_ + n_ * sizeof(Sum);
-    rows_ = expected_cols_ + n_ * sizeof(Sum), cols_ = rows_ + n_ * sizeof(Sum);
-    odd_ = cols_ + n_ * sizeof(Sum);
+    // Six vectors of n sums and the count of odd entries, one after the other.
+    b_sums_ = *sums, b_weighted_ = b_sums_ + n_ * sizeof(Sum);
+    expected_sums_ = b_weighted_ + n_ * sizeof(Sum), expected_weighted_ = expected_sums_ + n_ * sizeof(Sum);
+    sums_ = expected_weighted_ + n_ * sizeof(Sum), weighted_ = sums_ + n_ * sizeof(Sum);
+    odd_ = weighted_ + n_ * sizeof(Sum);
     seed_a_ = seed, seed_b_ = seed + 1;
     if (Status s = Launch(layout_.fill, Grid(entries), {&a_, &n_, &seed_a_}); !s) return s;
     if (Status s = Launch(layout_.fill, Grid(entries), {&b_, &n_, &seed_b_}); !s) return s;
-    if (Status s = Launch(kExpected1, Grid(n_), {&n_, &seed_a_, &seed_b_, &b_row_, &a_col_}); !s) return s;
+    if (Status s = Launch(kExpected1, Grid(n_), {&n_, &seed_b_, &b_sums_, &b_weighted_}); !s) return s;
     if (Status s = Launch(kExpected2, Grid(n_),
-                          {&n_, &seed_a_, &seed_b_, &b_row_, &a_col_, &expected_rows_, &expected_cols_});
+                          {&n_, &seed_a_, &b_sums_, &b_weighted_, &expected_sums_, &expected_weighted_});
         !s)
       return s;
-    expected_rows_host_.resize(n_);
-    expected_cols_host_.resize(n_);
-    if (Status s = Read(expected_rows_host_, expected_rows_); !s) return s;
-    return Read(expected_cols_host_, expected_cols_);
+    expected_sums_host_.resize(n_);
+    expected_weighted_host_.resize(n_);
+    if (Status s = Read(expected_sums_host_, expected_sums_); !s) return s;
+    return Read(expected_weighted_host_, expected_weighted_);
   }
 
   // C = A B; true when cuBLAS did it.
@@ -117,9 +118,9 @@ class Burner {
 
   // Checks C against the expected sums; fills `error` when it is wrong.
   Result<bool> Verify(BurnError& error) {
-    // rows_, cols_ and odd_ lie one after the other.
+    // sums_, weighted_ and odd_ lie one after the other.
     const size_t words = (2 * n_ * sizeof(Sum) + sizeof(unsigned int)) / 4;
-    if (Status s = session_.Call(cuda_.cuMemsetD32_v2(rows_, 0, words), "clearing the sums"); !s) return s.error();
+    if (Status s = session_.Call(cuda_.cuMemsetD32_v2(sums_, 0, words), "clearing the sums"); !s) return s.error();
     return CompareSums(error);
   }
 
@@ -156,25 +157,28 @@ class Burner {
 
   Result<bool> CompareSums(BurnError& error) {
     const uint64_t segments = (n_ + burn::kSegment - 1) / burn::kSegment;
-    if (Status s = Launch(layout_.sums, Grid(n_ * segments), {&c_, &n_, &rows_, &cols_, &odd_}); !s) return s.error();
-    std::vector<Sum> rows(n_), cols(n_);
+    if (Status s = Launch(layout_.sums, Grid(n_ * segments), {&c_, &n_, &sums_, &weighted_, &odd_}); !s)
+      return s.error();
+    std::vector<Sum> sums(n_), weighted(n_);
     unsigned int odd = 0;
-    if (Status s = Read(rows, rows_); !s) return s.error();
-    if (Status s = Read(cols, cols_); !s) return s.error();
+    if (Status s = Read(sums, sums_); !s) return s.error();
+    if (Status s = Read(weighted, weighted_); !s) return s.error();
     if (Status s = session_.Call(cuda_.cuMemcpyDtoH_v2(&odd, odd_, sizeof odd), "reading sums"); !s) return s.error();
     error = {};
     error.not_integer = odd;
-    for (uint64_t i = 0; i < n_; ++i) {
-      if (rows[i] != expected_rows_host_[i]) {
-        ++error.bad_rows;
-        if (error.rows.size() < 16) error.rows.push_back(i);
-      }
-      if (cols[i] != expected_cols_host_[i]) {
-        ++error.bad_cols;
-        if (error.cols.size() < 16) error.cols.push_back(i);
-      }
+    for (uint64_t row = 0; row < n_; ++row) {
+      const Sum off = sums[row] - expected_sums_host_[row];
+      const Sum weighted_off = weighted[row] - expected_weighted_host_[row];
+      if (off == 0 && weighted_off == 0) continue;
+      ++error.bad_rows;
+      if (error.rows.size() >= 16) continue;
+      // One wrong entry moves the weighted sum by its column times the plain sum's change.
+      const bool one_entry = off != 0 && weighted_off % off == 0 && weighted_off / off >= 0 &&
+                             static_cast<uint64_t>(weighted_off / off) < n_;
+      error.rows.push_back(row);
+      error.cols.push_back(one_entry ? weighted_off / off : -1);
     }
-    return error.bad_rows == 0 && error.bad_cols == 0 && error.not_integer == 0;
+    return error.bad_rows == 0 && error.not_integer == 0;
   }
 
   DeviceSession& session_;
@@ -186,9 +190,9 @@ class Burner {
   Layout layout_;
   uint64_t n_;
   unsigned int seed_a_ = 0, seed_b_ = 0;
-  CUdeviceptr a_ = 0, b_ = 0, c_ = 0, b_row_ = 0, a_col_ = 0, expected_rows_ = 0, expected_cols_ = 0, rows_ = 0,
-              cols_ = 0, odd_ = 0;
-  std::vector<Sum> expected_rows_host_, expected_cols_host_;
+  CUdeviceptr a_ = 0, b_ = 0, c_ = 0, b_sums_ = 0, b_weighted_ = 0, expected_sums_ = 0, expected_weighted_ = 0,
+              sums_ = 0, weighted_ = 0, odd_ = 0;
+  std::vector<Sum> expected_sums_host_, expected_weighted_host_;
   std::vector<CUdeviceptr> owned_;
 };
 

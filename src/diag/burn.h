@@ -42,14 +42,16 @@ struct BurnProgress {
   double tflops = 0;    // the last product's
 };
 
-// A product that came out wrong: the rows and columns whose sums differ
-// (one of each locates a single wrong element), and entries that were not
+// A product that came out wrong: the rows whose checksums differ, with the
+// column of the wrong entry where one entry of the row is wrong (-1 where
+// the row's changes do not point at one column), and entries that were not
 // even integers.
 struct BurnError {
   std::string precision;
   int iteration = 0;
-  std::vector<uint64_t> rows, cols;  // the first ones
-  uint64_t bad_rows = 0, bad_cols = 0, not_integer = 0;
+  std::vector<uint64_t> rows;  // the first 16
+  std::vector<int64_t> cols;   // for each of `rows`
+  uint64_t bad_rows = 0, not_integer = 0;
 };
 
 struct BurnPrecisionResult {

@@ -61,7 +61,7 @@ TEST_F(Burn, OneWrongEntryIsFoundInItsRowAndColumnInEveryPrecision) {
     EXPECT_EQ(precision.wrong_iterations, precision.iterations) << precision.precision;
   for (const BurnError& error : result->errors) {
     EXPECT_EQ(error.rows, std::vector<uint64_t>{3}) << error.precision;
-    EXPECT_EQ(error.cols, std::vector<uint64_t>{40}) << error.precision;
+    EXPECT_EQ(error.cols, std::vector<int64_t>{40}) << error.precision;
     EXPECT_EQ(error.not_integer, 0u);
   }
 }
@@ -116,23 +116,35 @@ TEST(BurnMath, EntriesAreSmallIntegersAndBf16HoldsThemExactly) {
   for (int count : seen) EXPECT_GT(count, 100);  // every value, about equally
 }
 
-TEST(BurnMath, TheExpectedSumsAreThoseOfTheTrueProduct) {
+TEST(BurnMath, TheExpectedChecksumsAreThoseOfTheTrueProduct) {
   using burn::Index;
   using burn::Sum;
   const Index n = 37;
-  std::vector<Sum> b_rows(n), a_cols(n), rows(n), cols(n), got_rows(n, 0), got_cols(n, 0);
-  for (Index k = 0; k < n; ++k) burn::ExpectedStep1Thread(n, 1, 2, b_rows.data(), a_cols.data(), k);
-  for (Index t = 0; t < n; ++t) burn::ExpectedStep2Thread(n, 1, 2, b_rows.data(), a_cols.data(), rows.data(), cols.data(), t);
+  std::vector<Sum> b_sums(n), b_weighted(n), sums(n), weighted(n), got_sums(n, 0), got_weighted(n, 0);
+  for (Index k = 0; k < n; ++k) burn::ExpectedStep1Thread(n, 2, b_sums.data(), b_weighted.data(), k);
+  for (Index i = 0; i < n; ++i)
+    burn::ExpectedStep2Thread(n, 1, b_sums.data(), b_weighted.data(), sums.data(), weighted.data(), i);
   std::vector<double> c(n * n);
   for (Index i = 0; i < n; ++i)
     for (Index j = 0; j < n; ++j)
       for (Index k = 0; k < n; ++k) c[i + j * n] += burn::Entry(1, i, k) * burn::Entry(2, k, j);
   unsigned odd = 0;
-  for (Index t = 0; t < n * ((n + burn::kSegment - 1) / burn::kSegment); ++t)
-    burn::SumsThread(c.data(), n, got_rows.data(), got_cols.data(), &odd, t);
-  EXPECT_EQ(got_rows, rows);
-  EXPECT_EQ(got_cols, cols);
+  auto add_up = [&] {
+    std::fill(got_sums.begin(), got_sums.end(), 0);
+    std::fill(got_weighted.begin(), got_weighted.end(), 0);
+    for (Index t = 0; t < n * ((n + burn::kSegment - 1) / burn::kSegment); ++t)
+      burn::SumsThread(c.data(), n, got_sums.data(), got_weighted.data(), &odd, t);
+  };
+  add_up();
+  EXPECT_EQ(got_sums, sums);
+  EXPECT_EQ(got_weighted, weighted);
   EXPECT_EQ(odd, 0u);
+  // Two wrong entries of one row that cancel in the plain sum still show in the weighted one.
+  c[5 + 3 * n] += 1;
+  c[5 + 30 * n] -= 1;
+  add_up();
+  EXPECT_EQ(got_sums[5], sums[5]);
+  EXPECT_EQ(got_weighted[5] - weighted[5], 3 - 30);
 }
 
 TEST(BurnPrecision, NamesRoundTrip) {

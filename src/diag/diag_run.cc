@@ -51,8 +51,7 @@ NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(MemtestError, address, expected,
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(MemtestPatternResult, name, errors, gb_per_s)
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(MemtestResult, device_name, pci_bus_id, bytes_tested, passes,
                                                 error_count, errors, patterns, copy_gb_per_s, interrupted)
-NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(BurnError, precision, iteration, rows, cols, bad_rows, bad_cols,
-                                                not_integer)
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(BurnError, precision, iteration, rows, cols, bad_rows, not_integer)
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(BurnPrecisionResult, precision, engine, matrix, iterations,
                                                 wrong_iterations, tflops, baseline_tflops)
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(BurnResult, device_name, pci_bus_id, engine_note, precisions, errors,

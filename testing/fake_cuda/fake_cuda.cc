@@ -332,15 +332,14 @@ void RunBurnKernel(FakeDevice& device, Kind kind, void** params) {
     case kBurnExpected1: {
       const Index n = Param<Index>(params, 0);
       for (Index k = 0; k < n; ++k)
-        bn::ExpectedStep1Thread(n, Param<unsigned>(params, 1), Param<unsigned>(params, 2), Param<Sum*>(params, 3),
-                                Param<Sum*>(params, 4), k);
+        bn::ExpectedStep1Thread(n, Param<unsigned>(params, 1), Param<Sum*>(params, 2), Param<Sum*>(params, 3), k);
       break;
     }
     case kBurnExpected2: {
       const Index n = Param<Index>(params, 0);
-      for (Index t = 0; t < n; ++t)
-        bn::ExpectedStep2Thread(n, Param<unsigned>(params, 1), Param<unsigned>(params, 2), Param<Sum*>(params, 3),
-                                Param<Sum*>(params, 4), Param<Sum*>(params, 5), Param<Sum*>(params, 6), t);
+      for (Index i = 0; i < n; ++i)
+        bn::ExpectedStep2Thread(n, Param<unsigned>(params, 1), Param<const Sum*>(params, 2),
+                                Param<const Sum*>(params, 3), Param<Sum*>(params, 4), Param<Sum*>(params, 5), i);
       break;
     }
     case kBurnSumsF64:

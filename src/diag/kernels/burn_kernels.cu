@@ -50,24 +50,21 @@ extern "C" __global__ void gd_burn_fill_bf16(unsigned short* m, Index n, unsigne
   for (Index t = FirstIndex(); t < n * n; t += Stride()) FillBf16Thread(m, n, seed, t);
 }
 
-extern "C" __global__ void gd_burn_expected_1(Index n, unsigned int seed_a, unsigned int seed_b, Sum* b_row_sums,
-                                              Sum* a_col_sums) {
-  for (Index t = FirstIndex(); t < n; t += Stride()) ExpectedStep1Thread(n, seed_a, seed_b, b_row_sums, a_col_sums, t);
+extern "C" __global__ void gd_burn_expected_1(Index n, unsigned int seed_b, Sum* b_sums, Sum* b_weighted) {
+  for (Index t = FirstIndex(); t < n; t += Stride()) ExpectedStep1Thread(n, seed_b, b_sums, b_weighted, t);
 }
-extern "C" __global__ void gd_burn_expected_2(Index n, unsigned int seed_a, unsigned int seed_b,
-                                              const Sum* b_row_sums, const Sum* a_col_sums, Sum* row_sums,
-                                              Sum* col_sums) {
-  for (Index t = FirstIndex(); t < n; t += Stride())
-    ExpectedStep2Thread(n, seed_a, seed_b, b_row_sums, a_col_sums, row_sums, col_sums, t);
+extern "C" __global__ void gd_burn_expected_2(Index n, unsigned int seed_a, const Sum* b_sums, const Sum* b_weighted,
+                                              Sum* sums, Sum* weighted) {
+  for (Index t = FirstIndex(); t < n; t += Stride()) ExpectedStep2Thread(n, seed_a, b_sums, b_weighted, sums, weighted, t);
 }
 
-extern "C" __global__ void gd_burn_sums_f64(const double* c, Index n, Sum* rows, Sum* cols, unsigned int* odd) {
+extern "C" __global__ void gd_burn_sums_f64(const double* c, Index n, Sum* sums, Sum* weighted, unsigned int* odd) {
   const Index threads = n * ((n + kSegment - 1) / kSegment);
-  for (Index t = FirstIndex(); t < threads; t += Stride()) SumsThread(c, n, rows, cols, odd, t);
+  for (Index t = FirstIndex(); t < threads; t += Stride()) SumsThread(c, n, sums, weighted, odd, t);
 }
-extern "C" __global__ void gd_burn_sums_f32(const float* c, Index n, Sum* rows, Sum* cols, unsigned int* odd) {
+extern "C" __global__ void gd_burn_sums_f32(const float* c, Index n, Sum* sums, Sum* weighted, unsigned int* odd) {
   const Index threads = n * ((n + kSegment - 1) / kSegment);
-  for (Index t = FirstIndex(); t < threads; t += Stride()) SumsThread(c, n, rows, cols, odd, t);
+  for (Index t = FirstIndex(); t < threads; t += Stride()) SumsThread(c, n, sums, weighted, odd, t);
 }
 
 extern "C" __global__ void gd_burn_gemm_f64(const double* a, const double* b, double* c, Index n) {

@@ -5,10 +5,13 @@
 // Every matrix entry is a small integer in [-2, 2], a hash of its position,
 // so every product and every partial sum is exact in FP64, FP32, TF32 and
 // BF16 with FP32 accumulation (|C| <= 4n < 2^24). A product is verified by
-// its row and column sums, computed exactly in 64-bit integers and compared
-// with sums derived from the entries alone (A's column sums times B, A times
-// B's row sums): one wrong element shows in its row and in its column, so it
-// is found and located at a cost of reading C once.
+// two checksums of each row of C, computed exactly in 64-bit integers: the
+// plain sum S0 and the sum weighted by column index S1 = sum_j j * C[i][j].
+// They are compared with the same sums derived from the entries alone
+// (A times B's plain and weighted row sums). A wrong entry (i, j), off by e,
+// moves S0 of row i by e and S1 by j * e: it is found, and its column is
+// S1's change over S0's. Two wrong entries of one row cannot hide each other
+// in both sums. Reading C once, along rows, keeps every access coalesced.
 //
 // Matrices are n x n, column-major (element (row, col) at row + col * n), as
 // cuBLAS has them.
@@ -47,51 +50,51 @@ GD_HD void FillBf16Thread(unsigned short* matrix, Index n, unsigned int seed, In
   matrix[t] = Bf16Bits(static_cast<float>(Entry(seed, t % n, t / n)));
 }
 
-// Thread `k` of n, first step of the expected sums: B's row k summed, and A's column k.
-GD_HD void ExpectedStep1Thread(Index n, unsigned int seed_a, unsigned int seed_b, Sum* b_row_sums, Sum* a_col_sums,
-                               Index k) {
-  Sum b = 0, a = 0;
+// Thread `k` of n, first step of the expected sums: B's row k summed plain and weighted by column.
+GD_HD void ExpectedStep1Thread(Index n, unsigned int seed_b, Sum* b_sums, Sum* b_weighted, Index k) {
+  Sum plain = 0, weighted = 0;
   for (Index j = 0; j < n; ++j) {
-    b += Entry(seed_b, k, j);
-    a += Entry(seed_a, j, k);
+    const Sum entry = Entry(seed_b, k, j);
+    plain += entry;
+    weighted += static_cast<Sum>(j) * entry;
   }
-  b_row_sums[k] = b;
-  a_col_sums[k] = a;
+  b_sums[k] = plain;
+  b_weighted[k] = weighted;
 }
 
-// Thread `t` of n, second step: C's row t and column t as they must sum.
-GD_HD void ExpectedStep2Thread(Index n, unsigned int seed_a, unsigned int seed_b, const Sum* b_row_sums,
-                               const Sum* a_col_sums, Sum* row_sums, Sum* col_sums, Index t) {
-  Sum row = 0, col = 0;
+// Thread `i` of n, second step: C's row i as its two checksums must be.
+GD_HD void ExpectedStep2Thread(Index n, unsigned int seed_a, const Sum* b_sums, const Sum* b_weighted, Sum* sums,
+                               Sum* weighted, Index i) {
+  Sum plain = 0, by_column = 0;
   for (Index k = 0; k < n; ++k) {
-    row += Entry(seed_a, t, k) * b_row_sums[k];
-    col += a_col_sums[k] * Entry(seed_b, k, t);
+    const Sum entry = Entry(seed_a, i, k);
+    plain += entry * b_sums[k];
+    by_column += entry * b_weighted[k];
   }
-  row_sums[t] = row;
-  col_sums[t] = col;
+  sums[i] = plain;
+  weighted[i] = by_column;
 }
 
-// Thread `t` of n * ceil(n / kSegment): adds a segment of row (t % n) and of
-// column (t % n) of C into the sums; counts entries that are not integers
-// (a flipped low bit of a mantissa), which the sums alone could miss.
+// Thread `t` of n * ceil(n / kSegment): adds a segment of row (t % n) of C
+// into its two checksums (neighbouring threads read neighbouring rows of a
+// column: coalesced), and counts entries that are not integers (a flipped
+// low bit of a mantissa), which truncation could hide from the sums.
 template <typename T>
-GD_HD void SumsThread(const T* c, Index n, Sum* row_sums, Sum* col_sums, unsigned int* not_integer, Index t) {
-  const Index line = t % n;
+GD_HD void SumsThread(const T* c, Index n, Sum* sums, Sum* weighted, unsigned int* not_integer, Index t) {
+  const Index row = t % n;
   const Index begin = t / n * kSegment;
   const Index end = begin + kSegment < n ? begin + kSegment : n;
-  Sum row = 0, col = 0;
+  Sum plain = 0, by_column = 0;
   unsigned int odd = 0;
-  for (Index other = begin; other < end; ++other) {
-    const T along_row = c[line + other * n];
-    const T along_col = c[other + line * n];
-    const Sum r = static_cast<Sum>(along_row);
-    const Sum k = static_cast<Sum>(along_col);
-    odd += static_cast<T>(r) != along_row;
-    row += r;
-    col += k;
+  for (Index col = begin; col < end; ++col) {
+    const T value = c[row + col * n];
+    const Sum entry = static_cast<Sum>(value);
+    odd += static_cast<T>(entry) != value;
+    plain += entry;
+    by_column += static_cast<Sum>(col) * entry;
   }
-  __atomic_fetch_add(&row_sums[line], row, __ATOMIC_RELAXED);
-  __atomic_fetch_add(&col_sums[line], col, __ATOMIC_RELAXED);
+  __atomic_fetch_add(&sums[row], plain, __ATOMIC_RELAXED);
+  __atomic_fetch_add(&weighted[row], by_column, __ATOMIC_RELAXED);
   if (odd != 0) __atomic_fetch_add(not_integer, odd, __ATOMIC_RELAXED);
 }
 
