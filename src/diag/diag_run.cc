@@ -156,39 +156,14 @@ void Judge(DiagOutcome& outcome) {
   outcome.state = interrupted ? DiagState::kInterrupted : DiagState::kPassed;
 }
 
-void Take(Worker& worker, const std::string& line, const std::function<void(int, const DiagProgress&)>& progress) {
-  json value = json::parse(line, nullptr, /*allow_exceptions=*/false);
-  if (!value.is_object()) return;
-  const std::string event = value.value("event", "");
-  if (event == "progress") {
-    if (progress) {
-      progress(worker.devices.front(), {.step = value.value("step", ""),
-                                        .fraction = value.value("fraction", 0.0),
-                                        .pass = value.value("pass", 1),
-                                        .rate = value.value("rate", 0.0)});
-    }
-  } else if (event == "result") {
-    worker.done = true;
-    DiagOutcome& outcome = worker.outcome;
-    try {
-      const json& result = value.at("result");
-      switch (outcome.test) {
-        case DiagTest::kMemtest: outcome.memtest = result.get<MemtestResult>(); break;
-        case DiagTest::kBurn: outcome.burn = result.get<BurnResult>(); break;
-        case DiagTest::kPcie: outcome.pcie = result.get<PcieResult>(); break;
-      }
-    } catch (const json::exception& e) {
-      outcome.state = DiagState::kCouldNotRun;
-      outcome.message = fmt::format("the diagnostic worker's result could not be read: {}", e.what());
-      return;
-    }
-    Judge(outcome);
-  } else if (event == "failed") {
-    worker.done = true;
-    // A GPU that fails once its test has begun is the GPU's fault; one that
-    // cannot start it (no driver, no memory) is not.
-    worker.outcome.state = value.value("started", false) ? DiagState::kFaulty : DiagState::kCouldNotRun;
-    worker.outcome.message = value.value("message", "");
+void Take(Worker& worker, std::string_view line, const std::function<void(int, const DiagProgress&)>& progress) {
+  DiagProgress step;
+  switch (ReadWorkerLine(line, worker.outcome, step)) {
+    case WorkerLine::kProgress:
+      if (progress) progress(worker.devices.front(), step);
+      break;
+    case WorkerLine::kFinal: worker.done = true; break;
+    case WorkerLine::kIgnored: break;
   }
 }
 
@@ -200,6 +175,51 @@ Result<T> Number(const std::string& name, const std::string& value) {
 }
 
 }  // namespace
+
+WorkerLine ReadWorkerLine(std::string_view line, DiagOutcome& outcome, DiagProgress& progress) {
+  json value = json::parse(line, nullptr, /*allow_exceptions=*/false);
+  auto event = value.is_object() ? value.find("event") : value.end();
+  if (event == value.end() || !event->is_string()) return WorkerLine::kIgnored;
+  // Fields are read with their types checked: a progress line of the wrong
+  // shape is ignored, and a result of the wrong shape is unreadable; no
+  // exception leaves here.
+  if (*event == "progress") {
+    try {
+      progress = {.step = value.value("step", ""),
+                  .fraction = value.value("fraction", 0.0),
+                  .pass = value.value("pass", 1),
+                  .rate = value.value("rate", 0.0)};
+      return WorkerLine::kProgress;
+    } catch (const json::exception&) {
+      return WorkerLine::kIgnored;
+    }
+  }
+  if (*event != "result" && *event != "failed") return WorkerLine::kIgnored;
+  try {
+    if (*event == "failed") {
+      // A GPU that fails once its test has begun is the GPU's fault; one that
+      // cannot start it (no driver, no memory) is not.
+      const bool started = value.value("started", false);
+      outcome.message = value.value("message", "");
+      outcome.state = started ? DiagState::kFaulty : DiagState::kCouldNotRun;
+      return WorkerLine::kFinal;
+    }
+    const json& result = value.at("result");
+    switch (outcome.test) {
+      case DiagTest::kMemtest: outcome.memtest = result.get<MemtestResult>(); break;
+      case DiagTest::kBurn: outcome.burn = result.get<BurnResult>(); break;
+      case DiagTest::kPcie: outcome.pcie = result.get<PcieResult>(); break;
+    }
+    Judge(outcome);
+  } catch (const json::exception& e) {
+    outcome.memtest.reset();
+    outcome.burn.reset();
+    outcome.pcie.reset();
+    outcome.state = DiagState::kCouldNotRun;
+    outcome.message = fmt::format("the diagnostic worker's {} could not be read: {}", event->get<std::string>(), e.what());
+  }
+  return WorkerLine::kFinal;
+}
 
 const char* DiagTestName(DiagTest test) {
   switch (test) {

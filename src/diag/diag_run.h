@@ -83,6 +83,12 @@ struct DiagOutcome {
   std::optional<PcieResult> pcie;
 };
 
+// How the parent reads one line of a worker's output: a progress line fills
+// `progress`; a result or a failure settles `outcome` (a result of the wrong
+// shape makes it could_not_run); anything else, garbage included, is ignored.
+enum class WorkerLine { kIgnored, kProgress, kFinal };
+WorkerLine ReadWorkerLine(std::string_view line, DiagOutcome& outcome, DiagProgress& progress);
+
 struct DiagRunOptions {
   std::string worker;                  // the gpudoctor executable
   std::vector<std::string> extra_env;  // NAME=value for the workers (the simulated scenario)

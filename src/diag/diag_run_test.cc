@@ -80,6 +80,26 @@ TEST_F(Workers, GarbageAndPartialLinesAreIgnoredAndTheLastResultCounts) {
   }
 }
 
+TEST(WorkerLines, LinesOfTheWrongShapeNeverThrow) {
+  DiagOutcome outcome{.test = DiagTest::kBurn, .devices = {0}, .state = DiagState::kPassed};
+  DiagProgress progress;
+  EXPECT_EQ(ReadWorkerLine("{\"event\":\"progress\",\"fraction\":\"half\"}", outcome, progress), WorkerLine::kIgnored);
+  EXPECT_EQ(ReadWorkerLine("{\"event\":5}", outcome, progress), WorkerLine::kIgnored);
+  EXPECT_EQ(ReadWorkerLine("[1,2]", outcome, progress), WorkerLine::kIgnored);
+  EXPECT_EQ(ReadWorkerLine("{\"event\":\"progress\",\"step\":\"bf16\",\"rate\":512.5}", outcome, progress),
+            WorkerLine::kProgress);
+  EXPECT_EQ(progress.step, "bf16");
+  EXPECT_EQ(progress.rate, 512.5);
+  EXPECT_EQ(ReadWorkerLine("{\"event\":\"failed\",\"started\":\"yes\"}", outcome, progress), WorkerLine::kFinal);
+  EXPECT_EQ(outcome.state, DiagState::kCouldNotRun);
+  EXPECT_NE(outcome.message.find("failed could not be read"), std::string::npos) << outcome.message;
+  EXPECT_EQ(ReadWorkerLine("{\"event\":\"result\",\"result\":{\"precisions\":[{\"wrong_iterations\":2}]}}", outcome,
+                           progress),
+            WorkerLine::kFinal);
+  EXPECT_EQ(outcome.state, DiagState::kFaulty);
+  EXPECT_EQ(outcome.message, "2 wrong matrix products");
+}
+
 TEST_F(Workers, AResultOfTheWrongShapeCouldNotBeRead) {
   auto outcomes = Run("echo '{\"event\":\"result\",\"result\":{\"error_count\":\"many\"}}'\n");
   EXPECT_EQ(outcomes[0].state, DiagState::kCouldNotRun);

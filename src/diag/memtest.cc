@@ -180,7 +180,9 @@ Result<MemtestResult> RunMemtest(const CudaDriver& cuda, std::string_view ptx, c
       total_steps += plan.back().second.size();
     }
     size_t done_steps = 0;
-    for (auto& [pattern_name, steps] : plan) {
+    for (auto& planned : plan) {
+      const std::string_view pattern_name = planned.first;  // a plain name: lambdas below capture it
+      std::vector<Step>& steps = planned.second;
       auto found = std::find_if(result.patterns.begin(), result.patterns.end(),
                                 [&](const MemtestPatternResult& r) { return r.name == pattern_name; });
       if (found == result.patterns.end()) {
