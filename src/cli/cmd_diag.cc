@@ -320,6 +320,7 @@ void RunDiag(const std::vector<DiagTest>& tests, const DiagOptions& options, Com
       if (std::string error = log_watch->error(); !error.empty()) notes.push_back("kernel log: " + error);
     }
     current.verdicts = VerdictsOf(current.outcomes);
+    JudgeIdentity(current.outcomes, before, current.verdicts);
     if (test == DiagTest::kBurn) JudgeBurnPeers(current.outcomes, current.verdicts);
     if (test == DiagTest::kPcie) JudgeLinks(current.outcomes, before, current.verdicts);
     JudgeReadings(current.readings, current.verdicts);

@@ -128,6 +128,30 @@ std::vector<DiagVerdict> VerdictsOf(const std::vector<DiagOutcome>& outcomes) {
   return verdicts;
 }
 
+void JudgeIdentity(const std::vector<DiagOutcome>& outcomes, const Snapshot& snapshot,
+                   std::vector<DiagVerdict>& verdicts) {
+  auto check = [&](int gpu, const std::string& cuda_bus) {
+    const GpuSnapshot* nvml = snapshot.FindGpu(static_cast<uint32_t>(gpu));
+    const auto expected = nvml ? NormalizePciBusId(nvml->pci_bus_id.value_or("")) : std::nullopt;
+    const auto opened = NormalizePciBusId(cuda_bus);
+    if (!expected || !opened || *expected == *opened) return;
+    for (DiagVerdict& verdict : verdicts) {
+      if (verdict.gpu != gpu) continue;
+      verdict.state = DiagState::kCouldNotRun;
+      verdict.problems.insert(verdict.problems.begin(),
+                              fmt::format("CUDA's device {} is {}, not NVML's GPU {} at {}: the result is not this "
+                                          "GPU's",
+                                          gpu, *opened, gpu, *expected));
+    }
+  };
+  for (const DiagOutcome& outcome : outcomes) {
+    if (outcome.memtest) check(outcome.devices.front(), outcome.memtest->pci_bus_id);
+    if (outcome.burn) check(outcome.devices.front(), outcome.burn->pci_bus_id);
+    if (outcome.pcie)
+      for (const PcieLinkResult& link : outcome.pcie->links) check(link.device, link.pci_bus_id);
+  }
+}
+
 void JudgeBurnPeers(const std::vector<DiagOutcome>& outcomes, std::vector<DiagVerdict>& verdicts) {
   struct Figure {
     int gpu;

@@ -38,6 +38,12 @@ void AddProblem(DiagVerdict& verdict, std::string problem);
 // One verdict per GPU of every outcome, with the worker's state and findings.
 std::vector<DiagVerdict> VerdictsOf(const std::vector<DiagOutcome>& outcomes);
 
+// The device each worker opened must be NVML's GPU of the same index (by
+// PCI bus): a result from another device is not that GPU's, and its verdict
+// becomes could_not_run.
+void JudgeIdentity(const std::vector<DiagOutcome>& outcomes, const Snapshot& snapshot,
+                   std::vector<DiagVerdict>& verdicts);
+
 // A GPU whose verified throughput in a precision is more than 10% below the
 // median of the other GPUs that ran it with the same engine is faulty.
 inline constexpr double kPeerShortfall = 0.10;

@@ -121,6 +121,22 @@ TEST(DiagJudge, ALinkIsJudgedOnItsSlowerDirection) {
   EXPECT_NE(verdicts[2].notes[0].find("71%"), std::string::npos);
 }
 
+TEST(DiagJudge, AResultFromAnotherDeviceIsNotThatGpus) {
+  Snapshot snapshot;
+  snapshot.gpus = {Gpu(0, "00000000:1B:00.0"), Gpu(1, "00000000:43:00.0")};
+  MemtestResult right, wrong;
+  right.pci_bus_id = "0000:1B:00.0";
+  wrong.pci_bus_id = "0000:1B:00.0";  // CUDA's device 1 turned out to be GPU 0
+  std::vector<DiagOutcome> outcomes = {
+      {.test = DiagTest::kMemtest, .devices = {0}, .state = DiagState::kPassed, .memtest = right},
+      {.test = DiagTest::kMemtest, .devices = {1}, .state = DiagState::kPassed, .memtest = wrong}};
+  auto verdicts = VerdictsOf(outcomes);
+  JudgeIdentity(outcomes, snapshot, verdicts);
+  EXPECT_EQ(verdicts[0].state, DiagState::kPassed);
+  EXPECT_EQ(verdicts[1].state, DiagState::kCouldNotRun);
+  EXPECT_TRUE(Mentions(verdicts[1], "not NVML's GPU 1 at 0000:43:00.0"));
+}
+
 TEST(DiagJudge, AHardwareSlowdownIsAFaultOnlyInTheBurn) {
   std::map<int, GpuReadings> readings;
   readings[0] = {.max_temperature_c = 81, .clock_events = clock_event::kHwPowerBrakeSlowdown, .samples = 3};

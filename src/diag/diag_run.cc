@@ -88,7 +88,13 @@ Result<Worker> Spawn(const DiagRunOptions& options, const std::vector<int>& devi
   for (std::string& argument : arguments) argv.push_back(argument.data());
   argv.push_back(nullptr);
   std::vector<std::string> environment;
-  for (char** entry = environ; *entry != nullptr; ++entry) environment.emplace_back(*entry);
+  // CUDA numbers the GPUs as the parent says (CUDA_DEVICE_ORDER in extra_env),
+  // never through a CUDA_VISIBLE_DEVICES the user's shell happens to carry.
+  for (char** entry = environ; *entry != nullptr; ++entry) {
+    const std::string_view variable(*entry);
+    if (variable.starts_with("CUDA_VISIBLE_DEVICES=") || variable.starts_with("CUDA_DEVICE_ORDER=")) continue;
+    environment.emplace_back(variable);
+  }
   for (const std::string& extra : options.extra_env) environment.push_back(extra);
   std::vector<char*> envp;
   for (std::string& entry : environment) envp.push_back(entry.data());
