@@ -152,7 +152,8 @@ TEST_F(Diag, CublasIsUsedWhenFoundAndSaysSo) {
   const std::string cublas = std::string(GPUDOCTOR_BINARY_DIR) + "/bin/libgpudoctor_fake_cuda.so";
   RunResult r = Run(scenario, "burn --matrix 32 --duration 0s --cublas-lib " + cublas);
   EXPECT_EQ(r.exit_code, 0) << r.output;
-  for (const json& precision : ResultOf(0, "burn")["precisions"]) EXPECT_EQ(precision["engine"], "cuBLAS 12.8.4");
+  const json with_cublas = ResultOf(0, "burn");
+  for (const json& precision : with_cublas["precisions"]) EXPECT_EQ(precision["engine"], "cuBLAS 12.8.4");
   // A library that is not cuBLAS is refused with the reason, and the burn goes on with its own kernels.
   r = Run(scenario, "burn --matrix 32 --duration 0s --precision fp32 --cublas-lib /nonexistent/libcublas.so.12");
   EXPECT_EQ(r.exit_code, 0) << r.output;
@@ -282,7 +283,8 @@ TEST_F(Diag, TheBadCardsExampleFindsEachCardsFaultAndNoOther) {
     EXPECT_EQ(result["state"], expected ? "faulty" : "passed") << result.dump();
   }
   // The memtest's words are all 100% of the same-run copy on the fake's clock.
-  for (const json& pattern : ResultOf(0, "memtest")["patterns"])
+  const json good_memtest = ResultOf(0, "memtest");
+  for (const json& pattern : good_memtest["patterns"])
     EXPECT_NEAR(pattern["share_of_copy"].get<double>(), 1.0, 0.01) << pattern.dump();
   EXPECT_EQ(ResultOf(1, "memtest")["errors"][0]["xor"], "0x00002000");
 }
