@@ -471,7 +471,12 @@ std::vector<DiagOutcome> RunDiagWorkers(const DiagRunOptions& options,
     int status = 0;
     while (waitpid(worker.pid, &status, 0) < 0 && errno == EINTR) {
     }
-    if (!worker.done) {
+    if (!worker.done && stopping && WIFSIGNALED(status) &&
+        (WTERMSIG(status) == SIGTERM || WTERMSIG(status) == SIGINT)) {
+      // Stopped before it could set up its own handler: interrupted, not broken.
+      worker.outcome.state = DiagState::kInterrupted;
+      worker.outcome.message = "stopped before its test began";
+    } else if (!worker.done) {
       worker.outcome.state = DiagState::kCouldNotRun;
       worker.outcome.message =
           WIFSIGNALED(status) ? fmt::format("the diagnostic worker died of signal {}", WTERMSIG(status))
