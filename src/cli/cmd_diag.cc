@@ -57,17 +57,6 @@ struct DiagOptions {
 std::atomic<bool> g_interrupted{false};
 void OnInterrupt(int) { g_interrupted.store(true); }
 
-Result<std::string> FindFakeCudaLibrary(const std::string& executable_path) {
-  namespace fs = std::filesystem;
-  const fs::path dir = fs::path(executable_path).parent_path();
-  for (const fs::path& candidate :
-       {dir / "libgpudoctor_fake_cuda.so", dir / ".." / "lib" / "gpudoctor" / "libgpudoctor_fake_cuda.so"}) {
-    std::error_code ec;
-    if (fs::exists(candidate, ec)) return fs::absolute(candidate, ec).lexically_normal().string();
-  }
-  return Error{"the fake CUDA driver libgpudoctor_fake_cuda.so is not installed beside " + executable_path};
-}
-
 std::string Bar(double fraction, int width) {
   const int filled = static_cast<int>(std::lround(std::clamp(fraction, 0.0, 1.0) * width));
   return std::string(static_cast<size_t>(filled), '#') + std::string(static_cast<size_t>(width - filled), '.');
@@ -262,7 +251,7 @@ void RunDiag(const std::vector<DiagTest>& tests, const DiagOptions& options, Com
   bool follow_log = !options.no_logs;
   if (!context.options.simulate.empty()) {
     if (options.cuda_library.empty()) {  // a --cuda-lib given still wins
-      auto fake = FindFakeCudaLibrary(context.executable_path);
+      auto fake = FindShippedLibrary("libgpudoctor_fake_cuda.so");
       if (!fake) return fail(kDiagCouldNotRun, fake.error().message);
       run.worker_options.cuda_library = *fake;
     }

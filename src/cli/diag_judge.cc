@@ -257,13 +257,6 @@ void JudgeXids(const std::vector<LogEvent>& events, const Snapshot& snapshot, st
   }
 }
 
-std::optional<double> PcieLinkGbPerSecond(uint32_t generation, uint32_t width) {
-  // GB/s per lane and direction after line coding: 8b/10b for gen 1-2, 128b/130b for gen 3-5.
-  static constexpr double kPerLane[] = {0, 0.25, 0.5, 0.985, 1.969, 3.938, 7.563};
-  if (generation == 0 || generation >= std::size(kPerLane) || width == 0) return std::nullopt;
-  return kPerLane[generation] * width;
-}
-
 void JudgeLinks(const std::vector<DiagOutcome>& outcomes, const Snapshot& snapshot, std::vector<DiagVerdict>& verdicts) {
   for (const DiagOutcome& outcome : outcomes) {
     if (!outcome.pcie) continue;

@@ -18,6 +18,7 @@
 
 #include "diag/diag_run.h"
 #include "logs/event.h"
+#include "model/pcie_link.h"
 #include "model/snapshot.h"
 
 namespace gpudoctor {
@@ -69,10 +70,6 @@ void JudgeCounters(const Snapshot& before, const Snapshot& after, std::vector<Di
 // An Xid, or the GPU falling off the bus, in the kernel log during the test.
 void JudgeXids(const std::vector<LogEvent>& events, const Snapshot& snapshot, std::vector<DiagVerdict>& verdicts);
 
-// What a PCIe link carries per direction before protocol overhead: the
-// generation's rate per lane times the width (gen5 x16: 63.0 GB/s); nullopt
-// for a generation this table does not know.
-std::optional<double> PcieLinkGbPerSecond(uint32_t generation, uint32_t width);
 // Below this share of what the link allows, a direction is a fault; below
 // kLinkHealthyShare it is a note (healthy links reach 85-90%).
 inline constexpr double kLinkFaultShare = 0.60;

@@ -1,9 +1,12 @@
 #include "cli/sources.h"
 
+#include <fmt/format.h>
+
 #include <cstdlib>
 #include <filesystem>
 
 #include "common/input_file.h"
+#include "common/loadable_module.h"
 #include "logs/bug_report.h"
 #include "nvml/probe.h"
 #include "scenario.h"  // the fake NVML library's scenario format
@@ -11,16 +14,13 @@
 
 namespace gpudoctor {
 
-Result<std::string> FindFakeNvmlLibrary(const std::string& executable_path) {
-  namespace fs = std::filesystem;
-  const fs::path dir = fs::path(executable_path).parent_path();
-  const fs::path candidates[] = {dir / "libgpudoctor_fake_nvml.so",
-                                 dir / ".." / "lib" / "gpudoctor" / "libgpudoctor_fake_nvml.so"};
-  for (const auto& candidate : candidates) {
+Result<std::string> FindShippedLibrary(std::string_view file_name) {
+  const std::vector<std::string> candidates = ModuleSearchPaths(file_name);
+  for (const std::string& candidate : candidates) {
     std::error_code ec;
-    if (fs::exists(candidate, ec)) return fs::absolute(candidate, ec).lexically_normal().string();
+    if (std::filesystem::exists(candidate, ec)) return std::filesystem::path(candidate).lexically_normal().string();
   }
-  return Error{"the fake NVML library libgpudoctor_fake_nvml.so is not installed beside " + executable_path};
+  return Error{fmt::format("{} is not installed (looked in {} and {})", file_name, candidates[0], candidates[1])};
 }
 
 InputText ReadOptionInput(std::string_view option, const std::string& path, uint64_t max_bytes) {
@@ -51,7 +51,7 @@ Result<CollectorOptions> CollectorOptionsFor(const CommandContext& context) {
   collector.deadline = std::chrono::milliseconds(static_cast<int64_t>(options.probe_deadline_s * 1000));
   collector.library_path = options.nvml_library;
   if (!options.simulate.empty()) {
-    auto fake = FindFakeNvmlLibrary(context.executable_path);
+    auto fake = FindShippedLibrary("libgpudoctor_fake_nvml.so");
     if (!fake) return fake.error();
     collector.library_path = *fake;
     // One timeline for every probe this command starts (see docs/scenarios.md).

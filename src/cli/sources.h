@@ -53,7 +53,9 @@ struct CommandConfig {
 };
 CommandConfig LoadCommandConfig(const CommandContext& context);
 
-// The fake NVML library shipped beside this binary, or an error naming where it looked.
-Result<std::string> FindFakeNvmlLibrary(const std::string& executable_path);
+// A library shipped with gpudoctor (the fake NVML and CUDA libraries), found
+// where its modules are (common/loadable_module.h), or an error naming where
+// it looked.
+Result<std::string> FindShippedLibrary(std::string_view file_name);
 
 }  // namespace gpudoctor

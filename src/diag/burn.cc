@@ -17,7 +17,7 @@ using burn::Sum;
 using SteadyClock = std::chrono::steady_clock;
 
 enum Kernel : size_t {
-  kFillF64, kFillF32, kFillBf16, kExpected1, kExpected2, kSumsF64, kSumsF32, kGemmF64, kGemmF32, kGemmBf16, kKernelCount
+  kFillF64, kFillF32, kFillBf16, kExpected1, kExpected2, kSumsF64, kSumsF32, kGemmF64, kGemmF32, kGemmBf16
 };
 
 const std::vector<std::string>& KernelNames() {
@@ -124,10 +124,8 @@ class Burner {
     return CompareSums(error);
   }
 
-  Result<double> Timed(const std::function<Status()>& work) { return session_.Timed(work); }
-
   Result<double> TimeProducts(int count) {
-    return Timed([&]() -> Status {
+    return session_.Timed([&]() -> Status {
       for (int i = 0; i < count; ++i)
         if (Status s = Multiply(); !s) return s;
       return {};
@@ -137,16 +135,13 @@ class Burner {
   uint64_t n() const { return n_; }
 
  private:
-  struct Grid1 {
-    unsigned blocks;
-  };
-  Grid1 Grid(uint64_t threads) const {
-    const uint64_t blocks = std::min<uint64_t>((threads + 255) / 256, 65'535);
-    return {static_cast<unsigned>(std::max<uint64_t>(blocks, 1))};
+  // Blocks of 256 threads for a grid-stride loop over `threads` items.
+  static unsigned Grid(uint64_t threads) {
+    return static_cast<unsigned>(std::clamp<uint64_t>((threads + 255) / 256, 1, 65'535));
   }
 
-  Status Launch(Kernel kernel, Grid1 grid, std::vector<void*> params) {
-    return session_.Call(cuda_.cuLaunchKernel(kernels_[kernel], grid.blocks, 1, 1, 256, 1, 1, 0, nullptr,
+  Status Launch(Kernel kernel, unsigned blocks, std::vector<void*> params) {
+    return session_.Call(cuda_.cuLaunchKernel(kernels_[kernel], blocks, 1, 1, 256, 1, 1, 0, nullptr,
                                               params.data(), nullptr),
                          KernelNames()[kernel]);
   }
@@ -291,7 +286,7 @@ Result<BurnResult> RunBurn(const CudaDriver& cuda, const Cublas* cublas, std::st
       if (!took) return took.error();
       BurnError error;
       bool good = true;
-      auto verified = burner.Timed([&]() -> Status {
+      auto verified = session.Timed([&]() -> Status {
         auto checked = burner.Verify(error);
         if (!checked) return checked.error();
         good = *checked;

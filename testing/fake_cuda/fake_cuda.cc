@@ -29,6 +29,7 @@
 #include "diag/cublas.h"
 #include "diag/kernels/burn_math.h"
 #include "diag/kernels/memtest_patterns.h"
+#include "model/pcie_link.h"
 #include "common/result.h"
 #include "scenario.h"
 
@@ -101,8 +102,8 @@ std::chrono::steady_clock::duration g_device_clock{};
 
 std::chrono::steady_clock::time_point DeviceNow() { return std::chrono::steady_clock::time_point{} + g_device_clock; }
 
-// Work that began at `started` takes `modelled` on the device's clock.
-void TakesModelled(std::chrono::steady_clock::time_point /*started*/, std::chrono::duration<double> modelled) {
+// Modelled work takes `modelled` on the device's clock.
+void TakesModelled(std::chrono::duration<double> modelled) {
   g_device_clock += std::chrono::duration_cast<std::chrono::steady_clock::duration>(modelled);
 }
 
@@ -147,12 +148,6 @@ Status CheckKeys(const toml::table* cuda, const char* path) {
   return {};
 }
 
-double LinkGbPerSecond(double generation, double width) {
-  static constexpr double kPerLane[] = {0, 0.25, 0.5, 0.985, 1.969, 3.938, 7.563};
-  const auto g = static_cast<size_t>(generation);
-  return g > 0 && g < std::size(kPerLane) && width > 0 ? kPerLane[g] * width : 25.0;
-}
-
 CUresult Load() {
   if (g_state.loaded) return g_state.init_error;
   g_state.loaded = true;
@@ -188,9 +183,9 @@ CUresult Load() {
     device.memory_gbps = memory_gbps;
     // Unless the scenario says otherwise, a link carries 88% of what its generation and width allow, as
     // healthy ones do, and peers copy over NVLink-class bandwidth.
-    device.pcie_gbps = pcie_gbps > 0 ? pcie_gbps
-                                     : 0.88 * LinkGbPerSecond(gpu.Number(GpuField::kPcieGenerationMax, 0),
-                                                              gpu.Number(GpuField::kPcieWidthMax, 0));
+    const auto link = PcieLinkGbPerSecond(static_cast<uint32_t>(gpu.Number(GpuField::kPcieGenerationMax, 0)),
+                                          static_cast<uint32_t>(gpu.Number(GpuField::kPcieWidthMax, 0)));
+    device.pcie_gbps = pcie_gbps > 0 ? pcie_gbps : link ? 0.88 * *link : 25.0;
     device.p2p_gbps = p2p_gbps > 0 ? p2p_gbps : 150;
     g_state.devices.push_back(std::move(device));
   }
@@ -290,16 +285,15 @@ void RunMemtestKernel(FakeDevice& device, Kind kind, void** params) {
 // What a product on this device does besides being right: it takes its time,
 // and a faulty device gets one entry wrong.
 template <typename T>
-void AfterProduct(FakeDevice& device, T* c, uint64_t n, std::chrono::steady_clock::time_point started) {
+void AfterProduct(FakeDevice& device, T* c, uint64_t n) {
   if (device.wrong_product && device.wrong_row < n && device.wrong_col < n)
     c[device.wrong_row + device.wrong_col * n] += static_cast<T>(device.wrong_delta);
-  TakesModelled(started, std::chrono::duration<double, std::milli>(device.gemm_ms * device.slow_factor));
+  TakesModelled(std::chrono::duration<double, std::milli>(device.gemm_ms * device.slow_factor));
 }
 
 // C = A B, column-major n x n, entries loaded as Acc.
 template <typename Stored, typename Acc, typename Load>
 void Product(FakeDevice& device, const Stored* a, const Stored* b, Acc* c, uint64_t n, Load load) {
-  const auto started = std::chrono::steady_clock::now();
   for (uint64_t col = 0; col < n; ++col) {
     for (uint64_t row = 0; row < n; ++row) {
       Acc sum = 0;
@@ -307,7 +301,7 @@ void Product(FakeDevice& device, const Stored* a, const Stored* b, Acc* c, uint6
       c[row + col * n] = sum;
     }
   }
-  AfterProduct(device, c, n, started);
+  AfterProduct(device, c, n);
 }
 
 void RunBurnKernel(FakeDevice& device, Kind kind, void** params) {
@@ -374,12 +368,11 @@ void RunBurnKernel(FakeDevice& device, Kind kind, void** params) {
 
 // A bulk copy (1 MiB or more) over the link takes the time its rate allows,
 // and a corrupting link changes a byte of it.
-void OverTheLink(FakeDevice& device, void* destination, size_t bytes, double gbps,
-                 std::chrono::steady_clock::time_point started) {
+void OverTheLink(FakeDevice& device, void* destination, size_t bytes, double gbps) {
   if (bytes < (1u << 20)) return;  // control traffic (error counts, sums) is left alone
   if (device.corrupt_copies) ++static_cast<unsigned char*>(destination)[bytes / 2];
   if (gbps <= 0) return;
-  TakesModelled(started, std::chrono::duration<double>(static_cast<double>(bytes) / (gbps * 1e9)));
+  TakesModelled(std::chrono::duration<double>(static_cast<double>(bytes) / (gbps * 1e9)));
 }
 
 [[noreturn]] void HangForever() {
@@ -541,10 +534,9 @@ FAKE_CUDA_EXPORT CUresult cuMemsetD32_v2(CUdeviceptr pointer, unsigned int value
   FakeDevice* device = Owner(pointer);
   if (device == nullptr) return CUDA_ERROR_INVALID_VALUE;
   if (device->lost) return CUDA_ERROR_UNKNOWN;
-  const auto started = std::chrono::steady_clock::now();
   auto* words = reinterpret_cast<unsigned int*>(pointer);
   for (size_t i = 0; i < count; ++i) words[i] = value;
-  TakesModelled(started, MemoryTime(4.0 * static_cast<double>(count), device->memory_gbps));
+  TakesModelled(MemoryTime(4.0 * static_cast<double>(count), device->memory_gbps));
   return CUDA_SUCCESS;
 }
 
@@ -553,9 +545,8 @@ FAKE_CUDA_EXPORT CUresult cuMemcpyDtoH_v2(void* host, CUdeviceptr source, size_t
   FakeDevice* device = Owner(source);
   if (device == nullptr) return CUDA_ERROR_INVALID_VALUE;
   if (device->lost) return CUDA_ERROR_UNKNOWN;
-  const auto started = std::chrono::steady_clock::now();
   std::memcpy(host, reinterpret_cast<const void*>(source), bytes);
-  OverTheLink(*device, host, bytes, device->pcie_gbps, started);
+  OverTheLink(*device, host, bytes, device->pcie_gbps);
   return CUDA_SUCCESS;
 }
 
@@ -564,9 +555,8 @@ FAKE_CUDA_EXPORT CUresult cuMemcpyHtoD_v2(CUdeviceptr destination, const void* h
   FakeDevice* device = Owner(destination);
   if (device == nullptr) return CUDA_ERROR_INVALID_VALUE;
   if (device->lost) return CUDA_ERROR_UNKNOWN;
-  const auto started = std::chrono::steady_clock::now();
   std::memcpy(reinterpret_cast<void*>(destination), host, bytes);
-  OverTheLink(*device, reinterpret_cast<void*>(destination), bytes, device->pcie_gbps, started);
+  OverTheLink(*device, reinterpret_cast<void*>(destination), bytes, device->pcie_gbps);
   return CUDA_SUCCESS;
 }
 
@@ -575,9 +565,8 @@ FAKE_CUDA_EXPORT CUresult cuMemcpyDtoD_v2(CUdeviceptr destination, CUdeviceptr s
   FakeDevice* device = Owner(destination);
   if (device == nullptr || Owner(source) == nullptr) return CUDA_ERROR_INVALID_VALUE;
   if (device->lost) return CUDA_ERROR_UNKNOWN;
-  const auto started = std::chrono::steady_clock::now();
   std::memmove(reinterpret_cast<void*>(destination), reinterpret_cast<const void*>(source), bytes);
-  TakesModelled(started, MemoryTime(2.0 * static_cast<double>(bytes), device->memory_gbps));  // read and write
+  TakesModelled(MemoryTime(2.0 * static_cast<double>(bytes), device->memory_gbps));  // read and write
   return CUDA_SUCCESS;
 }
 
@@ -620,16 +609,15 @@ FAKE_CUDA_EXPORT CUresult cuLaunchKernel(CUfunction function, unsigned int, unsi
     HangForever();
   }
   const Kind kind = reinterpret_cast<const Function*>(function)->kind;
-  const auto started = std::chrono::steady_clock::now();
   if (kind <= kMemtestCheckInvert) {
     RunMemtestKernel(*device, kind, params);
     const double bytes = static_cast<double>(*static_cast<mt::Index*>(params[1]) * sizeof(mt::Word));
-    TakesModelled(started, MemoryTime(kind == kMemtestCheckInvert ? 2 * bytes : bytes, device->memory_gbps));
+    TakesModelled(MemoryTime(kind == kMemtestCheckInvert ? 2 * bytes : bytes, device->memory_gbps));
   } else if (kind >= kBurnGemmF64) {
     RunBurnKernel(*device, kind, params);  // a product models its own time
   } else {
     RunBurnKernel(*device, kind, params);
-    TakesModelled(started, std::chrono::duration<double>(0));  // fills and sums: small next to a product
+    TakesModelled(std::chrono::duration<double>(0));  // fills and sums: small next to a product
   }
   return CUDA_SUCCESS;
 }
@@ -689,10 +677,9 @@ FAKE_CUDA_EXPORT CUresult cuMemcpyPeer(CUdeviceptr destination, CUcontext, CUdev
   FakeDevice* from = Owner(source);
   if (to == nullptr || from == nullptr) return CUDA_ERROR_INVALID_VALUE;
   if (to->lost || from->lost) return CUDA_ERROR_UNKNOWN;
-  const auto started = std::chrono::steady_clock::now();
   std::memcpy(reinterpret_cast<void*>(destination), reinterpret_cast<const void*>(source), bytes);
   const double gbps = g_state.peer_access ? from->p2p_gbps : std::min(from->pcie_gbps, to->pcie_gbps);
-  OverTheLink(*from, reinterpret_cast<void*>(destination), bytes, gbps, started);
+  OverTheLink(*from, reinterpret_cast<void*>(destination), bytes, gbps);
   return CUDA_SUCCESS;
 }
 
