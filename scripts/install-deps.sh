@@ -14,7 +14,8 @@ packages=(
 # Tests, fuzzing and benchmarks.
 if [[ "${1:-}" == "--test" ]]; then
   packages+=(libgtest-dev libgmock-dev clang libclang-rt-14-dev python3 sqlite3 chromium
-             procps psmisc prometheus)
+             procps psmisc prometheus prometheus-alertmanager python3-yaml python3-jsonschema
+             slurmctld slurmd slurm-client munge)
 fi
 
 missing=()

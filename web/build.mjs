@@ -24,7 +24,7 @@ writeFileSync(join(dist, "third-party-licenses.txt"),
 
 // Nothing may load from elsewhere: the page has to work on an air-gapped host.
 for (const name of readdirSync(dist)) {
-  if (!/\.(html|css)$/.test(name) && name !== "app.js") continue;
+  if (!/\.(html|css)$/.test(name) && name !== "app.js" && name !== "fleet.js") continue;
   const text = readFileSync(join(dist, name), "utf8");
   if (/(src|href)\s*=\s*["']?(https?:)?\/\//i.test(text) || /url\(\s*["']?(https?:)?\/\//i.test(text)) {
     throw new Error(`${name} references an external resource`);

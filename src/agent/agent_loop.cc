@@ -46,6 +46,7 @@ void AgentLoop::RunCycle() {
       spare_ && spare_.use_count() == 1 ? std::move(spare_) : std::make_shared<Snapshot>();
   spare_.reset();
   parts_.source.CollectInto(*snapshot);
+  if (!parts_.hostname.empty()) snapshot->hostname = parts_.hostname;
   const WallTime now = parts_.clock.Now();
   HostSignals host = CollectHostSignals(config_.health.host, parts_.host);
   blocked_tasks_.Observe(host, now);

@@ -57,6 +57,7 @@ struct AgentLoopParts {
   HostEnv& host;
   const Clock& clock;
   std::function<void(const std::string&)> note;  // what the agent tells its operator (stderr)
+  std::string hostname;  // reported instead of the machine's own name when set (--hostname)
 };
 
 class AgentLoop {

@@ -8,7 +8,7 @@
 #include <mutex>
 
 #include "agent/finding_json.h"
-#include "agent/http_client.h"
+#include "net/http_client.h"
 #include "agent/subprocess.h"
 #include "redact/secrets.h"
 #include "common/text.h"

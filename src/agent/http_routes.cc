@@ -168,7 +168,8 @@ AgentRoutes::AgentRoutes(HttpServerSources sources, const HttpServerOptions& opt
       metrics_(sources_.view, sources_.alert_counters,
                {.dcgm_compatible = options.dcgm_compatible_metrics,
                 .stale_after = options.stale_after,
-                .version = options.version},
+                .version = options.version,
+                .machine = options.machine},
                clock) {}
 
 HttpResponse AgentRoutes::Handle(const HttpRequest& request) {

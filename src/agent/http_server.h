@@ -55,6 +55,7 @@ struct HttpServerOptions {
   Duration stale_after = std::chrono::seconds(15);
   bool dcgm_compatible_metrics = false;
   std::string version;  // shown in gpudoctor_build_info and /api/v1/status
+  MachineIdentity machine;  // for gpudoctor_host_info and the GPUs' slots
 };
 
 // What the server reads. `view` must outlive the server.

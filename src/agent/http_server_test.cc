@@ -14,7 +14,7 @@
 #include <thread>
 
 #include "agent/agent_state.h"
-#include "agent/prometheus_text_parser.h"
+#include "net/prometheus_text_parser.h"
 #include "agent/testing/synthetic_agent.h"
 #include "common/text.h"
 

@@ -317,7 +317,10 @@ constexpr Family kAlertsDropped{"gpudoctor_alerts_dropped_total", "counter",
 constexpr Family kAlertsGrouped{"gpudoctor_alerts_grouped_total", "counter",
                                 "Findings never alerted on their own: part of a root-cause finding that was."};
 constexpr Family kGpuInfo{"gpudoctor_gpu_info", "gauge",
-                          "Identity of each GPU; always 1. Join on gpu or uuid."};
+                          "Identity of each GPU and the slot it sits in; always 1. Join on gpu or uuid."};
+constexpr Family kHostInfo{"gpudoctor_host_info", "gauge",
+                           "Identity of the machine (board and chassis serials from DMI, empty when unreadable); "
+                           "always 1."};
 constexpr Family kGpuAccessible{"gpudoctor_gpu_accessible", "gauge",
                                 "1 when the GPU could be read; 0 when it is lost or hung."};
 constexpr Family kFanSpeed{"gpudoctor_gpu_fan_speed_ratio", "gauge",
@@ -407,6 +410,16 @@ class Renderer {
     }
     out_.Begin(kStartTime);
     out_.Sample(Seconds(status.started_at));
+    if (input_.snapshot) {
+      const MachineIdentity& machine = options_.machine;
+      out_.Begin(kHostInfo);
+      out_.Sample({},
+                  {{"hostname", hostname_},
+                   {"board_serial", machine.board_serial},
+                   {"chassis_serial", machine.chassis_serial},
+                   {"product", machine.product_name}},
+                  1);
+    }
     if (status.last_sample_at) {
       out_.Begin(kLastSample);
       out_.Sample(Seconds(*status.last_sample_at));
@@ -488,6 +501,7 @@ class Renderer {
       out_.Sample(gpu_labels_[i],
                   {{"name", FieldText(gpu.name)},
                    {"serial", FieldText(gpu.serial)},
+                   {"slot", options_.machine.SlotOf(FieldText(gpu.pci_bus_id))},
                    {"vbios_version", FieldText(gpu.vbios_version)},
                    {"driver_version", FieldText(input_.snapshot->driver_version)}},
                   1);
@@ -631,7 +645,7 @@ std::vector<std::string_view> MetricFamilyNames() {
   for (const Family* f :
        {&kUp,           &kNvmlUp,           &kBuildInfo,     &kStartTime,  &kLastSample,    &kSampleAge,
         &kSamples,      &kProbeHangs,       &kGpus,          &kFinding,    &kFindingsOpen,  &kAlertsDelivered,
-        &kAlertsFailed, &kAlertsSuppressed, &kAlertsDropped, &kAlertsGrouped, &kGpuInfo, &kGpuAccessible, &kFanSpeed,
+        &kAlertsFailed, &kAlertsSuppressed, &kAlertsDropped, &kAlertsGrouped, &kHostInfo, &kGpuInfo, &kGpuAccessible, &kFanSpeed,
         &kEccErrors,    &kRetiredPages,     &kRemappedRows,  &kClockEvent, &kNvLinkActive,  &kNvLinkErrors,
         &kXidErrors,    &kLastXid,          &kDcgmXid,       &kStoreOk,    &kStoreErrors,   &kStoreQueued,
         &kStoreDropped}) {

@@ -24,6 +24,7 @@
 #include <vector>
 
 #include "agent/agent_view.h"
+#include "host/machine_identity.h"
 
 namespace gpudoctor {
 
@@ -48,6 +49,9 @@ struct MetricsOptions {
   // a stalled sampler must not look like a steady GPU.
   Duration stale_after = std::chrono::seconds(15);
   std::string version;  // for gpudoctor_build_info; empty: not emitted
+  // Board and chassis serials and slot names, for gpudoctor_host_info and the
+  // `slot` label of gpudoctor_gpu_info: what the fleet's card-or-slot attribution reads.
+  MachineIdentity machine;
 };
 
 struct MetricsInput {

@@ -3,7 +3,7 @@
 #include <gtest/gtest.h>
 
 #include "agent/agent_state.h"
-#include "agent/prometheus_text_parser.h"
+#include "net/prometheus_text_parser.h"
 #include "agent/testing/synthetic_agent.h"
 #include "common/gzip_test_support.h"
 

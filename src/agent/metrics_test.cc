@@ -7,7 +7,7 @@
 #include <cmath>
 #include <filesystem>
 
-#include "agent/prometheus_text_parser.h"
+#include "net/prometheus_text_parser.h"
 #include "agent/subprocess.h"
 #include "agent/testing/synthetic_agent.h"
 #include "common/text.h"

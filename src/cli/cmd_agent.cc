@@ -41,6 +41,7 @@
 #include "host/boot_identity.h"
 #include "host/command_runner.h"
 #include "host/host_env.h"
+#include "host/machine_identity.h"
 
 namespace gpudoctor {
 namespace {
@@ -56,6 +57,7 @@ struct AgentOptions {
   std::string log_path;  // empty: the live kernel log; "none": no log
   bool once = false;
   std::string duration;  // empty: until a signal
+  std::string hostname;  // empty: the machine's own
 };
 
 void Say(const std::string& line) { std::fprintf(stderr, "gpudoctor agent: %s\n", line.c_str()); }
@@ -203,8 +205,12 @@ int RunAgent(CommandContext& context, const AgentOptions& options) {
     }
   }
 
-  char hostname[256] = {};
-  gethostname(hostname, sizeof hostname - 1);
+  std::string hostname = options.hostname;
+  if (hostname.empty()) {
+    char own[256] = {};
+    gethostname(own, sizeof own - 1);
+    hostname = own;
+  }
   AlertHub alerts(SystemClock::Instance());
   if (Status configured = alerts.Configure(config->alerts, options.alerts_dry_run, hostname); !configured) {
     Say("alerts: " + configured.error().message);
@@ -228,6 +234,7 @@ int RunAgent(CommandContext& context, const AgentOptions& options) {
   server_options.dcgm_compatible_metrics = options.dcgm_names;
   server_options.stale_after = std::max<Duration>(std::chrono::seconds(15), 3 * *interval);
   server_options.version = GPUDOCTOR_VERSION;
+  server_options.machine = ReadMachineIdentity(host_env);
   HttpServer server(
       {.view = state, .history = &history_source, .alert_counters = [&alerts] { return alerts.Counters(); }},
       server_options, SystemClock::Instance());
@@ -239,7 +246,8 @@ int RunAgent(CommandContext& context, const AgentOptions& options) {
                   .log = log.get(),
                   .host = host_env,
                   .clock = SystemClock::Instance(),
-                  .note = Say},
+                  .note = Say,
+                  .hostname = options.hostname},
                  std::move(*config));
   if (options.once) {
     loop.RunCycle();
@@ -325,6 +333,9 @@ void RegisterAgentCommand(CLI::App& app, CommandContext& context) {
                       "Kernel log file to follow; default: the live kernel log; 'none': no log");
   command->add_flag("--once", options->once, "Run one sampling cycle and exit (no HTTP server)");
   command->add_option("--duration", options->duration, "Stop after this long (e.g. 60s)");
+  command->add_option("--hostname", options->hostname,
+                      "Name this host reports in metrics, alerts and the fleet view; default: the machine's "
+                      "own (gethostname), which may be short where the fleet knows the FQDN");
   command->footer(
       "Serves /metrics (Prometheus), /api/v1/ (JSON), /healthz and a dashboard at /.\n"
       "SIGTERM or SIGINT stop it; SIGHUP reloads --config (rules, [detectors], [alerts]).\n"

@@ -114,6 +114,9 @@ int main(int argc, char** argv) {
   RegisterCheckCommand(app, context);
   RegisterTriageCommand(app, context);
   RegisterReportCommand(app, context);
+  RegisterSlurmCommand(app, context);
+  RegisterNpdCommand(app, context);
+  RegisterFleetCommand(app, context);
   ShowCommonOptions(app);
 
   try {

@@ -1,9 +1,9 @@
-// Between PostHttp and its implementation on cpp-httplib, which lives in
-// libgpudoctor_http_client.so (http_client_httplib.cc) so that only an agent
-// with webhooks loads cpp-httplib and the OpenSSL it brings. Not for other callers.
+// Between SendHttp and its implementation on cpp-httplib, which lives in
+// libgpudoctor_http_client.so (http_client_httplib.cc) so that only a command
+// that speaks HTTP loads cpp-httplib and the OpenSSL it brings. Not for other callers.
 #pragma once
 
-#include "agent/http_client.h"
+#include "net/http_client.h"
 
 namespace gpudoctor {
 
@@ -13,7 +13,7 @@ inline constexpr const char kHttpClientModuleFile[] = "libgpudoctor_http_client.
 inline constexpr const char kHttpClientModuleEntry[] = "gpudoctor_http_client_module";
 
 struct HttpClientModule {
-  Result<int> (*post)(const HttpPost& post);
+  Result<HttpAnswer> (*send)(const HttpRequestSpec& request);
 };
 
 }  // namespace gpudoctor

@@ -1,4 +1,4 @@
-#include "agent/prometheus_text_parser.h"
+#include "net/prometheus_text_parser.h"
 
 #include <fmt/format.h>
 

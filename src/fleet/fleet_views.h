@@ -1,0 +1,107 @@
+// The fleet views `gpudoctor fleet` prints and serves:
+//   - the weekly checklist for every host at once, worst first, hosts that do not answer on top;
+//   - the top offenders: GPUs and hosts by open findings and errors over a range;
+//   - one card's history across hosts and slots, with the card-or-slot verdict.
+//
+//   FleetChecklist checklist = BuildFleetChecklist(state, config.checklist);
+//   Offenders top = RankOffenders(state, &history, verdicts, 10);
+//   CardHistory card = HistoryOfCard("1320621034567", history, verdicts);
+#pragma once
+
+#include <cstddef>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "fleet/attribution.h"
+#include "fleet/fleet_history.h"
+#include "fleet/fleet_state.h"
+#include "health/health_config.h"
+
+namespace gpudoctor {
+
+struct FleetChecklistCell {
+  std::string severity = "ok";  // ok, warning, critical, unknown (the host does not answer)
+  std::string summary;          // the findings behind it: "xid_recent gpu 3"; "" when ok
+};
+
+struct FleetChecklistRow {
+  std::string hostname;
+  std::string instance;
+  bool answering = true;
+  std::string trouble;  // why not, when not
+  std::string worst = "ok";
+  std::vector<FleetChecklistCell> items;   // one per FleetChecklist::titles
+  std::vector<FleetFinding> other;         // open findings on no checklist item
+};
+
+struct FleetChecklist {
+  std::vector<std::string> titles;
+  std::vector<FleetChecklistRow> rows;  // not answering first, then worst first
+  size_t hosts_not_answering = 0;
+  size_t hosts_critical = 0;
+  size_t hosts_warning = 0;
+};
+
+FleetChecklist BuildFleetChecklist(const FleetState& state, const std::vector<ChecklistEntry>& checklist);
+
+// Like `check`: 2 when a host does not answer or has a critical finding, 1
+// for warnings, 0 when every host is well.
+int FleetExitStatus(const FleetChecklist& checklist);
+
+struct ErrorCounts {
+  double xid = 0;
+  double uncorrectable_ecc = 0;
+  double row_remap = 0;
+  double pcie_replays = 0;
+  double fell_off_bus = 0;  // steps in which the GPU could not be read
+  double Total() const { return xid + uncorrectable_ecc + row_remap + pcie_replays + fell_off_bus; }
+};
+
+struct GpuOffender {
+  std::string hostname;
+  std::string pci_bus_id;
+  std::string gpu;     // index now, "" when no longer seen
+  std::string serial;  // the card there now (or last)
+  size_t open_critical = 0;
+  size_t open_warning = 0;
+  std::vector<std::string> open_findings;  // rule ids
+  ErrorCounts errors;                      // over the range
+  std::optional<Verdict> verdict;          // card or slot, when its errors are attributed
+};
+
+struct HostOffender {
+  std::string hostname;
+  bool answering = true;
+  size_t open_critical = 0;
+  size_t open_warning = 0;
+  size_t gpus_with_errors = 0;
+  ErrorCounts errors;
+};
+
+struct Offenders {
+  bool with_history = false;  // false: ranked by open findings only (no Prometheus range)
+  std::vector<GpuOffender> gpus;
+  std::vector<HostOffender> hosts;
+};
+
+// `history` null: open findings only. At most `top` of each, worst first;
+// GPUs and hosts with nothing open and no errors are left out.
+Offenders RankOffenders(const FleetState& state, const FleetHistory* history, const std::vector<Verdict>& verdicts,
+                        size_t top);
+
+struct CardStay {
+  Placement placement;
+  ErrorCounts errors;
+};
+
+struct CardHistory {
+  std::string serial;
+  std::vector<CardStay> stays;    // oldest first
+  std::vector<Verdict> verdicts;  // those naming this card
+};
+
+CardHistory HistoryOfCard(const std::string& serial, const FleetHistory& history,
+                          const std::vector<Verdict>& verdicts);
+
+}  // namespace gpudoctor
