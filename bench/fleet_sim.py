@@ -618,11 +618,18 @@ scrape_configs:
         self.polls += 1
         self.poll_seconds.append(elapsed)
         rows = {row["hostname"]: row for row in checklist.get("hosts", [])}
+        restarting = [h for h in self.hosts if h.restarting_since is not None]
+        if restarting:  # back when Prometheus has scraped the new agent and the fleet shows it answering
+            started = {r["metric"].get("instance"): float(r["value"][1])
+                       for r in self.query('gpudoctor_start_time_seconds{job="gpudoctor"}')}
+            for host in restarting:
+                row = rows.get(host.name)
+                if (started.get(f"127.0.0.1:{host.port}", 0) >= host.restarting_since - 1 and row and
+                        row.get("answering") and host.proc.poll() is None):
+                    host.restarting_since = None
         for host in self.hosts:
             row = rows.get(host.name)
             if host.restarting_since is not None:
-                if row and row.get("answering") and host.proc.poll() is None:
-                    host.restarting_since = None  # back, and answering
                 continue
             if row is None:
                 continue
@@ -804,8 +811,9 @@ scrape_configs:
         offenders, _, _ = self.fleet("offenders", extra=("--range", f"{range_s}s", "--top", str(len(self.faults) + 20),
                                                          "--clean-for", a.clean_for))
         for record in self.faults:
-            record["in_offenders"] = any(
-                g.get("hostname") == record["hostname"] and g.get("pci_bus_id") == record["pci_bus_id"]
+            record["in_offenders"] = any(  # a lost GPU is exported without its PCI address: by index
+                g.get("hostname") == record["hostname"] and (g.get("pci_bus_id") == record["pci_bus_id"] or
+                                                             (not g.get("pci_bus_id") and g.get("gpu") == str(record["gpu"])))
                 for g in offenders.get("gpus", []))
         for swap in self.swaps:
             swap["right"], swap["verdicts"] = self.judge_swap(swap, verdicts)
@@ -996,6 +1004,8 @@ def main():
     parser.add_argument("--repeats", type=int, default=None, help="fleet answer-time repeats (default 10; 30)")
     parser.add_argument("--json-out", help="write the full result as JSON here")
     parser.add_argument("--keep", action="store_true", help="keep the work folder (scenarios, logs, TSDB)")
+    parser.add_argument("--no-copy", action="store_true",
+                        help="run the binary where it is (default: a copy in the work folder, safe from rebuilds)")
     args = parser.parse_args()
 
     q = args.quick
@@ -1026,6 +1036,19 @@ def main():
         return 2
 
     workdir = tempfile.mkdtemp(prefix="gpudoctor-fleet-sim-")
+    if not args.no_copy:
+        # A copy of the binary, its probe and its modules: a rebuild during the run cannot change them.
+        source_bin = os.path.dirname(os.path.abspath(args.gpudoctor))
+        copy_bin = os.path.join(workdir, "bin")
+        os.makedirs(copy_bin)
+        for name in os.listdir(source_bin):
+            if name in ("gpudoctor", "gpudoctor-probe") or (name.startswith("libgpudoctor_") and name.endswith(".so")):
+                shutil.copy2(os.path.join(source_bin, name), copy_bin)
+        args.gpudoctor = os.path.join(copy_bin, os.path.basename(args.gpudoctor))
+        if subprocess.run([args.gpudoctor, "--version"], capture_output=True, timeout=30).returncode != 0:
+            print(f"fleet_sim: the copy of {source_bin}/gpudoctor does not run (a rebuild under way?)", file=sys.stderr)
+            shutil.rmtree(workdir, ignore_errors=True)
+            return 2
     sim = FleetSim(args, workdir)
 
     def stop(signum, _frame):

@@ -46,6 +46,7 @@ struct Placement {
   WallTime from;
   WallTime to;        // the last time it was seen there
   std::string model;  // "NVIDIA H100 80GB HBM3", for choosing a swap partner
+  std::string gpu;    // NVML's index there
 };
 
 enum class ErrorKind { kXid, kUncorrectableEcc, kRowRemap, kPcieReplays, kFellOffBus };

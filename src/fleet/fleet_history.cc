@@ -18,7 +18,7 @@ void AddPlacements(const std::vector<PromSeries>& info, Duration step, std::vect
     const std::string& serial = series.Label("serial");
     if (serial.empty() || series.points.empty()) continue;
     Placement stay{.serial = serial, .slot = SlotOf(series), .from = series.points.front().time,
-                   .to = series.points.front().time, .model = series.Label("name")};
+                   .to = series.points.front().time, .model = series.Label("name"), .gpu = series.Label("gpu")};
     for (const PromPoint& point : series.points) {
       if (point.time - stay.to > 2 * step) {
         out.push_back(stay);
@@ -30,10 +30,27 @@ void AddPlacements(const std::vector<PromSeries>& info, Duration step, std::vect
   }
 }
 
-void AddEpisodes(const std::vector<PromSeries>& series, ErrorKind kind, std::vector<ErrorEpisode>& out) {
+// A GPU that fell off the bus no longer reports its PCI address or serial: its
+// errors belong to the slot where the same host last saw that GPU index.
+SlotKey LastKnownSlot(const std::vector<Placement>& placements, const PromSeries& series, WallTime time) {
+  SlotKey slot = SlotOf(series);
+  if (!slot.pci_bus_id.empty()) return slot;
+  const Placement* last = nullptr;
+  for (const Placement& p : placements) {
+    if (p.slot.hostname != slot.hostname || p.gpu != series.Label("gpu") || p.slot.pci_bus_id.empty()) continue;
+    if (p.from > time) continue;
+    if (!last || p.to > last->to) last = &p;
+  }
+  return last ? last->slot : slot;
+}
+
+void AddEpisodes(const std::vector<PromSeries>& series, ErrorKind kind, const std::vector<Placement>& placements,
+                 std::vector<ErrorEpisode>& out) {
   for (const PromSeries& s : series) {
     for (const PromPoint& point : s.points) {
-      if (point.value > 0) out.push_back({.slot = SlotOf(s), .time = point.time, .kind = kind, .count = point.value});
+      if (point.value <= 0) continue;
+      out.push_back({.slot = LastKnownSlot(placements, s, point.time), .time = point.time, .kind = kind,
+                     .count = point.value});
     }
   }
 }
@@ -56,7 +73,7 @@ Result<FleetHistory> ReadFleetHistory(PrometheusApi& api, const FleetHistoryOpti
   AddPlacements(*info, history.step, history.placements);
 
   // Each step's own errors: increase() over exactly one step, so the windows tile the range.
-  const std::string by = "sum by (hostname, pci_bus_id, slot)";
+  const std::string by = "sum by (hostname, gpu, pci_bus_id)";
   struct ErrorQuery {
     ErrorKind kind;
     std::string promql;
@@ -76,7 +93,7 @@ Result<FleetHistory> ReadFleetHistory(PrometheusApi& api, const FleetHistoryOpti
   for (const ErrorQuery& query : queries) {
     Result<std::vector<PromSeries>> series = range(query.promql);
     if (!series) return series.error();
-    AddEpisodes(*series, query.kind, history.episodes);
+    AddEpisodes(*series, query.kind, history.placements, history.episodes);
   }
   std::sort(history.episodes.begin(), history.episodes.end(),
             [](const ErrorEpisode& a, const ErrorEpisode& b) { return a.time < b.time; });
