@@ -40,8 +40,9 @@ fault-free host trade places: both hosts' agents restart on scenarios with the c
   bad slot  (pcie_slot_replays: PCIe replay bursts and a link trained down to x8, the marks of a
             bad riser or slot): the errors stay in the slot with the good card;
             attribution must blame the slot (errors from two serials in one slot).
-The drain is a few query steps long so that the errors before the swap cannot be mistaken for the
-incoming card's: `fleet` reads errors in steps of max(15 s, range/720).
+The drain is more than two query steps long so that the errors before the swap cannot be mistaken
+for the incoming card's: `fleet` reads errors in steps of max(15 s, range/720), and gives an error to
+the card its slot showed at that moment.
 
 Findings the simulated hosts raise from the real machine they all share (disk_space, host_pressure,
 host_memory, ...: HOST_MACHINE_RULES) are reported apart: they are true of this machine, not false
@@ -320,6 +321,7 @@ class Processes:
             os.killpg(proc.pid, signal.SIGKILL)
         except (ProcessLookupError, PermissionError):
             pass
+        kill_session(proc.pid)
         if proc.poll() is None:
             proc.wait()
 
@@ -341,8 +343,27 @@ class Processes:
                 os.killpg(proc.pid, signal.SIGKILL)
             except (ProcessLookupError, PermissionError):
                 pass
+            kill_session(proc.pid)
             if proc.poll() is None:
                 proc.wait()
+
+
+def kill_session(session_id):
+    """SIGKILL what is left of a session this script created (start_new_session: its id is the pid of
+    the process started), including a process that left the process group."""
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit() or int(entry) == session_id:
+            continue
+        try:
+            with open(f"/proc/{entry}/stat") as f:
+                fields = f.read().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        if int(fields[3]) == session_id:  # field 6 of stat: the session id
+            try:
+                os.kill(int(entry), signal.SIGKILL)
+            except (ProcessLookupError, PermissionError):
+                pass
 
 
 def proc_children(pid):
@@ -423,12 +444,13 @@ class FleetSim:
         ports = free_ports(a.hosts + 1)
         self.prometheus_port = ports[0]
         self.hosts = [Host(i, port) for i, port in enumerate(ports[1:])]
-        # Timeline, in seconds after the shared scenario epoch.
-        self.t_inject = a.lead
-        self.t_stop = a.lead + a.error_window           # swap suspects' errors stop (the host is drained)
-        self.t_swap = self.t_stop + a.drain             # the cards trade places
-        self.t_post_errors = self.t_swap + a.post_swap_delay
-        self.t_end = max(a.duration, self.t_swap + a.observe)
+        # Timeline, in whole seconds after the shared scenario epoch (whole, so that a timeline change
+        # and an Xid of the same fault start at the same moment).
+        self.t_inject = round(a.lead)
+        self.t_stop = self.t_inject + round(a.error_window)  # swap suspects' errors stop (the host is drained)
+        self.t_swap = self.t_stop + round(a.drain)            # the cards trade places
+        self.t_post_errors = self.t_swap + round(a.post_swap_delay)
+        self.t_end = max(round(a.duration), self.t_swap + round(a.observe))
         self.horizon = self.t_end + 600
 
         free = list(range(a.hosts))
@@ -442,7 +464,7 @@ class FleetSim:
             blame = "card" if k % 2 == 0 else "slot"
             kind = "hbm3_uncorrectable_ecc" if blame == "card" else "pcie_slot_replays"
             suspect_gpu, partner_gpu = self.rng.randrange(GPUS_PER_HOST), self.rng.randrange(GPUS_PER_HOST)
-            start = self.t_inject + self.rng.uniform(0, a.inject_spread)
+            start = self.t_inject + self.rng.randint(0, round(a.inject_spread) // 2)
             fault = Fault(kind, suspect_gpu, start, stop=self.t_stop, swap=blame)
             suspect.faults.append(fault)
             suspect.role, partner.role = "swap-suspect", "swap-partner"
@@ -474,7 +496,8 @@ class FleetSim:
             if not free:
                 raise RunFailure(f"more GPU faults than hosts to put them on: raise --hosts or lower --faults")
             host = self.hosts[free.pop()]
-            fault = Fault(kind, self.rng.randrange(GPUS_PER_HOST), self.t_inject + self.rng.uniform(0, a.inject_spread))
+            fault = Fault(kind, self.rng.randrange(GPUS_PER_HOST),
+                          self.t_inject + self.rng.randint(0, round(a.inject_spread)))
             host.faults.append(fault)
             host.role = "faulty"
             self.record_fault(host, fault, "mix")
@@ -612,9 +635,13 @@ scrape_configs:
         return found
 
     def poll(self):
-        """One `gpudoctor fleet --json`: detections, false positives."""
-        at = time.time()
+        """One `gpudoctor fleet --json`: detections, false positives.
+
+        Times are taken when the answer arrives: a fault injected while the command ran may already
+        show, so that is the earliest moment the fleet can be said to have shown it, and a host is a
+        false positive only when its finding came before its first fault at that moment too."""
         checklist, elapsed, _ = self.fleet()
+        at = time.time()
         self.polls += 1
         self.poll_seconds.append(elapsed)
         rows = {row["hostname"]: row for row in checklist.get("hosts", [])}
@@ -782,7 +809,9 @@ scrape_configs:
         usage_start = self.usage_snapshot()
         usage_start_at = time.time()
         prom_cpu_start = proc_cpu_seconds(self.prometheus.pid)
-        checkpoints = {"pre-swap": self.t_swap - 3, "swap-pending": self.t_swap + min(a.post_swap_delay, 8)}
+        # Attribution before the swap (expected: undetermined, with a proposed swap), and once the move
+        # shows in Prometheus's history but before the errors resume (expected: a swap under way).
+        checkpoints = {"pre-swap": self.t_swap - 3, "swap-pending": self.t_post_errors - 3}
         swapped = False
         while True:
             now = time.time() - self.epoch
@@ -993,12 +1022,13 @@ def main():
                         help="first injection, after start (default 20s quick, else 40s + 0.25s per host)")
     parser.add_argument("--inject-spread", type=parse_seconds, default=None, help="injections spread over this")
     parser.add_argument("--error-window", type=parse_seconds, default=None,
-                        help="how long swap suspects err before their host is drained (default 30s; 60s)")
+                        help="how long swap suspects err before their host is drained (default 25s; 60s)")
     parser.add_argument("--drain", type=parse_seconds, default=None,
-                        help="quiet time between a suspect's last error and the swap (default 40s; 60s)")
-    parser.add_argument("--post-swap-delay", type=parse_seconds, default=15,
-                        help="errors resume this long after the swap")
-    parser.add_argument("--observe", type=parse_seconds, default=None, help="run on after the swap (default 45s; 90s)")
+                        help="quiet time between a suspect's last error and the swap: more than two history "
+                             "steps (default 35s; 60s)")
+    parser.add_argument("--post-swap-delay", type=parse_seconds, default=30,
+                        help="errors resume this long after the swap (long enough for the move to show)")
+    parser.add_argument("--observe", type=parse_seconds, default=None, help="run on after the swap (default 60s; 90s)")
     parser.add_argument("--clean-for", default="60s", help="passed to fleet attribution")
     parser.add_argument("--poll", type=parse_seconds, default=None, help="fleet polling period (default 1s; 2s)")
     parser.add_argument("--repeats", type=int, default=None, help="fleet answer-time repeats (default 10; 30)")
@@ -1013,11 +1043,11 @@ def main():
     args.faults = args.faults if args.faults is not None else max(1, args.hosts // 8)
     args.interval = args.interval or ("1s" if q else "5s")
     args.scrape_interval = args.scrape_interval or args.interval
-    args.lead = args.lead if args.lead is not None else (20 if q else 40 + 0.25 * args.hosts)
+    args.lead = args.lead if args.lead is not None else (15 if q else 40 + 0.25 * args.hosts)
     args.inject_spread = args.inject_spread if args.inject_spread is not None else (10 if q else 30)
-    args.error_window = args.error_window if args.error_window is not None else (30 if q else 60)
-    args.drain = args.drain if args.drain is not None else (40 if q else 60)
-    args.observe = args.observe if args.observe is not None else (45 if q else 90)
+    args.error_window = args.error_window if args.error_window is not None else (25 if q else 60)
+    args.drain = args.drain if args.drain is not None else (35 if q else 60)
+    args.observe = args.observe if args.observe is not None else (60 if q else 90)
     args.duration = args.duration if args.duration is not None else (135 if q else 420)
     args.poll = args.poll if args.poll is not None else (1 if q else 2)
     args.repeats = args.repeats or (10 if q else 30)

@@ -50,6 +50,19 @@ step check "${gd[@]}" check --json
 step memtest "${gd[@]}" diag memtest --json --size "${MEMTEST_SIZE:-90%}" ${MEMTEST_ARGS:-}
 step burn "${gd[@]}" diag burn --json --duration "${BURN:-2m}" ${BURN_ARGS:-}
 step pcie "${gd[@]}" diag pcie --json ${PCIE_ARGS:-}
+# trace-alloc on a PyTorch program that leaks, plain and traced (and with expandable segments, which
+# allocate through cuMemCreate / cuMemMap), when PyTorch with CUDA is importable; skipped otherwise.
+torch_steps=${TORCH_STEPS:-300}
+if [[ -z "${SIMULATE:-}" ]] && python3 -c "import torch, sys; sys.exit(0 if torch.cuda.is_available() else 1)" \
+    >/dev/null 2>&1; then
+  step torch_plain python3 tests/trace_alloc/torch_leak.py "$torch_steps"
+  step torch_traced "$build/bin/gpudoctor" trace-alloc --json --interval 0 --report "$raw/torch_traced.json" \
+    -- python3 tests/trace_alloc/torch_leak.py "$torch_steps"
+  step torch_expandable env PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True "$build/bin/gpudoctor" trace-alloc \
+    --json --interval 0 --report "$raw/torch_expandable.json" -- python3 tests/trace_alloc/torch_leak.py "$torch_steps"
+else
+  echo "== torch: skipped (PyTorch with CUDA is not importable here)" >&2
+fi
 
 python3 - "$raw" "$out" <<'EOF'
 import json, pathlib, platform, subprocess, sys
@@ -106,6 +119,31 @@ for r in results("pcie"):
 peers = [(r["gpu"], p) for r in results("pcie") for p in r.get("peers", [])]
 if peers:
     lines += ["", "Peer copies (GB/s): " + ", ".join(f"{a}->{p['to']} {p['gb_per_s']:.0f}" for a, p in peers)]
+
+lines += ["", "## trace-alloc on PyTorch", ""]
+if (raw / "torch_plain.status").exists():
+    def step_ms(name):
+        text = (raw / f"{name}.out").read_text()
+        return float(text.split("median_step_ms=")[1].split()[0]) if "median_step_ms=" in text else float("nan")
+    plain_ms = step_ms("torch_plain")
+    lines += ["`tests/trace_alloc/torch_leak.py` keeps 4 MiB of output every step. Median step time, and what "
+              "`gpudoctor trace-alloc` found:", "",
+              "| run | exit | median step ms | vs plain | verdict | never freed | top site |", "|---|---|---|---|---|---|---|",
+              f"| plain | {meta('torch_plain')[0]} | {plain_ms:.3f} | | | | |"]
+    for name in ["torch_traced", "torch_expandable"]:
+        report_path = raw / f"{name}.json"
+        report = json.loads(report_path.read_text()) if report_path.exists() else {}
+        never = report.get("never_freed", [])
+        top = "-"
+        if never:
+            frames = [f["function"] for f in never[0]["frames"] if f.get("function")][:2]
+            top = f"{never[0]['api']}: " + " <- ".join(frames)
+        ms = step_ms(name)
+        lines.append(f"| {name.replace('torch_', '')} | {meta(name)[0]} | {ms:.3f} | {ms / plain_ms - 1:+.1%} | "
+                     f"{report.get('verdict', {}).get('state', '-')} | "
+                     f"{report.get('totals', {}).get('outstanding_bytes', 0) / 2**20:.0f} MiB | {top} |")
+else:
+    lines.append("Skipped: PyTorch with CUDA is not importable on this machine.")
 
 problems = [f"- {name} GPU {r['gpu']}: {p}" for name in ["memtest", "burn", "pcie"] for r in results(name)
             for p in r.get("problems", [])]

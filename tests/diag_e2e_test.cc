@@ -178,7 +178,9 @@ TEST_F(Diag, AGpuSlowerThanItsPeersIsFaulty) {
 TEST_F(Diag, AHungGpuIsEndedAtItsDeadlineAndTheOthersFinish) {
   REQUIRE_KERNELS();
   const std::string scenario = Scenario(2, "[cuda]\nmemory_mib = 4\n[[cuda.fault]]\ngpu = 0\nhang_at_launch = 3\n");
-  RunResult r = Run(scenario, "memtest --stall-timeout 2s --pattern own_address", "timeout 60");
+  // 5 s: long enough that the healthy worker, starting under a sanitizer on a loaded machine, is never
+  // silent that long; short enough that the hung one is ended well within the bound below.
+  RunResult r = Run(scenario, "memtest --stall-timeout 5s --pattern own_address", "timeout 60");
   EXPECT_EQ(r.exit_code, 2) << r.output;
   EXPECT_EQ(ResultOf(0, "memtest")["state"], "hung");
   EXPECT_EQ(ResultOf(1, "memtest")["state"], "passed");

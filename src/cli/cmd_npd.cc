@@ -13,7 +13,7 @@
 
 #include "cli/commands.h"
 #include "cli/node_check.h"
-#include "slurm/slurm_control.h"  // FitOneLine
+#include "common/text.h"
 
 namespace gpudoctor {
 namespace {

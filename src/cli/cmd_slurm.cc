@@ -15,6 +15,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/commands.h"
+#include "common/text.h"
 #include "cli/node_check.h"
 #include "cli/terminal.h"
 #include "host/command_runner.h"

@@ -58,6 +58,7 @@ void RegisterDiagCommand(CLI::App& app, CommandContext& context);
 void RegisterSlurmCommand(CLI::App& app, CommandContext& context);
 void RegisterNpdCommand(CLI::App& app, CommandContext& context);
 void RegisterFleetCommand(CLI::App& app, CommandContext& context);
+void RegisterTraceAllocCommand(CLI::App& app, CommandContext& context);
 
 // The hidden `__diag-worker` command: one GPU's diagnostic, run by `diag` (diag/diag_run.h).
 int RunDiagWorkerCommandLine(int argc, char** argv);

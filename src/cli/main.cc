@@ -78,6 +78,7 @@ int main(int argc, char** argv) {
       "  gpudoctor explain xid 79                           what an Xid means and what to do\n"
       "  gpudoctor ack 17 --note \"reseated GPU 3\"           acknowledge a finding you have dealt with\n"
       "  gpudoctor maintenance done dust_cleaning           record upkeep; `check` reports what is overdue\n"
+      "  gpudoctor trace-alloc -- python train.py           which call sites leak GPU memory in a program\n"
       "\nExit codes: see docs/exit-codes.md (0 ok, 64 usage, 65 bad input, 66 no input, 69 no driver).\n");
 
   app.add_option("--nvml-lib", options.nvml_library,
@@ -117,6 +118,7 @@ int main(int argc, char** argv) {
   RegisterSlurmCommand(app, context);
   RegisterNpdCommand(app, context);
   RegisterFleetCommand(app, context);
+  RegisterTraceAllocCommand(app, context);
   ShowCommonOptions(app);
 
   try {

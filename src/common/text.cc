@@ -198,4 +198,41 @@ std::string FormatDuration(Duration d) {
   return std::to_string(s / 86400) + "d " + std::to_string(s % 86400 / 3600) + "h";
 }
 
+std::string FitOneLine(std::string_view text, size_t max_bytes) {
+  std::string line;
+  bool space = false;
+  for (char c : text) {
+    const auto byte = static_cast<unsigned char>(c);
+    if (byte <= 0x20 || byte == 0x7f) {
+      space = !line.empty();
+      continue;
+    }
+    if (space) line += ' ';
+    space = false;
+    line += c == '"' ? '\'' : c;
+  }
+  max_bytes = std::max<size_t>(max_bytes, 3);
+  if (line.size() <= max_bytes) return line;
+  size_t cut = max_bytes - 3;
+  // Never end inside a UTF-8 sequence: back off over its continuation bytes and its lead byte.
+  if (cut < line.size() && (static_cast<unsigned char>(line[cut]) & 0xC0) == 0x80) {
+    while (cut > 0 && (static_cast<unsigned char>(line[cut]) & 0xC0) == 0x80) --cut;
+  }
+  line.resize(cut);
+  while (!line.empty() && line.back() == ' ') line.pop_back();
+  return line + "...";
+}
+
+std::string ShellQuote(const std::vector<std::string>& argv) {
+  std::string line;
+  for (const std::string& word : argv) {
+    if (!line.empty()) line += ' ';
+    const bool plain =
+        !word.empty() && word.find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789"
+                                                "_-+=/.,:@%") == std::string::npos;
+    line += plain ? word : "'" + ReplaceAll(word, "'", "'\\''") + "'";
+  }
+  return line;
+}
+
 }  // namespace gpudoctor

@@ -19,6 +19,12 @@ bool ContainsIgnoreCase(std::string_view haystack, std::string_view needle);
 bool EqualsIgnoreCase(std::string_view a, std::string_view b);  // ASCII letters only
 std::string ToLower(std::string_view s);
 std::string ToUpper(std::string_view s);
+
+// `text` on one line of at most `max_bytes` bytes (at least 3), for fields a
+// reader cuts at a byte count (a Slurm reason, an NPD message): control
+// characters become spaces, '"' becomes '\'', runs of spaces fold into one,
+// and a longer text is cut at a UTF-8 character boundary and ends in "...".
+std::string FitOneLine(std::string_view text, size_t max_bytes);
 // `text` with every `from` (not empty) replaced by `to`.
 std::string ReplaceAll(std::string_view text, std::string_view from, std::string_view to);
 std::vector<std::string_view> Split(std::string_view s, char separator);
@@ -48,5 +54,9 @@ std::optional<Duration> ParseDuration(std::string_view text);
 
 // Human form of a duration: "2h 5m", "45s", "120ms".
 std::string FormatDuration(Duration d);
+
+// A command line a POSIX shell reads back as `argv`: plain words as they are,
+// others in single quotes ("python train.py 'my run'").
+std::string ShellQuote(const std::vector<std::string>& argv);
 
 }  // namespace gpudoctor

@@ -88,10 +88,18 @@ class Attributor {
 
  private:
   const Placement* PlacementAt(const SlotKey& slot, WallTime time) const {
+    // The card whose stay covers the time; only when none does, one seen within the slack
+    // (an error between two samples), preferring the stay that began before the error.
     const Placement* best = nullptr;
     for (const Placement& p : placements_) {
+      if (!(p.slot == slot) || time < p.from || time > p.to) continue;
+      if (!best || p.from > best->from) best = &p;
+    }
+    if (best) return best;
+    for (const Placement& p : placements_) {
       if (!(p.slot == slot) || time < p.from - options_.slack || time > p.to + options_.slack) continue;
-      if (!best || p.from > best->from) best = &p;  // the newest card that was there by then
+      auto rank = [time](const Placement& c) { return std::pair(c.from <= time, c.from <= time ? c.from - WallTime{} : -(c.from - WallTime{})); };
+      if (!best || rank(p) > rank(*best)) best = &p;
     }
     return best;
   }

@@ -111,6 +111,19 @@ TEST(Attribution, ErrorsWithNoKnownCardAreReportedNotDropped) {
   EXPECT_THAT(verdicts[0].summary, ::testing::HasSubstr("never reported"));
 }
 
+TEST(Attribution, AnErrorJustBeforeASwapBelongsToTheCardThatWasThere) {
+  // A erred at 10:00 and left at 10:00 + 35 s; B arrived in its slot a step later.
+  std::vector<Placement> placements = {Stay("A", Slot("host-1"), 0, 10), Stay("B", Slot("host-1"), 10, 60)};
+  placements[0].to += std::chrono::seconds(35);
+  placements[1].from += std::chrono::seconds(50);
+  placements.push_back(Stay("A", Slot("host-2"), 11, 60));
+  std::vector<ErrorEpisode> episodes = {Xid(Slot("host-1"), 10), Xid(Slot("host-2"), 30)};
+  std::vector<Verdict> verdicts = AttributeErrors(placements, episodes, At(60));
+  ASSERT_EQ(verdicts.size(), 1u);
+  EXPECT_EQ(verdicts[0].blame, Blame::kCard);
+  EXPECT_EQ(verdicts[0].serial, "A");
+}
+
 TEST(Attribution, NoErrorsNoVerdicts) {
   EXPECT_TRUE(AttributeErrors({Stay("A", Slot("host-1"), 0, 10)}, {}, At(10)).empty());
 }

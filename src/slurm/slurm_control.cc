@@ -123,30 +123,6 @@ bool DrainedByGpudoctor(const SlurmNodeRow& row) {
   return IsDrainState(row.state) && StartsWith(row.reason, kSlurmReasonPrefix);
 }
 
-std::string FitOneLine(std::string_view text, size_t max_bytes) {
-  std::string line;
-  bool space = false;
-  for (char c : text) {
-    const auto byte = static_cast<unsigned char>(c);
-    if (byte <= 0x20 || byte == 0x7f) {
-      space = !line.empty();
-      continue;
-    }
-    if (space) line += ' ';
-    space = false;
-    line += c == '"' ? '\'' : c;
-  }
-  max_bytes = std::max<size_t>(max_bytes, 3);
-  if (line.size() <= max_bytes) return line;
-  size_t cut = max_bytes - 3;
-  // Never end inside a UTF-8 sequence: back off over its continuation bytes and its lead byte.
-  if (cut < line.size() && (static_cast<unsigned char>(line[cut]) & 0xC0) == 0x80) {
-    while (cut > 0 && (static_cast<unsigned char>(line[cut]) & 0xC0) == 0x80) --cut;
-  }
-  line.resize(cut);
-  while (!line.empty() && line.back() == ' ') line.pop_back();
-  return line + "...";
-}
 
 std::string FormatDrainReason(std::string_view rule, std::optional<uint32_t> gpu, std::string_view summary,
                               int more_problems) {

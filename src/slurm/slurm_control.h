@@ -63,11 +63,6 @@ bool DrainedByGpudoctor(const SlurmNodeRow& row);
 std::string FormatDrainReason(std::string_view rule, std::optional<uint32_t> gpu, std::string_view summary,
                               int more_problems);
 
-// `text` on one line of at most `max_bytes` bytes (at least 3): control
-// characters and '"' are replaced as above, runs of spaces fold into one, and
-// a longer text is cut at a UTF-8 character boundary and ends in "...".
-// Also what `gpudoctor npd` prints, whose reader cuts at a byte count.
-std::string FitOneLine(std::string_view text, size_t max_bytes);
 
 // The circuit breaker for one partition.
 struct SlurmBreaker {

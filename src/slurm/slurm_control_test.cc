@@ -1,4 +1,5 @@
 #include "slurm/slurm_control.h"
+#include "common/text.h"
 
 #include <gtest/gtest.h>
 

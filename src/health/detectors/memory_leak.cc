@@ -5,6 +5,8 @@
 #include <algorithm>
 #include <cmath>
 
+#include "common/text.h"
+
 namespace gpudoctor {
 namespace {
 
@@ -71,7 +73,14 @@ bool IsLeak(const GrowthAnalysis& growth, const MemoryLeakConfig& config) {
   return growth.troughs_rising && growth.rate_bytes_per_min >= config.min_rate_mib_per_min * kMiB;
 }
 
-std::optional<Finding> DetectMemoryLeak(const GpuTrack& track, const MemoryLeakConfig& config, WallTime now) {
+std::string DescribeGrowth(const GrowthAnalysis& growth) {
+  return fmt::format("rate {:.1f} MiB/min over {}, peak {}, now {}, unreleased between phases {}",
+                     growth.rate_bytes_per_min / kMiB, FormatDuration(growth.span), FormatBytes(growth.peak_bytes),
+                     FormatBytes(growth.latest_bytes), FormatBytes(growth.unreleased_bytes));
+}
+
+std::optional<Finding> DetectMemoryLeak(const GpuTrack& track, const MemoryLeakConfig& config, WallTime now,
+                                        const ProcessCommandLines& command_lines) {
   struct Leak {
     const ProcessKey* process;
     GrowthAnalysis growth;
@@ -108,12 +117,16 @@ std::optional<Finding> DetectMemoryLeak(const GpuTrack& track, const MemoryLeakC
   finding.summary = fmt::format("{}: {} (pid {}) GPU memory grows {:.1f} MiB/min; full in {}", GpuLabel(track.ref),
                                 name, worst.process->pid, worst.growth.rate_bytes_per_min / kMiB, to_full);
   if (leaks.size() > 1) finding.summary += fmt::format(" ({} processes growing)", leaks.size());
+  std::vector<std::string> worst_command;
   for (const Leak& leak : leaks) {
-    finding.evidence.push_back(fmt::format(
-        "pid {} ({}): rate {:.1f} MiB/min over {}, peak {}, now {}, unreleased between phases {}", leak.process->pid,
-        leak.process->name.empty() ? "?" : leak.process->name, leak.growth.rate_bytes_per_min / kMiB,
-        FormatDuration(leak.growth.span), FormatBytes(leak.growth.peak_bytes), FormatBytes(leak.growth.latest_bytes),
-        FormatBytes(leak.growth.unreleased_bytes)));
+    finding.evidence.push_back(fmt::format("pid {} ({}): {}", leak.process->pid,
+                                           leak.process->name.empty() ? "?" : leak.process->name,
+                                           DescribeGrowth(leak.growth)));
+    if (!command_lines) continue;
+    std::vector<std::string> command = command_lines(leak.process->pid, leak.process->name);
+    if (command.empty()) continue;
+    finding.evidence.push_back(fmt::format("pid {} command line: {}", leak.process->pid, ShellQuote(command)));
+    if (&leak == &leaks.front()) worst_command = std::move(command);
   }
   finding.evidence.push_back("time to exhaustion: " + to_full);
   if (track.memory_total_bytes && track.memory_used_bytes)
@@ -123,6 +136,11 @@ std::optional<Finding> DetectMemoryLeak(const GpuTrack& track, const MemoryLeakC
       "Memory the process allocates is not released between phases (requests, batches, epochs): tensors kept alive "
       "by references (lists of losses, caches, retained graphs) or a growing allocator cache.";
   finding.actions = {
+      worst_command.empty()
+          ? fmt::format("Find the call that allocates what is never freed: start pid {}'s program again as "
+                        "`gpudoctor trace-alloc -- COMMAND` (its command line could not be read)",
+                        worst.process->pid)
+          : "Find the call that allocates what is never freed: gpudoctor trace-alloc -- " + ShellQuote(worst_command),
       "Compare torch.cuda.memory_allocated() and memory_reserved() between phases; keep loss.item(), not the tensor",
       "Take a memory snapshot (torch.cuda.memory._record_memory_history / _dump_snapshot) to see what grows",
       "Restart the process before the GPU fills if it serves others, and schedule the fix"};

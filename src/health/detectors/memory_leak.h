@@ -8,7 +8,9 @@
 #pragma once
 
 #include <deque>
+#include <functional>
 #include <optional>
+#include <string>
 #include <vector>
 
 #include "health/detectors/gpu_track.h"
@@ -30,8 +32,20 @@ struct GrowthAnalysis {
 std::optional<GrowthAnalysis> AnalyzeGrowth(const std::deque<MemoryPoint>& series, const MemoryLeakConfig& config,
                                             WallTime now);
 bool IsLeak(const GrowthAnalysis& growth, const MemoryLeakConfig& config);
+// The measures in the words every leak verdict uses (this finding's evidence
+// and `gpudoctor trace-alloc`): "rate 12.0 MiB/min over 30m, peak 10.5 GiB,
+// now 10.4 GiB, unreleased between phases 270.0 MiB".
+std::string DescribeGrowth(const GrowthAnalysis& growth);
 
-// One finding per GPU naming its leaking processes, the fastest first.
-std::optional<Finding> DetectMemoryLeak(const GpuTrack& track, const MemoryLeakConfig& config, WallTime now);
+// The command line of a running process (pid, and the name NVML gave it),
+// or empty when it cannot be read or is not that process any more.
+using ProcessCommandLines = std::function<std::vector<std::string>(uint32_t pid, const std::string& name)>;
+
+// One finding per GPU naming its leaking processes, the fastest first. With
+// `command_lines`, the evidence carries each one's command line and the first
+// action is the `gpudoctor trace-alloc -- COMMAND` that finds the allocation
+// of the fastest (docs/trace-alloc.md).
+std::optional<Finding> DetectMemoryLeak(const GpuTrack& track, const MemoryLeakConfig& config, WallTime now,
+                                        const ProcessCommandLines& command_lines = {});
 
 }  // namespace gpudoctor

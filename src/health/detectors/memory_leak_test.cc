@@ -99,5 +99,27 @@ TEST(MemoryLeak, EveryLeakingProcessOfTheGpuIsListedFastestFirst) {
   EXPECT_EQ(finding->evidence.size(), 2u + 2u);  // two processes, time to full, GPU memory
 }
 
+TEST(MemoryLeak, SuggestsTheTraceAllocCommandOfTheFastestProcess) {
+  GpuTrack track = ProcessTrack(40min, [](double s) { return 1 * kGiB + 12 * kMiB * s / 60; });
+  const ProcessCommandLines command_lines = [](uint32_t pid, const std::string& name) {
+    EXPECT_EQ(pid, 4242u);
+    EXPECT_EQ(name, "python");
+    return std::vector<std::string>{"python", "train.py", "--run", "my run"};
+  };
+  auto finding = DetectMemoryLeak(track, {}, End(track), command_lines);
+  ASSERT_TRUE(finding);
+  EXPECT_EQ(finding->actions.front(),
+            "Find the call that allocates what is never freed: gpudoctor trace-alloc -- python train.py --run 'my run'");
+  EXPECT_EQ(finding->evidence[1], "pid 4242 command line: python train.py --run 'my run'");
+  // Unreadable (the process is gone, or another pid namespace): the action says how, with the pid.
+  auto unknown = DetectMemoryLeak(track, {}, End(track), [](uint32_t, const std::string&) {
+    return std::vector<std::string>{};
+  });
+  ASSERT_TRUE(unknown);
+  EXPECT_NE(unknown->actions.front().find("start pid 4242's program again as `gpudoctor trace-alloc -- COMMAND`"),
+            std::string::npos)
+      << unknown->actions.front();
+}
+
 }  // namespace
 }  // namespace gpudoctor

@@ -109,7 +109,7 @@ std::vector<Finding> TrendDetectors::Evaluate(WallTime now) const {
     add(DetectUtilizationStuck(track, config_.utilization_stuck, config_.max_sample_gap));
     add(DetectUtilizationFlapping(track, config_.utilization_flapping, now));
     add(DetectGpuStraggler(track, config_.gpu_straggler, config_.max_sample_gap));
-    add(DetectMemoryLeak(track, config_.memory_leak, now));
+    add(DetectMemoryLeak(track, config_.memory_leak, now, command_lines_));
     for (Finding& finding : DetectCounterRates(track, config_.counter_rates, now)) findings.push_back(std::move(finding));
     add(DetectCoolingFailure(track, config_.cooling_failure, now));
   }

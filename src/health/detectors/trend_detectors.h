@@ -19,6 +19,7 @@
 
 #include "health/detectors/gpu_track.h"
 #include "health/detectors/job_watch.h"
+#include "health/detectors/memory_leak.h"
 #include "health/detectors/trend_config.h"
 #include "health/finding.h"
 #include "model/snapshot.h"
@@ -47,12 +48,17 @@ class TrendDetectors {
 
   const GpuTrack* Track(uint32_t gpu_index) const;  // for tests and the API
 
+  // How memory_leak reads a leaking process's command line, to name the
+  // `gpudoctor trace-alloc` command that finds its allocation; none: not read.
+  void set_command_lines(ProcessCommandLines command_lines) { command_lines_ = std::move(command_lines); }
+
  private:
   TrendConfig config_;
   std::map<std::string, GpuTrack> tracks_;  // by UUID, else "index:N"
   std::vector<std::unique_ptr<JobWatch>> jobs_;
   std::deque<XidEvent> recent_xids_;
   GpuStateAtMoment gpu_state_;  // as of the latest snapshot
+  ProcessCommandLines command_lines_;
 };
 
 }  // namespace gpudoctor
