@@ -15,9 +15,9 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/commands.h"
-#include "common/text.h"
 #include "cli/node_check.h"
 #include "cli/terminal.h"
+#include "common/text.h"
 #include "host/command_runner.h"
 #include "slurm/slurm_control.h"
 

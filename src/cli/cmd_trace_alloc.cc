@@ -158,8 +158,9 @@ int RunTraceAlloc(const TraceAllocOptions& options, const CommandContext& contex
 
   SignalRelay relay;
   const uint64_t start_ns = MonotonicNowNs();
-  Result<TracedProgram> program = TracedProgram::Start(resolved.path, options.command, environment);
-  if (!program) return fail(errno == ENOENT ? 127 : 126, program.error().message);
+  StartedProgram started = TracedProgram::Start(resolved.path, options.command, environment);
+  if (started.error) return fail(started.error->exit_code, started.error->message);
+  TracedProgram& program = *started.program;
 
   AllocationLedger ledger;
   Symbolizer symbolizer;
@@ -173,8 +174,8 @@ int RunTraceAlloc(const TraceAllocOptions& options, const CommandContext& contex
       ring->Heartbeat();
       taken = ring->Drain(add, 1 << 16);
     }
-    relay.Forward(*program);
-    status = program->Poll();
+    relay.Forward(program);
+    status = program.Poll();
     const uint64_t now = MonotonicNowNs();
     if (!status && interval_ns > 0 && now >= next_interval) {
       IntervalSummary summary = ledger.CloseInterval(now);

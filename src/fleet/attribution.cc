@@ -88,18 +88,19 @@ class Attributor {
 
  private:
   const Placement* PlacementAt(const SlotKey& slot, WallTime time) const {
-    // The card whose stay covers the time; only when none does, one seen within the slack
-    // (an error between two samples), preferring the stay that began before the error.
+    // The card whose stay covers the time; only when none does, one seen within the slack (an
+    // error between two samples): the newest begun by then, else the first to begin after.
+    auto covers = [time](const Placement& p) { return p.from <= time && time <= p.to; };
+    auto better = [&](const Placement& a, const Placement& b) {
+      if (covers(a) != covers(b)) return covers(a);
+      const bool a_began = a.from <= time, b_began = b.from <= time;
+      if (a_began != b_began) return a_began;
+      return a_began ? a.from > b.from : a.from < b.from;
+    };
     const Placement* best = nullptr;
     for (const Placement& p : placements_) {
-      if (!(p.slot == slot) || time < p.from || time > p.to) continue;
-      if (!best || p.from > best->from) best = &p;
-    }
-    if (best) return best;
-    for (const Placement& p : placements_) {
       if (!(p.slot == slot) || time < p.from - options_.slack || time > p.to + options_.slack) continue;
-      auto rank = [time](const Placement& c) { return std::pair(c.from <= time, c.from <= time ? c.from - WallTime{} : -(c.from - WallTime{})); };
-      if (!best || rank(p) > rank(*best)) best = &p;
+      if (!best || better(p, *best)) best = &p;
     }
     return best;
   }

@@ -123,7 +123,6 @@ bool DrainedByGpudoctor(const SlurmNodeRow& row) {
   return IsDrainState(row.state) && StartsWith(row.reason, kSlurmReasonPrefix);
 }
 
-
 std::string FormatDrainReason(std::string_view rule, std::optional<uint32_t> gpu, std::string_view summary,
                               int more_problems) {
   std::string head = fmt::format("{} {}", kSlurmReasonPrefix, rule);

@@ -63,7 +63,6 @@ bool DrainedByGpudoctor(const SlurmNodeRow& row);
 std::string FormatDrainReason(std::string_view rule, std::optional<uint32_t> gpu, std::string_view summary,
                               int more_problems);
 
-
 // The circuit breaker for one partition.
 struct SlurmBreaker {
   std::string partition;

@@ -49,8 +49,8 @@ std::string ProgramStatus::Describe() const {
   return fmt::format("exited with status {}", exit_code);
 }
 
-Result<TracedProgram> TracedProgram::Start(const std::string& path, const std::vector<std::string>& argv,
-                                           const std::vector<std::string>& environment) {
+StartedProgram TracedProgram::Start(const std::string& path, const std::vector<std::string>& argv,
+                                    const std::vector<std::string>& environment) {
   std::vector<char*> args, env;
   for (const std::string& a : argv) args.push_back(const_cast<char*>(a.c_str()));
   args.push_back(nullptr);
@@ -69,8 +69,9 @@ Result<TracedProgram> TracedProgram::Start(const std::string& path, const std::v
   pid_t pid = 0;
   const int error = posix_spawn(&pid, path.c_str(), nullptr, &attributes, args.data(), env.data());
   posix_spawnattr_destroy(&attributes);
-  if (error != 0) return Error{path + ": " + std::strerror(error)};
-  return TracedProgram(pid);
+  // posix_spawn returns the exec's error itself; errno says nothing here.
+  if (error != 0) return {std::nullopt, CommandError{error == ENOENT ? 127 : 126, path + ": " + std::strerror(error)}};
+  return {TracedProgram(pid), std::nullopt};
 }
 
 namespace {

@@ -4,9 +4,9 @@
 // standard input and output untouched, the preloaded library and the ring's
 // descriptor added to its environment.
 //
-//   Result<ResolvedCommand> resolved = ResolveCommand("python3");   // or a 126/127 error
-//   Result<TracedProgram> program = TracedProgram::Start(resolved->path, argv, env_additions, preload);
-//   while (!(status = program->Poll())) ...;
+//   ResolvedCommand resolved = ResolveCommand("python3", getenv("PATH"));   // or a 126/127 error
+//   StartedProgram started = TracedProgram::Start(resolved.path, argv, environment);  // or a 126/127 error
+//   while (!(status = started.program->Poll())) ...;
 //   return status->ShellCode();   // the exit status, or 128 + the signal
 #pragma once
 
@@ -15,8 +15,6 @@
 #include <optional>
 #include <string>
 #include <vector>
-
-#include "common/result.h"
 
 namespace gpudoctor {
 
@@ -42,11 +40,13 @@ struct ProgramStatus {
   std::string Describe() const;
 };
 
+struct StartedProgram;
+
 class TracedProgram {
  public:
   // `environment` is the whole environment ("NAME=value").
-  static Result<TracedProgram> Start(const std::string& path, const std::vector<std::string>& argv,
-                                     const std::vector<std::string>& environment);
+  static StartedProgram Start(const std::string& path, const std::vector<std::string>& argv,
+                              const std::vector<std::string>& environment);
   pid_t pid() const { return pid_; }
   // The status once it has ended; nullopt while it runs.
   std::optional<ProgramStatus> Poll();
@@ -57,6 +57,13 @@ class TracedProgram {
  private:
   explicit TracedProgram(pid_t pid) : pid_(pid) {}
   pid_t pid_;
+};
+
+// The program running, or why it could not start with a shell's status for
+// that (127 when the file or its script's interpreter is missing, else 126).
+struct StartedProgram {
+  std::optional<TracedProgram> program;
+  std::optional<CommandError> error;
 };
 
 // The environment for the program: ours, with `preload` put first in

@@ -37,14 +37,14 @@ TEST(ResolveCommand, SearchesPathLikeAShell) {
 }
 
 TEST(TracedProgram, PassesTheStatusAndSignalsThrough) {
-  Result<TracedProgram> exits = TracedProgram::Start("/bin/sh", {"sh", "-c", "exit 7"}, {});
-  ASSERT_TRUE(exits);
-  ProgramStatus status = exits->Wait();
+  StartedProgram exits = TracedProgram::Start("/bin/sh", {"sh", "-c", "exit 7"}, {});
+  ASSERT_TRUE(exits.program);
+  ProgramStatus status = exits.program->Wait();
   EXPECT_EQ(status.ShellCode(), 7);
   EXPECT_EQ(status.Describe(), "exited with status 7");
-  Result<TracedProgram> killed = TracedProgram::Start("/bin/sh", {"sh", "-c", "kill -TERM $$"}, {});
-  ASSERT_TRUE(killed);
-  status = killed->Wait();
+  StartedProgram killed = TracedProgram::Start("/bin/sh", {"sh", "-c", "kill -TERM $$"}, {});
+  ASSERT_TRUE(killed.program);
+  status = killed.program->Wait();
   EXPECT_EQ(status.signal, SIGTERM);
   EXPECT_EQ(status.ShellCode(), 128 + SIGTERM);
   EXPECT_EQ(status.Describe().rfind("killed by signal 15", 0), 0u) << status.Describe();
@@ -52,10 +52,10 @@ TEST(TracedProgram, PassesTheStatusAndSignalsThrough) {
 
 TEST(TracedProgram, IgnoredSignalsAreDefaultAgainInTheProgram) {
   signal(SIGINT, SIG_IGN);
-  Result<TracedProgram> program = TracedProgram::Start("/bin/sh", {"sh", "-c", "kill -INT $$; exit 0"}, {});
+  StartedProgram program = TracedProgram::Start("/bin/sh", {"sh", "-c", "kill -INT $$; exit 0"}, {});
   signal(SIGINT, SIG_DFL);
-  ASSERT_TRUE(program);
-  EXPECT_EQ(program->Wait().signal, SIGINT);
+  ASSERT_TRUE(program.program);
+  EXPECT_EQ(program.program->Wait().signal, SIGINT);
 }
 
 TEST(TracedEnvironment, PutsTheLibraryFirstAndReplacesNames) {
