@@ -24,7 +24,7 @@
 # Exit status: 0 when every command run succeeded, 1 when one failed, 2 when this script could not
 # run (usage, not root, debootstrap failed).
 #
-# Needs root: debootstrap, chroot and mounts. The chroot's /proc, /sys and /dev are mounted in a
+# Needs root: debootstrap, chroot and mounts. The chroot's /proc, /sys (and its cgroup2) and /dev are mounted in a
 # private mount and PID namespace (unshare), so no mount outlives a command, even if this script is
 # killed, and every process a command starts ends with it.
 set -euo pipefail
@@ -148,6 +148,8 @@ in_chroot() {
     root=$1 user=$2 home=$3 directory=$4 command=$5
     mount -t proc proc "$root/proc"
     mount -t sysfs sysfs "$root/sys"
+    # What systemd mounts on every Debian 12 machine (slurmd, for one, will not start without it).
+    mount -t cgroup2 cgroup2 "$root/sys/fs/cgroup" 2>/dev/null || true
     mount --bind /dev "$root/dev"
     mount -t devpts -o newinstance,ptmxmode=0666,mode=0620 devpts "$root/dev/pts"
     mount -t tmpfs -o mode=1777 tmpfs "$root/dev/shm"

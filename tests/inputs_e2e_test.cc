@@ -55,8 +55,15 @@ struct NamedInput {
 class InputsEndToEnd : public ::testing::Test {
  protected:
   InputsEndToEnd() {
-    healthy_ = Example("healthy-8xh100.toml");
-    log_ = Source("testdata/kernel_logs/047.log");
+    // Copies the unprivileged runs (as nobody) can read wherever the source tree is (under a
+    // root-only /root, say): a refusal must come from the input under test, not from these.
+    std::filesystem::permissions(readable_.path(), std::filesystem::perms::owner_all |
+                                                       std::filesystem::perms::group_read |
+                                                       std::filesystem::perms::group_exec |
+                                                       std::filesystem::perms::others_read |
+                                                       std::filesystem::perms::others_exec);
+    healthy_ = Copy(Example("healthy-8xh100.toml"));
+    log_ = Copy(Source("testdata/kernel_logs/047.log"));
     database_ = refused_.dir().File("history.db");
     output_ = refused_.dir().File("report.tar.gz");
   }
@@ -97,6 +104,15 @@ class InputsEndToEnd : public ::testing::Test {
     return path;
   }
 
+  std::string Copy(const std::string& source) const {
+    const std::string copy = readable_.File(std::filesystem::path(source).filename());
+    std::filesystem::copy_file(source, copy);
+    std::filesystem::permissions(copy, std::filesystem::perms::owner_read | std::filesystem::perms::owner_write |
+                                           std::filesystem::perms::group_read | std::filesystem::perms::others_read);
+    return copy;
+  }
+
+  testing::ScratchDir readable_;
   RefusedInputs refused_;
   std::string healthy_, log_, database_, output_;
 };

@@ -7,8 +7,9 @@
 #
 #   tests/slurm/slurm_daemons_test.sh build/bin/gpudoctor [examples folder]
 #
-# Exit 77 (skipped) when not root or the Slurm and MUNGE daemons are not
-# installed (Debian: slurmctld slurmd slurm-client munge).
+# Exit 77 (skipped) when not root, when the Slurm and MUNGE daemons are not
+# installed (Debian: slurmctld slurmd slurm-client munge), or when no cgroup
+# file system is mounted (slurmd will not start without one).
 set -uo pipefail
 
 GPUDOCTOR=${1:?usage: slurm_daemons_test.sh GPUDOCTOR [EXAMPLES]}
@@ -24,6 +25,10 @@ skip() {
 for program in munged slurmctld slurmd sinfo scontrol; do
   command -v "$program" >/dev/null || skip "$program is not installed (apt-get install slurmctld slurmd slurm-client munge)"
 done
+# slurmd initialises its cgroup plugin whatever the slurm.conf, and stops without a cgroup file
+# system, which every systemd machine mounts but a bare chroot or container may lack.
+awk '$2 == "/sys/fs/cgroup" { found = 1 } END { exit !found }' /proc/mounts ||
+  skip "slurmd needs a cgroup file system at /sys/fs/cgroup, and none is mounted here"
 [[ -x $GPUDOCTOR ]] || { echo "FAIL: $GPUDOCTOR is not an executable"; exit 1; }
 
 WORK=$(mktemp -d /tmp/gpudoctor-slurm.XXXXXX)
