@@ -1,5 +1,6 @@
 #include "fleet/prometheus_api.h"
 
+#include <algorithm>
 #include <cmath>
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
@@ -12,7 +13,17 @@ namespace {
 
 using nlohmann::json;
 
+// A field's text, or "" where it is missing or not a string: answers come
+// from any server that speaks the API, and none of them may throw here.
+std::string StringField(const json& object, const char* name) {
+  auto found = object.find(name);
+  return found != object.end() && found->is_string() ? found->get<std::string>() : std::string();
+}
+
 WallTime FromUnixSeconds(double seconds) {
+  // Outside ±10^11 s (about 3,000 years) a time is nonsense; clamping keeps
+  // the conversion to integer ticks defined.
+  seconds = std::clamp(std::isfinite(seconds) ? seconds : 0.0, -1e11, 1e11);
   return WallTime{std::chrono::duration_cast<Duration>(std::chrono::duration<double>(seconds))};
 }
 
@@ -121,17 +132,14 @@ const std::string& PromSeries::Label(const std::string& name) const {
 Result<std::vector<PromSeries>> ParsePrometheusAnswer(std::string_view body) {
   json answer = json::parse(body, nullptr, /*allow_exceptions=*/false);
   if (answer.is_discarded() || !answer.is_object()) return Error{"the answer is not JSON from a Prometheus API"};
-  if (answer.value("status", "") != "success") {
-    std::string type = answer.contains("errorType") && answer["errorType"].is_string()
-                           ? answer["errorType"].get<std::string>()
-                           : "error";
-    std::string message =
-        answer.contains("error") && answer["error"].is_string() ? answer["error"].get<std::string>() : "no message";
-    return Error{type + ": " + message};
+  if (StringField(answer, "status") != "success") {
+    std::string type = StringField(answer, "errorType");
+    std::string message = StringField(answer, "error");
+    return Error{(type.empty() ? "error" : type) + ": " + (message.empty() ? "no message" : message)};
   }
   auto data = answer.find("data");
   if (data == answer.end() || !data->is_object()) return Error{"the answer has no data"};
-  const std::string type = data->value("resultType", "");
+  const std::string type = StringField(*data, "resultType");
   auto result = data->find("result");
   if (result == data->end()) return Error{"the answer has no result"};
   std::vector<PromSeries> out;

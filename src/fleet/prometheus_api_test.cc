@@ -37,9 +37,19 @@ TEST(PrometheusAnswer, ErrorsNameWhatWentWrong) {
   for (const char* body : {"", "<html>", "[]", R"({"status":"success"})",
                            R"({"status":"success","data":{"resultType":"vector","result":[{"value":[1]}]}})",
                            R"({"status":"success","data":{"resultType":"vector","result":[{"value":[1,"x"]}]}})",
-                           R"({"status":"success","data":{"resultType":"streams","result":[]}})"}) {
+                           R"({"status":"success","data":{"resultType":"streams","result":[]}})",
+                           // Fields of the wrong type are refused, not thrown over.
+                           R"({"status":{"resultType":"vector"}})", R"({"status":"error","error":[1]})",
+                           R"({"status":"success","data":{"resultType":7,"result":[]}})"}) {
     EXPECT_FALSE(ParsePrometheusAnswer(body).ok()) << body;
   }
+}
+
+TEST(PrometheusAnswer, ASampleTimeFarOutOfRangeIsClamped) {
+  auto series = ParsePrometheusAnswer(
+      R"({"status":"success","data":{"resultType":"vector","result":[{"value":[1e300,"1"]}]}})");
+  ASSERT_TRUE(series.ok()) << series.error().message;
+  EXPECT_EQ((*series)[0].points[0].value, 1);
 }
 
 TEST(PrometheusAnswer, MakeRefusesWhatIsNotAUrl) {
