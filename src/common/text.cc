@@ -2,9 +2,11 @@
 
 #include <algorithm>
 #include <cctype>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <ctime>
+#include <iterator>
 
 namespace gpudoctor {
 
@@ -196,6 +198,21 @@ std::string FormatDuration(Duration d) {
   if (s < 3600) return std::to_string(s / 60) + "m " + std::to_string(s % 60) + "s";
   if (s < 86400) return std::to_string(s / 3600) + "h " + std::to_string(s % 3600 / 60) + "m";
   return std::to_string(s / 86400) + "d " + std::to_string(s % 86400 / 3600) + "h";
+}
+
+std::string FormatBytes(double bytes) {
+  constexpr const char* kUnits[] = {"B", "KiB", "MiB", "GiB", "TiB", "PiB"};
+  double magnitude = std::abs(bytes);
+  size_t unit = 0;
+  while (magnitude >= 1024 && unit + 1 < std::size(kUnits)) {
+    magnitude /= 1024;
+    ++unit;
+  }
+  char text[64];
+  const double value = bytes < 0 ? -magnitude : magnitude;
+  if (unit == 0) std::snprintf(text, sizeof text, "%.0f B", value);
+  else std::snprintf(text, sizeof text, "%.1f %s", value, kUnits[unit]);
+  return text;
 }
 
 std::string FitOneLine(std::string_view text, size_t max_bytes) {

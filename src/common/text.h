@@ -55,6 +55,10 @@ std::optional<Duration> ParseDuration(std::string_view text);
 // Human form of a duration: "2h 5m", "45s", "120ms".
 std::string FormatDuration(Duration d);
 
+// A size or a change of size in binary units, one decimal above a KiB:
+// "512 B", "64.0 KiB", "1.5 MiB", "-2.0 GiB".
+std::string FormatBytes(double bytes);
+
 // A command line a POSIX shell reads back as `argv`: plain words as they are,
 // others in single quotes ("python train.py 'my run'").
 std::string ShellQuote(const std::vector<std::string>& argv);

@@ -48,6 +48,17 @@ TEST(ParseDuration, UnitsAndGarbage) {
   EXPECT_EQ(ParseDuration("-3s"), std::nullopt);
 }
 
+TEST(FormatBytes, PicksTheUnitAndKeepsTheSign) {
+  constexpr double kMiB = 1024.0 * 1024.0;
+  EXPECT_EQ(FormatBytes(0), "0 B");
+  EXPECT_EQ(FormatBytes(512), "512 B");
+  EXPECT_EQ(FormatBytes(64 * 1024), "64.0 KiB");
+  EXPECT_EQ(FormatBytes(1.5 * kMiB), "1.5 MiB");
+  EXPECT_EQ(FormatBytes(2.0 * 1024 * kMiB), "2.0 GiB");
+  EXPECT_EQ(FormatBytes(-3.0 * kMiB), "-3.0 MiB");
+  EXPECT_EQ(FormatBytes(141.0 * 1024 * 1024 * kMiB), "141.0 TiB");
+}
+
 TEST(FormatIsoUtc, Milliseconds) {
   EXPECT_EQ(FormatIsoUtc(FromUnixMillis(1'700'000'000'123)), "2023-11-14T22:13:20.123Z");
 }

@@ -115,17 +115,6 @@ GpuRef RefForPci(std::string_view pci_bus_id) {
 
 std::string GpuLabel(const GpuSnapshot& gpu) { return fmt::format("GPU {}", gpu.index); }
 
-std::string FormatBytes(uint64_t bytes) {
-  constexpr const char* kUnits[] = {"B", "KiB", "MiB", "GiB", "TiB", "PiB"};
-  double value = static_cast<double>(bytes);
-  size_t unit = 0;
-  while (value >= 1024 && unit + 1 < std::size(kUnits)) {
-    value /= 1024;
-    ++unit;
-  }
-  return unit == 0 ? fmt::format("{} B", bytes) : fmt::format("{:.1f} {}", value, kUnits[unit]);
-}
-
 std::string FormatSpan(Duration duration) {
   const int64_t millis = std::chrono::duration_cast<std::chrono::milliseconds>(duration).count();
   if (millis < 1000) return fmt::format("{}ms", std::max<int64_t>(millis, 0));

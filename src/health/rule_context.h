@@ -9,6 +9,7 @@
 #include <string_view>
 #include <vector>
 
+#include "common/text.h"
 #include "health/rules.h"
 
 namespace gpudoctor::rules_internal {
@@ -67,8 +68,6 @@ GpuRef RefFor(const GpuSnapshot& gpu);
 GpuRef RefForPci(std::string_view pci_bus_id);
 // "GPU 3"
 std::string GpuLabel(const GpuSnapshot& gpu);
-// "1.5 GiB"
-std::string FormatBytes(uint64_t bytes);
 // Durations as people say them, without zero parts: "500ms", "45s", "2m", "24h", "25h 30m", "3d".
 std::string FormatSpan(Duration duration);
 // "83.5" -> "83.5", "80.0" -> "80": numbers as people write them.

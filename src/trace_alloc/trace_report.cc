@@ -89,14 +89,6 @@ std::string Plural(uint64_t n, const char* one, const char* many) {
 
 }  // namespace
 
-std::string FormatSize(double bytes) {
-  const double magnitude = std::abs(bytes);
-  if (magnitude < 1024) return fmt::format("{:.0f} B", bytes);
-  if (magnitude < 1024.0 * 1024) return fmt::format("{:.1f} KiB", bytes / 1024);
-  if (magnitude < 1024.0 * 1024 * 1024) return fmt::format("{:.1f} MiB", bytes / 1024 / 1024);
-  return fmt::format("{:.1f} GiB", bytes / 1024 / 1024 / 1024);
-}
-
 const char* TraceVerdictName(TraceVerdict verdict) {
   switch (verdict) {
     case TraceVerdict::kLeak: return "leak";
@@ -155,7 +147,7 @@ TraceReport BuildTraceReport(const AllocationLedger& ledger, Symbolizer& symboli
   const std::string unfreed =
       report.never_freed.empty()
           ? std::string()
-          : fmt::format("{} never freed at exit, in {} from {} ({})", FormatSize(report.outstanding_bytes),
+          : fmt::format("{} never freed at exit, in {} from {} ({})", FormatBytes(report.outstanding_bytes),
                         Plural(unfreed_count, "allocation", "allocations"),
                         Plural(report.never_freed.size(), "site", "sites"), SiteLabel(report.never_freed[0].frames));
   if (allocations == 0) {
@@ -171,7 +163,7 @@ TraceReport BuildTraceReport(const AllocationLedger& ledger, Symbolizer& symboli
                           (report.growth ? " (" + DescribeGrowth(*report.growth) + ")" : std::string());
   } else {
     report.verdict = TraceVerdict::kClean;
-    report.verdict_text = fmt::format("no leak: every allocation was freed (peak {})", FormatSize(report.peak_bytes));
+    report.verdict_text = fmt::format("no leak: every allocation was freed (peak {})", FormatBytes(report.peak_bytes));
   }
 
   // What the reader should know about how complete this is.
@@ -229,21 +221,21 @@ std::string RenderTraceReport(const TraceReport& report) {
   out += fmt::format("  {:<12} {:>12} {:>12} {:>12} {:>10}\n", "kind", "at exit", "peak", "allocations", "frees");
   for (int kind = 1; kind < kKindCount; ++kind) {
     const KindTotals& k = report.kinds[kind];
-    out += fmt::format("  {:<12} {:>12} {:>12} {:>12} {:>10}\n", kKindWords[kind], FormatSize(k.outstanding_bytes),
-                       FormatSize(k.peak_bytes), k.allocations, k.frees);
+    out += fmt::format("  {:<12} {:>12} {:>12} {:>12} {:>10}\n", kKindWords[kind], FormatBytes(k.outstanding_bytes),
+                       FormatBytes(k.peak_bytes), k.allocations, k.frees);
   }
-  out += fmt::format("  {:<12} {:>12} {:>12}\n", "all", FormatSize(report.outstanding_bytes),
-                     FormatSize(report.peak_bytes));
+  out += fmt::format("  {:<12} {:>12} {:>12}\n", "all", FormatBytes(report.outstanding_bytes),
+                     FormatBytes(report.peak_bytes));
 
   if (!report.never_freed.empty()) {
     uint64_t count = 0;
     for (const SiteReport& site : report.never_freed) count += site.stats.outstanding_count;
-    out += fmt::format("\nNever freed at exit: {} in {} from {}\n", FormatSize(report.outstanding_bytes),
+    out += fmt::format("\nNever freed at exit: {} in {} from {}\n", FormatBytes(report.outstanding_bytes),
                        Plural(count, "allocation", "allocations"),
                        Plural(report.never_freed.size(), "site", "sites"));
     for (const SiteReport& site : report.never_freed) {
       const SiteStats& s = site.stats;
-      out += fmt::format("  {} in {} by {} ({}); {} made, {} freed{}{}\n", FormatSize(s.outstanding_bytes),
+      out += fmt::format("  {} in {} by {} ({}); {} made, {} freed{}{}\n", FormatBytes(s.outstanding_bytes),
                          Plural(s.outstanding_count, "allocation", "allocations"), ApiName(static_cast<uint8_t>(s.api)),
                          kKindWords[static_cast<size_t>(s.kind)], s.allocations, s.frees,
                          report.processes.size() > 1 ? fmt::format(", pid {}", s.pid) : "",
@@ -334,17 +326,21 @@ std::string RenderInterval(const IntervalSummary& interval, const AllocationLedg
   std::string line = fmt::format("gpudoctor trace-alloc: {:>6}", FormatDuration(std::chrono::nanoseconds(elapsed_ns)));
   for (int kind = 1; kind < kKindCount; ++kind) {
     const int64_t growth = interval.growth_bytes[kind];
-    line += fmt::format("  {} {}", kKindWords[kind], FormatSize(static_cast<double>(interval.kinds[kind].outstanding_bytes)));
-    if (growth != 0) line += fmt::format(" ({}{}, {}/s)", growth > 0 ? "+" : "", FormatSize(static_cast<double>(growth)),
-                                         FormatSize(static_cast<double>(growth) / seconds));
+    const auto outstanding = static_cast<double>(interval.kinds[kind].outstanding_bytes);
+    line += fmt::format("  {} {}", kKindWords[kind], FormatBytes(outstanding));
+    if (growth != 0) {
+      line += fmt::format(" ({}{}, {}/s)", growth > 0 ? "+" : "", FormatBytes(static_cast<double>(growth)),
+                          FormatBytes(static_cast<double>(growth) / seconds));
+    }
   }
-  line += fmt::format("  peak {}  +{} -{}\n", FormatSize(static_cast<double>(interval.peak_bytes)),
+  line += fmt::format("  peak {}  +{} -{}\n", FormatBytes(static_cast<double>(interval.peak_bytes)),
                       Plural(interval.allocations, "allocation", "allocations"), Plural(interval.frees, "free", "frees"));
   constexpr size_t kShown = 5;
   for (size_t i = 0; i < interval.growing.size() && i < kShown; ++i) {
     const SiteGrowth& g = interval.growing[i];
-    line += fmt::format("  growing: +{} (holds {}, {} in a row) at {}\n", FormatSize(static_cast<double>(g.growth_bytes)),
-                        FormatSize(static_cast<double>(g.outstanding_bytes)),
+    line += fmt::format("  growing: +{} (holds {}, {} in a row) at {}\n",
+                        FormatBytes(static_cast<double>(g.growth_bytes)),
+                        FormatBytes(static_cast<double>(g.outstanding_bytes)),
                         Plural(g.intervals_growing, "interval", "intervals"),
                         SiteLabel(FramesFor(ledger, symbolizer, g.site)));
   }

@@ -81,7 +81,5 @@ std::string RenderInterval(const IntervalSummary& interval, const AllocationLedg
 nlohmann::ordered_json IntervalJson(const IntervalSummary& interval, const AllocationLedger& ledger,
                                     Symbolizer& symbolizer, uint64_t elapsed_ns);
 
-// "512 B", "64.0 KiB", "1.5 MiB", "2.0 GiB".
-std::string FormatSize(double bytes);
 
 }  // namespace gpudoctor

@@ -128,12 +128,5 @@ TEST(TraceReport, IntervalLinesNameGrowingSites) {
   EXPECT_EQ(json["growing_sites"][0]["site"], 5);
 }
 
-TEST(FormatSize, PicksTheUnit) {
-  EXPECT_EQ(FormatSize(512), "512 B");
-  EXPECT_EQ(FormatSize(64 * 1024), "64.0 KiB");
-  EXPECT_EQ(FormatSize(1.5 * kMiB), "1.5 MiB");
-  EXPECT_EQ(FormatSize(2.0 * 1024 * kMiB), "2.0 GiB");
-}
-
 }  // namespace
 }  // namespace gpudoctor

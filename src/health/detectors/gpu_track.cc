@@ -81,10 +81,4 @@ std::string GpuLabel(const GpuRef& ref) {
   return label;
 }
 
-std::string FormatBytes(double bytes) {
-  constexpr double kMiB = 1024.0 * 1024.0, kGiB = kMiB * 1024.0;
-  if (std::abs(bytes) >= kGiB) return fmt::format("{:.1f} GiB", bytes / kGiB);
-  return fmt::format("{:.1f} MiB", bytes / kMiB);
-}
-
 }  // namespace gpudoctor

@@ -73,7 +73,5 @@ std::vector<const GpuPoint*> PointsSince(const std::deque<GpuPoint>& points, Wal
 
 // "GPU 3" or "GPU 3 (GPU-8e1c...)" for summaries.
 std::string GpuLabel(const GpuRef& ref);
-// "12.5 MiB", "3.2 GiB".
-std::string FormatBytes(double bytes);
 
 }  // namespace gpudoctor
