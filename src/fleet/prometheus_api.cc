@@ -135,6 +135,7 @@ Result<std::vector<PromSeries>> ParsePrometheusAnswer(std::string_view body) {
   if (StringField(answer, "status") != "success") {
     std::string type = StringField(answer, "errorType");
     std::string message = StringField(answer, "error");
+    if (type.empty() && message.empty()) return Error{"the answer's status is not \"success\" and it names no error"};
     return Error{(type.empty() ? "error" : type) + ": " + (message.empty() ? "no message" : message)};
   }
   auto data = answer.find("data");

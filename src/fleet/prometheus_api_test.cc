@@ -34,6 +34,9 @@ TEST(PrometheusAnswer, ErrorsNameWhatWentWrong) {
   auto bad_query = ParsePrometheusAnswer(R"({"status":"error","errorType":"bad_data","error":"parse error"})");
   ASSERT_FALSE(bad_query.ok());
   EXPECT_EQ(bad_query.error().message, "bad_data: parse error");
+  auto no_status = ParsePrometheusAnswer(R"({"status":{"resultType":"vector"}})");
+  ASSERT_FALSE(no_status.ok());
+  EXPECT_EQ(no_status.error().message, "the answer's status is not \"success\" and it names no error");
   for (const char* body : {"", "<html>", "[]", R"({"status":"success"})",
                            R"({"status":"success","data":{"resultType":"vector","result":[{"value":[1]}]}})",
                            R"({"status":"success","data":{"resultType":"vector","result":[{"value":[1,"x"]}]}})",
