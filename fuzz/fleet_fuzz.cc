@@ -7,6 +7,7 @@
 
 #include "fleet/prometheus_api.h"
 #include "net/prometheus_text_parser.h"
+#include "net/prometheus_text_stream.h"
 #include "slurm/slurm_control.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
@@ -23,6 +24,19 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       if (sample.name.empty()) __builtin_trap();
     }
   }
+  // The streaming reader of agents' /metrics, fed in uneven pieces, with small limits.
+  size_t kept = 0;
+  gpudoctor::PromTextStream stream([](std::string_view name) { return name.size() % 2 == 0; },
+                                   [&kept](gpudoctor::PromSample sample) {
+                                     if (sample.name.empty() || sample.name.size() % 2 != 0) __builtin_trap();
+                                     ++kept;
+                                   },
+                                   {.max_line_bytes = 512, .max_kept_bytes = 4096});
+  for (size_t at = 0, piece = 1; at < input.size(); at += piece, piece = piece * 3 % 61 + 1) {
+    if (!stream.Feed(input.substr(at, piece))) break;
+  }
+  (void)stream.Finish();
+  if (kept > 4096) __builtin_trap();
   if (auto rows = gpudoctor::ParseSinfoNodes(input)) {
     for (const gpudoctor::SlurmNodeRow& row : *rows) (void)gpudoctor::DrainedByGpudoctor(row);
   }

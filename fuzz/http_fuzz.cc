@@ -23,7 +23,7 @@
 
 #include "agent/agent_state.h"
 #include "agent/http_routes.h"
-#include "agent/http_transport.h"
+#include "net/http_transport.h"
 #include "agent/testing/synthetic_agent.h"
 
 namespace {

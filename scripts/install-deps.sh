@@ -8,12 +8,12 @@ set -euo pipefail
 packages=(
   build-essential cmake ninja-build pkg-config
   libcli11-dev libfmt-dev nlohmann-json3-dev libtomlplusplus-dev libpugixml-dev
-  libre2-dev libvectorscan-dev zlib1g-dev libsqlite3-dev libcpp-httplib-dev libmicrohttpd-dev
+  libre2-dev libvectorscan-dev zlib1g-dev libsqlite3-dev libcurl4-openssl-dev libmicrohttpd-dev
   clang-16
 )
 # Tests, fuzzing and benchmarks.
 if [[ "${1:-}" == "--test" ]]; then
-  packages+=(libgtest-dev libgmock-dev clang libclang-rt-14-dev python3 sqlite3 chromium
+  packages+=(libgtest-dev libgmock-dev libcpp-httplib-dev clang libclang-rt-14-dev python3 sqlite3 chromium
              procps psmisc prometheus prometheus-alertmanager python3-yaml python3-jsonschema
              slurmctld slurmd slurm-client munge)
 fi

@@ -769,7 +769,7 @@ TEST(Modules, CommandsOtherThanTheAgentLoadNoHttpOrTlsLibrary) {
   auto loaded = RunGpudoctor("", Stderr::kCapture, "LD_TRACE_LOADED_OBJECTS=1");
   ASSERT_EQ(loaded.exit_code, 0) << loaded.output;
   EXPECT_NE(loaded.output.find("libstdc++"), std::string::npos) << loaded.output;
-  for (const char* library : {"libmicrohttpd", "libcpp-httplib", "libssl", "libcrypto", "libgnutls"}) {
+  for (const char* library : {"libmicrohttpd", "libcurl", "libssl", "libcrypto", "libgnutls"}) {
     EXPECT_EQ(loaded.output.find(library), std::string::npos) << library << " is loaded:\n" << loaded.output;
   }
 }

@@ -77,6 +77,89 @@ std::string Shell(const std::string& command) {
   return output;
 }
 
+// ---- bytes from outside ---------------------------------------------------------
+
+// A kernel-log line with bytes that are not UTF-8 and terminal escapes, on a
+// GPU that fell off the bus: the answer is whole, its JSON valid, and its
+// text shows the escapes instead of obeying them.
+class HostileLine : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    log_ = dir_.path() + "/kern.log";
+    std::ofstream(log_) << "Dec  6 10:00:00 node kernel: [ 100.0] NVRM: Xid (PCI:0000:61:00): 79, pid=1234, "
+                           "name=py\xff\xfe\x1b[2J\x1b[8m\rthon, GPU has fallen off the bus.\n";
+  }
+  std::string Command(const std::string& command) const {
+    return command + " --simulate " + Example("gpu-fallen-off-bus.toml") + " --no-host --logs " + log_;
+  }
+  TempDir dir_;
+  std::string log_;
+};
+
+TEST_F(HostileLine, JsonOfEveryCommandSurvivesIt) {
+  for (const char* command : {"check", "triage"}) {
+    SCOPED_TRACE(command);
+    auto result = Gpudoctor(std::string("--json ") + Command(command));
+    EXPECT_EQ(result.exit_code, 2) << result.output;
+    json parsed = Parse(result.output);
+    EXPECT_FALSE(parsed.empty());
+  }
+  auto check = Gpudoctor("--json " + Command("check"));
+  EXPECT_NE(check.output.find("py\xef\xbf\xbd\xef\xbf\xbd"), std::string::npos) << "replaced, not dropped";
+  auto logs = Gpudoctor("--json logs " + log_);
+  EXPECT_FALSE(Parse(logs.output.substr(0, logs.output.find('\n'))).empty());
+}
+
+TEST_F(HostileLine, TextShowsEscapesInsteadOfObeyingThem) {
+  for (const std::string& command : {Command("check"), Command("triage"), std::string("logs ") + log_}) {
+    SCOPED_TRACE(command);
+    auto result = testing::RunGpudoctor("--color never " + command, testing::Stderr::kCapture);
+    EXPECT_EQ(result.output.find('\x1b'), std::string::npos) << result.output;
+    EXPECT_EQ(result.output.find('\r'), std::string::npos) << result.output;
+    EXPECT_EQ(result.output.find("\xff"), std::string::npos) << result.output;
+  }
+  auto check = testing::RunGpudoctor("--color never " + Command("check"));
+  EXPECT_NE(check.output.find("name=py\\xff\\xfe\\u001b[2J\\u001b[8m\\u000dthon"), std::string::npos)
+      << check.output;
+  // Colour, when asked for, is gpudoctor's own and only that.
+  auto colour = testing::RunGpudoctor("--color always " + Command("check"));
+  EXPECT_NE(colour.output.find("\x1b[1;31mCRITICAL\x1b[0m"), std::string::npos) << colour.output;
+  EXPECT_EQ(colour.output.find("\x1b[2J"), std::string::npos) << colour.output;
+  EXPECT_EQ(colour.output.find("\x1b[8m"), std::string::npos) << colour.output;
+}
+
+// A capture from a dead machine holds whatever the process names held.
+TEST(HostileCapture, BytesInACapturedProcessNameNeverLoseTheAnswer) {
+  TempDir dir;
+  std::ifstream in(Sample("table_h100_x4_processes.txt"));
+  std::stringstream text;
+  text << in.rdbuf();
+  std::string capture = text.str();
+  const std::string name = "/opt/conda/bin/python3.10";
+  const size_t at = capture.find(name);
+  ASSERT_NE(at, std::string::npos);
+  capture.replace(at, name.size(), "/opt/\xff\xfe/py\x1b[2Jth\x9bn3.10    ");
+  const std::string path = dir.path() + "/smi.txt";
+  std::ofstream(path) << capture;
+  auto json_run = Gpudoctor("--json check --from-smi " + path);
+  EXPECT_NE(json_run.exit_code, 70) << json_run.output;
+  EXPECT_FALSE(Parse(json_run.output).empty());
+  auto text_run = testing::RunGpudoctor("--color never check --from-smi " + path, testing::Stderr::kCapture);
+  EXPECT_EQ(text_run.output.find('\x1b'), std::string::npos) << text_run.output;
+}
+
+// A process name any GPU user can set: one line in the table, no escape obeyed.
+TEST(ProcessNames, CannotDriveTheTerminalOrStartALine) {
+  TempDir dir;
+  const std::string scenario = dir.path() + "/s.toml";
+  std::ofstream(scenario) << "gpu_count = 1\n[gpu.0]\nprocesses = [{ pid = 7, name = \"evil\\u001b[2J\\nOK   all GPUs "
+                             "healthy\", used_memory_mib = 10 }]\n";
+  auto status = testing::RunGpudoctor("--color never status --simulate " + scenario);
+  EXPECT_EQ(status.output.find('\x1b'), std::string::npos) << status.output;
+  EXPECT_EQ(status.output.find("\nOK   all GPUs"), std::string::npos) << "a line of its own: " << status.output;
+  EXPECT_NE(status.output.find("evil\\u001b[2J\\nOK"), std::string::npos) << status.output;
+}
+
 // ---- check -------------------------------------------------------------------
 
 TEST(CheckEndToEnd, HealthyServerPassesAndPrintsTheChecklist) {

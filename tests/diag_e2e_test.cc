@@ -1,9 +1,15 @@
 // `gpudoctor diag` end to end: the built binary against simulated servers,
 // with the fake CUDA driver running the kernels on the CPU and injecting the
 // faults of each scenario ([cuda] in docs/scenarios.md).
+#include <fcntl.h>
+#include <sys/file.h>
+#include <unistd.h>
+
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
+#include <filesystem>
 #include <fstream>
 #include <set>
 
@@ -217,6 +223,36 @@ TEST_F(Diag, ABusyGpuIsRefusedUnlessForced) {
   r = Run(scenario, "memtest --pattern own_address --force --gpu 1");
   EXPECT_EQ(r.exit_code, 0) << r.output;
   EXPECT_EQ(Results().size(), 1u);
+}
+
+// Two runs on one GPU would each read the other's load as a fault: the second
+// is refused for that GPU, with the holder's PID, and tests the others.
+TEST_F(Diag, ASecondRunOnTheSameGpuIsRefusedWithTheHoldersPid) {
+  REQUIRE_KERNELS();
+  const std::string scenario = Scenario(2, "[cuda]\nmemory_mib = 4\n");
+  const std::string run_dir = dir_.File("run");
+  const std::string env = "GPUDOCTOR_RUN_DIR=" + run_dir;
+  RunResult first = Run(scenario, "memtest --pattern own_address", env);
+  ASSERT_EQ(first.exit_code, 0) << first.output;
+  std::vector<std::string> locks;
+  for (const auto& entry : std::filesystem::directory_iterator(run_dir)) locks.push_back(entry.path().string());
+  std::sort(locks.begin(), locks.end());
+  ASSERT_EQ(locks.size(), 2u) << "one lock file per GPU, by bus id";
+  // Another run holds GPU 1, as `gpudoctor diag` does: flock and its PID in the file.
+  const int held = open(locks[1].c_str(), O_RDWR | O_CLOEXEC);
+  ASSERT_GE(held, 0);
+  ASSERT_EQ(flock(held, LOCK_EX | LOCK_NB), 0);
+  ASSERT_EQ(ftruncate(held, 0), 0);
+  ASSERT_EQ(pwrite(held, "4242\n", 5, 0), 5);
+  RunResult second = Run(scenario, "memtest --pattern own_address", env);
+  EXPECT_EQ(second.exit_code, 3) << second.output;
+  EXPECT_EQ(ResultOf(0, "memtest")["state"], "passed");
+  EXPECT_EQ(ResultOf(1, "memtest")["state"], "could_not_run");
+  EXPECT_TRUE(Mentions(ResultOf(1, "memtest"), "another gpudoctor diag (pid 4242) is testing this GPU"))
+      << ResultOf(1, "memtest").dump(2);
+  close(held);
+  RunResult third = Run(scenario, "memtest --pattern own_address", env);
+  EXPECT_EQ(third.exit_code, 0) << "free again once the holder is gone: " << third.output;
 }
 
 TEST_F(Diag, AnInterruptStopsEveryWorkerAndFreesTheGpus) {

@@ -256,6 +256,33 @@ TEST_F(FakeSlurm, TheNodeNameComesFromSlurmd) {
   EXPECT_EQ(Parse(result.output)["node"], "node3");
 }
 
+// A reason or node name from Slurm is any bytes an admin typed: --json stays
+// JSON, and text output shows escapes instead of obeying them.
+TEST_F(FakeSlurm, BytesFromSlurmNeverLoseTheAnswer) {
+  Cluster("node1|debug|drained|admin: bad \xff\xfe byte \x1b[2J\nnode2|debug|idle|none\n");
+  RunResult result = testing::RunGpudoctor("--json slurm --simulate " + kCritical +
+                                           " --no-host --no-logs --node node1 --sinfo " + Path("sinfo") +
+                                           " --scontrol " + Path("scontrol") + " --max-drain-share 1");
+  EXPECT_EQ(result.exit_code, 2) << result.output;
+  json parsed = Parse(result.output);
+  EXPECT_EQ(parsed["reason"], "admin: bad \xef\xbf\xbd\xef\xbf\xbd byte \x1b[2J") << parsed.dump(2);
+  RunResult text = Slurm(kCritical, "--max-drain-share 1");
+  EXPECT_EQ(text.exit_code, 2) << text.output;
+  EXPECT_EQ(text.output.find('\x1b'), std::string::npos) << text.output;
+}
+
+TEST_F(FakeSlurm, ANonsenseShareOrAnEmptyNodeNameIsAUsageError) {
+  for (const char* share : {"nan", "-0.1", "1.5", "inf", "half"}) {
+    RunResult result = Slurm(kCritical, std::string("--max-drain-share ") + share);
+    EXPECT_EQ(result.exit_code, 64) << share << ": " << result.output;
+  }
+  RunResult empty = testing::RunGpudoctor("slurm --simulate " + kCritical + " --no-host --no-logs --node '' --sinfo " +
+                                              Path("sinfo"),
+                                          testing::Stderr::kCapture);
+  EXPECT_EQ(empty.exit_code, 64) << empty.output;
+  EXPECT_NE(empty.output.find("an empty node name"), std::string::npos) << empty.output;
+}
+
 TEST(SlurmCommand, HelpTeaches) {
   RunResult help = testing::RunGpudoctor("slurm --help");
   EXPECT_EQ(help.exit_code, 0);
@@ -317,6 +344,11 @@ TEST(NpdCommand, ACheckThatCannotRunIsUnknown) {
   EXPECT_TRUE(result.output.starts_with("gpudoctor cannot check: ")) << result.output;
   EXPECT_EQ(Lines(result.output).size(), 1u);
   EXPECT_EQ(Npd("--simulate " + Example("no-such-scenario.toml")).exit_code, 2);
+  // A --config that is not there: NPD shows the line, so the line says why.
+  RunResult missing = Npd("--config /nonexistent/gpudoctor.toml --simulate " + kHealthy);
+  EXPECT_EQ(missing.exit_code, 2) << missing.output;
+  EXPECT_EQ(Lines(missing.output),
+            (std::vector<std::string>{"gpudoctor cannot check: --config: /nonexistent/gpudoctor.toml: no such file"}));
 }
 
 TEST(NpdCommand, JsonIsOneObjectOnOneLine) {

@@ -16,6 +16,9 @@ void Accumulate(AlertCounters& total, const AlertCounters& more) {
     } else {
       same->delivered += sink.delivered;
       same->failed += sink.failed;
+      same->queued += sink.queued;
+      if (!same->delivering_since) same->delivering_since = sink.delivering_since;
+      if (!sink.last_error.empty()) same->last_error = sink.last_error;
     }
   }
   total.suppressed += more.suppressed;

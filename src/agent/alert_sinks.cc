@@ -4,6 +4,7 @@
 #include <syslog.h>
 
 #include <algorithm>
+#include <atomic>
 #include <condition_variable>
 #include <mutex>
 
@@ -18,34 +19,19 @@ namespace {
 
 // ---- webhook ----
 
-struct ParsedUrl {
-  std::string origin;  // scheme://host[:port]
-  std::string path;    // "/..." with any query
-};
-
-Result<ParsedUrl> ParseHttpUrl(std::string_view url) {
+Result<HttpUrl> ParseWebhookUrl(std::string_view url) {
   // Messages show the url without its credentials: they end up in logs.
-  const std::string shown = RedactTextSecrets(url);
-  const size_t scheme_end = url.find("://");
-  if (scheme_end == std::string_view::npos) return Error{fmt::format("webhook url '{}': no scheme", shown)};
-  const std::string scheme = ToLower(url.substr(0, scheme_end));
-  if (scheme != "http" && scheme != "https") {
-    return Error{fmt::format("webhook url '{}': only http and https are supported", shown)};
-  }
-  const std::string_view rest = url.substr(scheme_end + 3);
-  const size_t slash = rest.find('/');
-  const std::string_view authority = rest.substr(0, slash);
-  if (authority.empty()) return Error{fmt::format("webhook url '{}': no host", shown)};
-  if (authority.find('@') != std::string_view::npos) {
-    return Error{fmt::format("webhook url '{}': put credentials in a header, not the url", shown)};
-  }
-  return ParsedUrl{scheme + "://" + std::string(authority),
-                   slash == std::string_view::npos ? "/" : std::string(rest.substr(slash))};
+  Result<HttpUrl> parsed = ParseHttpUrl(url);
+  if (!parsed) return Error{"webhook url " + parsed.error().message};
+  if (!parsed->user.empty())
+    return Error{fmt::format("webhook url '{}': put credentials in a header, not the url", parsed->shown)};
+  if (parsed->path.empty() || parsed->path.front() != '/') parsed->path.insert(0, "/");
+  return parsed;
 }
 
 class WebhookSink final : public AlertSink {
  public:
-  WebhookSink(WebhookOptions options, ParsedUrl url) : options_(std::move(options)), url_(std::move(url)) {}
+  WebhookSink(WebhookOptions options, HttpUrl url) : options_(std::move(options)), url_(std::move(url)) {}
 
   std::string_view kind() const override { return "webhook"; }
   std::string Describe() const override { return "webhook " + RedactTextSecrets(options_.url); }
@@ -67,16 +53,19 @@ class WebhookSink final : public AlertSink {
     return Error{fmt::format("gave up after {} attempts: {}", options_.max_attempts, last_error)};
   }
 
+  // Also ends an attempt under way at once: a stuck receiver holds nothing.
   void Interrupt() override {
     std::lock_guard lock(mutex_);
     interrupted_ = true;
+    cancel_.store(true);
     wake_.notify_all();
   }
 
  private:
   // Returns "" on success, else the error; sets `retry` when worth retrying.
   std::string Post(const std::string& body, bool& retry) {
-    HttpPost post{.origin = url_.origin, .path = url_.path, .body = body, .timeout = options_.timeout};
+    HttpPost post{
+        .origin = url_.origin, .path = url_.path, .body = body, .timeout = options_.timeout, .cancel = &cancel_};
     post.headers.emplace_back("User-Agent", "gpudoctor");
     for (const auto& [name, value] : options_.headers) post.headers.emplace_back(name, value);
     Result<int> status = PostHttp(post);
@@ -96,10 +85,11 @@ class WebhookSink final : public AlertSink {
   }
 
   const WebhookOptions options_;
-  const ParsedUrl url_;
+  const HttpUrl url_;
   std::mutex mutex_;
   std::condition_variable wake_;
   bool interrupted_ = false;
+  std::atomic<bool> cancel_{false};
 };
 
 // ---- syslog ----
@@ -192,7 +182,7 @@ class ExecSink final : public AlertSink {
 }  // namespace
 
 Result<std::unique_ptr<AlertSink>> MakeWebhookSink(WebhookOptions options) {
-  Result<ParsedUrl> url = ParseHttpUrl(options.url);
+  Result<HttpUrl> url = ParseWebhookUrl(options.url);
   if (!url) return url.error();
   if (options.timeout <= Duration::zero()) return Error{"webhook timeout must be positive"};
   if (Status client = LoadHttpClient(); !client) return client.error();

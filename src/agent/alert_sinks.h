@@ -24,7 +24,7 @@ namespace gpudoctor {
 struct WebhookOptions {
   std::string url;                             // http://host[:port]/path or https://...
   std::map<std::string, std::string> headers;  // e.g. {"Authorization", "Bearer ..."}
-  Duration timeout = std::chrono::seconds(5);  // per attempt: connect, send, answer
+  Duration timeout = std::chrono::seconds(5);  // per attempt, the whole exchange: connect to the answer's last byte
   int max_attempts = 4;
   Duration initial_backoff = std::chrono::seconds(1);  // doubles after each failure
   Duration max_backoff = std::chrono::seconds(30);

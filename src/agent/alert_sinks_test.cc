@@ -17,6 +17,8 @@
 #include <sstream>
 #include <thread>
 
+#include "net/testing/scripted_server.h"
+
 namespace gpudoctor {
 namespace {
 
@@ -182,6 +184,60 @@ TEST(WebhookSink, SlowReceiverTimesOut) {
   const auto started = std::chrono::steady_clock::now();
   EXPECT_FALSE((*sink)->Deliver(SampleAlert()).ok());
   EXPECT_LT(std::chrono::steady_clock::now() - started, milliseconds(1200));
+}
+
+// A receiver that sends a byte a second never times out a read: each attempt
+// ends at the webhook's timeout, is retried by the policy, and the delivery
+// fails with the reason.
+TEST(WebhookSink, ADrippingReceiverIsAFailureRetriedByItsPolicy) {
+  std::atomic<int> attempts{0};
+  testing::ScriptedServer receiver([&](int fd) {
+    ++attempts;
+    testing::ScriptedServer::ReadHead(fd);
+    const std::string answer = "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok";
+    for (char c : answer) {
+      if (!testing::ScriptedServer::Send(fd, std::string_view(&c, 1))) return;
+      std::this_thread::sleep_for(milliseconds(200));
+    }
+  });
+  RecordedSleeps sleeps;
+  Result<std::unique_ptr<AlertSink>> sink = MakeWebhookSink({.url = receiver.origin() + "/hook",
+                                                             .timeout = milliseconds(300),
+                                                             .max_attempts = 3,
+                                                             .sleep = sleeps.Sleeper()});
+  ASSERT_TRUE(sink.ok());
+  const auto started = std::chrono::steady_clock::now();
+  Status status = (*sink)->Deliver(SampleAlert());
+  ASSERT_FALSE(status.ok());
+  EXPECT_NE(status.error().message.find("gave up after 3 attempts"), std::string::npos) << status.error().message;
+  EXPECT_NE(status.error().message.find("no complete answer within 300ms"), std::string::npos)
+      << status.error().message;
+  EXPECT_EQ(attempts.load(), 3);
+  EXPECT_EQ(sleeps.sleeps.size(), 2u);
+  EXPECT_LT(std::chrono::steady_clock::now() - started, seconds(5));
+}
+
+// Stopping the agent cuts an attempt under way short rather than wait for it.
+TEST(WebhookSink, InterruptEndsAnAttemptUnderWay) {
+  testing::ScriptedServer receiver([&](int fd) {
+    testing::ScriptedServer::ReadHead(fd);
+    char c;
+    while (!receiver.stopping() && recv(fd, &c, 1, MSG_DONTWAIT) != 0) std::this_thread::sleep_for(milliseconds(10));
+  });
+  Result<std::unique_ptr<AlertSink>> sink =
+      MakeWebhookSink({.url = receiver.origin() + "/hook", .timeout = seconds(60), .max_attempts = 4});
+  ASSERT_TRUE(sink.ok());
+  AlertSink* webhook = sink->get();
+  std::thread interrupter([&] {
+    std::this_thread::sleep_for(milliseconds(300));
+    webhook->Interrupt();
+  });
+  const auto started = std::chrono::steady_clock::now();
+  Status status = webhook->Deliver(SampleAlert());
+  interrupter.join();
+  ASSERT_FALSE(status.ok());
+  EXPECT_NE(status.error().message.find("interrupted"), std::string::npos) << status.error().message;
+  EXPECT_LT(std::chrono::steady_clock::now() - started, seconds(5));
 }
 
 TEST(WebhookSink, InterruptEndsTheBackoffWait) {

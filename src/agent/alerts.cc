@@ -10,12 +10,12 @@
 #include <utility>
 
 #include "agent/finding_json.h"
+#include "common/json_text.h"
 
 namespace gpudoctor {
 
 std::string AlertJson(const Alert& alert) {
-  return TransitionToJson(alert.transition, alert.hostname, alert.suppressed)
-      .dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+  return ToJsonText(TransitionToJson(alert.transition, alert.hostname, alert.suppressed));
 }
 
 std::string AlertLine(const Alert& alert) {
@@ -138,11 +138,12 @@ void AlertGrouper::TakeFindingsFrom(AlertGrouper& previous) {
 class AlertDispatcher::SinkWorker {
  public:
   SinkWorker(std::unique_ptr<AlertSink> sink, std::string name, size_t max_queue,
-             std::function<void(std::string_view)> log)
+             std::function<void(std::string_view)> log, const Clock& clock)
       : sink_(std::move(sink)),
         name_(std::move(name)),
         max_queue_(std::max<size_t>(1, max_queue)),
         log_(std::move(log)),
+        clock_(clock),
         thread_([this] { Run(); }) {}
 
   ~SinkWorker() { Stop(std::chrono::seconds(0)); }
@@ -187,7 +188,12 @@ class AlertDispatcher::SinkWorker {
 
   AlertCounters::Sink Counters() const {
     std::lock_guard lock(mutex_);
-    return {name_, delivered_, failed_};
+    return {.name = name_,
+            .delivered = delivered_,
+            .failed = failed_,
+            .queued = queue_.size(),
+            .delivering_since = busy_ ? std::optional(busy_since_) : std::nullopt,
+            .last_error = last_error_};
   }
   uint64_t dropped() const {
     std::lock_guard lock(mutex_);
@@ -205,6 +211,7 @@ class AlertDispatcher::SinkWorker {
         alert = std::move(queue_.front());
         queue_.pop_front();
         busy_ = true;
+        busy_since_ = clock_.Now();
       }
       const Status status = sink_->Deliver(alert);
       if (!status)
@@ -212,6 +219,7 @@ class AlertDispatcher::SinkWorker {
                          AlertLine(alert)));
       std::lock_guard lock(mutex_);
       ++(status ? delivered_ : failed_);
+      if (!status) last_error_ = status.error().message;
       busy_ = false;
       changed_.notify_all();
     }
@@ -221,10 +229,13 @@ class AlertDispatcher::SinkWorker {
   const std::string name_;
   const size_t max_queue_;
   const std::function<void(std::string_view)> log_;
+  const Clock& clock_;
   mutable std::mutex mutex_;
   std::condition_variable changed_;
   std::deque<Alert> queue_;
   bool busy_ = false;
+  WallTime busy_since_;
+  std::string last_error_;
   bool stopping_ = false;
   uint64_t delivered_ = 0;
   uint64_t failed_ = 0;
@@ -246,7 +257,7 @@ AlertDispatcher::AlertDispatcher(std::vector<std::unique_ptr<AlertSink>> sinks,
     std::string name(sink->kind());
     if (const int n = ++seen[name]; n > 1) name += fmt::format("-{}", n);
     workers_.push_back(
-        std::make_unique<SinkWorker>(std::move(sink), std::move(name), options_.max_queue, options_.log));
+        std::make_unique<SinkWorker>(std::move(sink), std::move(name), options_.max_queue, options_.log, clock_));
   }
 }
 

@@ -367,6 +367,27 @@ TEST(AlertDispatcher, FailuresAreCountedAndLogged) {
   EXPECT_EQ(counters.sinks[1].delivered, 1u);
   ASSERT_EQ(d.log.size(), 1u);
   EXPECT_NE(d.log[0].find("receiver down"), std::string::npos);
+  EXPECT_NE(counters.sinks[0].last_error.find("receiver down"), std::string::npos) << counters.sinks[0].last_error;
+  EXPECT_EQ(counters.sinks[1].last_error, "");
+}
+
+// A sink that holds an alert shows it: since when, and what waits behind it.
+TEST(AlertDispatcher, ADeliveryUnderWayIsVisibleInTheCounters) {
+  Dispatch d;
+  d.first->Block();
+  d.dispatcher->Submit({Transition(Kind::kOpened, "a")});
+  d.first->WaitUntilEntered();
+  d.dispatcher->Submit({Transition(Kind::kOpened, "b")});
+  AlertCounters counters = d.dispatcher->Counters();
+  ASSERT_TRUE(counters.sinks[0].delivering_since.has_value());
+  EXPECT_EQ(*counters.sinks[0].delivering_since, kStart);
+  EXPECT_EQ(counters.sinks[0].queued, 1u);
+  d.first->Unblock();
+  d.dispatcher->Flush();
+  counters = d.dispatcher->Counters();
+  EXPECT_FALSE(counters.sinks[0].delivering_since.has_value());
+  EXPECT_EQ(counters.sinks[0].queued, 0u);
+  EXPECT_EQ(counters.sinks[0].delivered, 2u);
 }
 
 // Polls `done` for up to five seconds.

@@ -8,6 +8,7 @@
 
 #include "agent/dashboard_assets.h"
 #include "agent/finding_json.h"
+#include "common/json_text.h"
 #include "common/text.h"
 #include "model/diagnostic_json.h"
 #include "model/snapshot_json.h"
@@ -24,34 +25,12 @@ HttpResponse JsonResponse(int status, const json& body) {
   HttpResponse response{.status = status};
   // Strings in snapshots come from drivers and /proc; invalid UTF-8 must not
   // make a response fail.
-  response.SetBody(body.dump(-1, ' ', false, json::error_handler_t::replace), kJsonType);
+  response.SetBody(ToJsonText(body), kJsonType);
   return response;
 }
 
 HttpResponse ErrorResponse(int status, std::string message) {
   return JsonResponse(status, json{{"error", std::move(message)}});
-}
-
-// Compares in time independent of where the strings differ. A token's length
-// is not worth hiding.
-bool ConstantTimeEquals(std::string_view a, std::string_view b) {
-  if (a.size() != b.size()) return false;
-  unsigned char diff = 0;
-  for (size_t i = 0; i < a.size(); ++i) diff |= static_cast<unsigned char>(a[i] ^ b[i]);
-  return diff == 0;
-}
-
-// The credentials of an "Authorization: Bearer TOKEN" header. The scheme is
-// case-insensitive and followed by one or more spaces (RFC 9110 section 11.4).
-std::optional<std::string_view> BearerCredentials(std::string_view header) {
-  constexpr std::string_view kScheme = "bearer";
-  if (header.size() <= kScheme.size() || !EqualsIgnoreCase(header.substr(0, kScheme.size()), kScheme) ||
-      header[kScheme.size()] != ' ') {
-    return std::nullopt;
-  }
-  std::string_view credentials = header.substr(kScheme.size());
-  credentials.remove_prefix(std::min(credentials.find_first_not_of(' '), credentials.size()));
-  return credentials;
 }
 
 // A strong validator for an embedded file: FNV-1a of its bytes, computed
@@ -100,6 +79,24 @@ json StoreHealthJson(const StoreHealth& store) {
               {"queued", store.queued},
               {"dropped_total", store.dropped_total},
               {"failing_since_ms", store.failing_since ? json(ToUnixMillis(*store.failing_since)) : json(nullptr)}};
+}
+
+// Each sink's deliveries: a receiver that hangs shows here as a delivery under
+// way for a long time, then as a failure, never as silence.
+json AlertHealthJson(const AlertCounters& counters, WallTime now) {
+  json sinks = json::array();
+  for (const AlertCounters::Sink& sink : counters.sinks) {
+    sinks.push_back(
+        {{"sink", sink.name},
+         {"delivered_total", sink.delivered},
+         {"failed_total", sink.failed},
+         {"queued", sink.queued},
+         {"delivering_for_seconds",
+          sink.delivering_since ? json(std::max(0.0, std::chrono::duration<double>(now - *sink.delivering_since).count()))
+                                : json(nullptr)},
+         {"last_error", sink.last_error.empty() ? json(nullptr) : json(sink.last_error)}});
+  }
+  return json{{"sinks", std::move(sinks)}, {"dropped_total", counters.dropped}};
 }
 
 struct ParsedHistoryRequest {
@@ -161,7 +158,7 @@ Result<ParsedHistoryRequest> ParseHistory(const HttpRequest& request, const Hist
 
 AgentRoutes::AgentRoutes(HttpServerSources sources, const HttpServerOptions& options, const Clock& clock)
     : sources_(std::move(sources)),
-      bearer_token_(options.bearer_token),
+      access_(options.bearer_token, options.listen),
       stale_after_(options.stale_after),
       version_(options.version),
       clock_(clock),
@@ -186,11 +183,7 @@ HttpResponse AgentRoutes::Route(const HttpRequest& request) {
     refused.SetHeader("Allow", "GET, HEAD");
     return refused;
   }
-  if (!Authorized(request)) {
-    HttpResponse refused = ErrorResponse(401, "a bearer token is required");
-    refused.SetHeader("WWW-Authenticate", "Bearer realm=\"gpudoctor\"");
-    return refused;
-  }
+  if (std::optional<HttpResponse> refused = access_.Refusal(request, IsPublicPath(request.path))) return *refused;
   const std::string& path = request.path;
   if (path == "/metrics") return Metrics(request);
   if (path == "/healthz") return Health();
@@ -200,12 +193,6 @@ HttpResponse AgentRoutes::Route(const HttpRequest& request) {
   if (path == "/api/v1/history") return History(request);
   if (path == "/api/v1/diagnostics") return DiagnosticsJson();
   return Asset(request);
-}
-
-bool AgentRoutes::Authorized(const HttpRequest& request) const {
-  if (!bearer_token_ || IsPublicPath(request.path)) return true;
-  std::optional<std::string_view> credentials = BearerCredentials(request.Header("Authorization").value_or(""));
-  return credentials && ConstantTimeEquals(*credentials, *bearer_token_);
 }
 
 HttpResponse AgentRoutes::Metrics(const HttpRequest& request) {
@@ -222,6 +209,7 @@ HttpResponse AgentRoutes::Health() const {
   const WallTime now = clock_.Now();
   json body = json::object();
   if (status.store) body["store"] = StoreHealthJson(*status.store);
+  if (sources_.alert_counters) body["alerts"] = AlertHealthJson(sources_.alert_counters(), now);
   if (!status.last_sample_at) {
     body["status"] = "no_sample";
     return JsonResponse(503, body);

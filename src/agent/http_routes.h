@@ -10,16 +10,18 @@
 //
 // Only GET and HEAD are served (405 with Allow otherwise). With a bearer
 // token, every path but /healthz and the dashboard's files needs
-// "Authorization: Bearer TOKEN" (the scheme in any case).
+// "Authorization: Bearer TOKEN" (the scheme in any case); without one, a
+// server bound to loopback answers only requests to localhost (HttpAccess).
 //
 //   AgentRoutes routes({.view = state, .history = &history}, options, clock);
 //   HttpResponse response = routes.Handle(request);
 #pragma once
 
-#include "agent/http_message.h"
 #include "agent/http_server.h"
 #include "agent/metrics_cache.h"
 #include "common/clock.h"
+#include "net/http_access.h"
+#include "net/http_message.h"
 
 namespace gpudoctor {
 
@@ -33,7 +35,6 @@ class AgentRoutes {
 
  private:
   HttpResponse Route(const HttpRequest& request);
-  bool Authorized(const HttpRequest& request) const;
   HttpResponse Metrics(const HttpRequest& request);
   HttpResponse Health() const;
   HttpResponse StatusJson() const;
@@ -43,7 +44,7 @@ class AgentRoutes {
   HttpResponse DiagnosticsJson() const;
 
   const HttpServerSources sources_;
-  const std::optional<std::string> bearer_token_;
+  const HttpAccess access_;
   const Duration stale_after_;
   const std::string version_;
   const Clock& clock_;

@@ -24,7 +24,8 @@
 #include <string_view>
 
 #include "agent/agent_view.h"
-#include "agent/http_transport.h"
+#include "net/http_access.h"
+#include "net/http_transport.h"
 #include "agent/metrics.h"
 #include "common/clock.h"
 #include "common/result.h"
@@ -34,21 +35,11 @@ namespace gpudoctor {
 inline constexpr int kDefaultHttpPort = 9847;
 inline constexpr std::string_view kDefaultListenAddress = "127.0.0.1:9847";
 
-// Parses "HOST:PORT", "[IPv6]:PORT", ":PORT" (all IPv4 interfaces) or
-// "HOST" (default port). Port 0 picks a free port.
-Result<ListenAddress> ParseListenAddress(std::string_view text);
-
-// The largest token file read: a token is one line.
-inline constexpr uint64_t kMaxBearerTokenFileBytes = 64 * 1024;
-
-// Reads a bearer token from a file (first line, surrounding space trimmed),
-// under the input rule (common/input_file.h). Refuses empty tokens.
-Result<std::string> ReadBearerTokenFile(const std::string& path);
-
 struct HttpServerOptions {
   ListenAddress listen{"127.0.0.1", kDefaultHttpPort};
   // When set, every endpoint but /healthz and the dashboard's static files
-  // requires "Authorization: Bearer <token>".
+  // requires "Authorization: Bearer <token>"; when not, a loopback server
+  // answers only requests to localhost (net/http_access.h).
   std::optional<std::string> bearer_token;
   HttpLimits limits;  // threads, connections, sizes and deadlines
   // /healthz answers 200 while the latest sample is at most this old.

@@ -49,11 +49,14 @@ class SharedFakeClock final : public Clock {
 
 class HttpServerTest : public ::testing::Test {
  protected:
-  void StartServer(HttpServerOptions options = {}, bool with_history = true) {
+  void StartServer(HttpServerOptions options = {}, bool with_history = true,
+                   std::function<AlertCounters()> alert_counters = {}) {
     clock_.Set(kStart);
     options.listen = {"127.0.0.1", 0};
-    server_ = std::make_unique<HttpServer>(
-        HttpServerSources{.view = state_, .history = with_history ? &history_ : nullptr}, options, clock_);
+    server_ = std::make_unique<HttpServer>(HttpServerSources{.view = state_,
+                                                             .history = with_history ? &history_ : nullptr,
+                                                             .alert_counters = std::move(alert_counters)},
+                                           options, clock_);
     Result<int> port = server_->Start();
     ASSERT_TRUE(port.ok()) << port.error().message;
     port_ = *port;
@@ -88,19 +91,19 @@ class HttpServerTest : public ::testing::Test {
 };
 
 TEST(ListenAddress, Parses) {
-  EXPECT_EQ(*ParseListenAddress("127.0.0.1:9847"), (ListenAddress{"127.0.0.1", 9847}));
-  EXPECT_EQ(*ParseListenAddress("0.0.0.0:80"), (ListenAddress{"0.0.0.0", 80}));
-  EXPECT_EQ(*ParseListenAddress(":9000"), (ListenAddress{"0.0.0.0", 9000}));
-  EXPECT_EQ(*ParseListenAddress("[::1]:9847"), (ListenAddress{"::1", 9847}));
-  EXPECT_EQ(*ParseListenAddress("[::]"), (ListenAddress{"::", kDefaultHttpPort}));
-  EXPECT_EQ(*ParseListenAddress("localhost"), (ListenAddress{"localhost", kDefaultHttpPort}));
-  EXPECT_EQ(*ParseListenAddress("127.0.0.1:0"), (ListenAddress{"127.0.0.1", 0}));
-  EXPECT_FALSE(ParseListenAddress("").ok());
-  EXPECT_FALSE(ParseListenAddress("127.0.0.1:99999").ok());
-  EXPECT_FALSE(ParseListenAddress("127.0.0.1:http").ok());
-  EXPECT_FALSE(ParseListenAddress("::1:9847").ok());
-  EXPECT_FALSE(ParseListenAddress("[::1").ok());
-  EXPECT_FALSE(ParseListenAddress("[::1]9847").ok());
+  EXPECT_EQ(*ParseListenAddress("127.0.0.1:9847", kDefaultHttpPort), (ListenAddress{"127.0.0.1", 9847}));
+  EXPECT_EQ(*ParseListenAddress("0.0.0.0:80", kDefaultHttpPort), (ListenAddress{"0.0.0.0", 80}));
+  EXPECT_EQ(*ParseListenAddress(":9000", kDefaultHttpPort), (ListenAddress{"0.0.0.0", 9000}));
+  EXPECT_EQ(*ParseListenAddress("[::1]:9847", kDefaultHttpPort), (ListenAddress{"::1", 9847}));
+  EXPECT_EQ(*ParseListenAddress("[::]", kDefaultHttpPort), (ListenAddress{"::", kDefaultHttpPort}));
+  EXPECT_EQ(*ParseListenAddress("localhost", kDefaultHttpPort), (ListenAddress{"localhost", kDefaultHttpPort}));
+  EXPECT_EQ(*ParseListenAddress("127.0.0.1:0", kDefaultHttpPort), (ListenAddress{"127.0.0.1", 0}));
+  EXPECT_FALSE(ParseListenAddress("", kDefaultHttpPort).ok());
+  EXPECT_FALSE(ParseListenAddress("127.0.0.1:99999", kDefaultHttpPort).ok());
+  EXPECT_FALSE(ParseListenAddress("127.0.0.1:http", kDefaultHttpPort).ok());
+  EXPECT_FALSE(ParseListenAddress("::1:9847", kDefaultHttpPort).ok());
+  EXPECT_FALSE(ParseListenAddress("[::1", kDefaultHttpPort).ok());
+  EXPECT_FALSE(ParseListenAddress("[::1]9847", kDefaultHttpPort).ok());
 }
 
 TEST(BearerTokenFile, ReadsTheFirstLineTrimmed) {
@@ -128,6 +131,20 @@ TEST_F(HttpServerTest, MetricsAreValidPrometheusText) {
   EXPECT_EQ(e->Value("gpudoctor_build_info", {{"version", "9.9.9"}}), 1);
 }
 
+// Without a token the agent on localhost answers localhost alone: a web page
+// that rebinds its own name to 127.0.0.1 sends that name as Host.
+TEST_F(HttpServerTest, WithoutATokenOnlyRequestsToLocalhostAreAnswered) {
+  StartServer();
+  PublishSample(kStart);
+  httplib::Result rebound = Get("/api/v1/findings", {{"Host", "attacker.example:9847"}});
+  ASSERT_TRUE(rebound);
+  EXPECT_EQ(rebound->status, 403);
+  EXPECT_EQ(rebound->body.find("GPU"), std::string::npos) << "nothing of the machine in the refusal";
+  httplib::Result local = Get("/api/v1/findings", {{"Host", "localhost:9847"}});
+  ASSERT_TRUE(local);
+  EXPECT_EQ(local->status, 200);
+}
+
 TEST_F(HttpServerTest, HealthzFollowsSampleFreshness) {
   StartServer({.stale_after = seconds(15)});
   json body = GetJson("/healthz", 503);
@@ -142,6 +159,33 @@ TEST_F(HttpServerTest, HealthzFollowsSampleFreshness) {
   clock_.Set(kStart + seconds(16));
   body = GetJson("/healthz", 503);
   EXPECT_EQ(body["status"], "stale");
+}
+
+// A receiver that holds a delivery is seen in /healthz, never as silence.
+TEST_F(HttpServerTest, HealthzShowsEachAlertSinksDeliveries) {
+  AlertCounters counters{.sinks = {{.name = "webhook",
+                                    .delivered = 3,
+                                    .failed = 1,
+                                    .queued = 2,
+                                    .delivering_since = kStart,
+                                    .last_error = "gave up after 4 attempts: no complete answer within 5s"},
+                                   {.name = "syslog", .delivered = 4}},
+                         .dropped = 1};
+  StartServer({}, true, [&counters] { return counters; });
+  PublishSample(kStart);
+  clock_.Set(kStart + seconds(10));
+  json body = GetJson("/healthz", 200);
+  ASSERT_TRUE(body.contains("alerts")) << body.dump(2);
+  const json& webhook = body["alerts"]["sinks"][0];
+  EXPECT_EQ(webhook["sink"], "webhook");
+  EXPECT_EQ(webhook["delivered_total"], 3);
+  EXPECT_EQ(webhook["failed_total"], 1);
+  EXPECT_EQ(webhook["queued"], 2);
+  EXPECT_EQ(webhook["delivering_for_seconds"], 10.0);
+  EXPECT_EQ(webhook["last_error"], "gave up after 4 attempts: no complete answer within 5s");
+  EXPECT_TRUE(body["alerts"]["sinks"][1]["delivering_for_seconds"].is_null());
+  EXPECT_TRUE(body["alerts"]["sinks"][1]["last_error"].is_null());
+  EXPECT_EQ(body["alerts"]["dropped_total"], 1);
 }
 
 TEST_F(HttpServerTest, SnapshotFindingsAndStatusAsJson) {

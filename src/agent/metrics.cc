@@ -310,6 +310,11 @@ constexpr Family kAlertsDelivered{"gpudoctor_alerts_delivered_total", "counter",
                                   "Alerts delivered, by sink."};
 constexpr Family kAlertsFailed{"gpudoctor_alerts_failed_total", "counter",
                                "Alerts a sink failed to deliver after its retries."};
+constexpr Family kAlertsQueued{"gpudoctor_alerts_queued", "gauge",
+                               "Alerts waiting behind the one a sink is delivering."};
+constexpr Family kAlertsDeliveringSince{"gpudoctor_alerts_delivering_since_timestamp_seconds", "gauge",
+                                        "When the delivery under way (with its retries) began; 0 when idle. "
+                                        "time() minus this is how long a sink has been stuck."};
 constexpr Family kAlertsSuppressed{"gpudoctor_alerts_suppressed_total", "counter",
                                    "Alerts held back by the per-finding rate limit."};
 constexpr Family kAlertsDropped{"gpudoctor_alerts_dropped_total", "counter",
@@ -484,6 +489,17 @@ class Renderer {
     for (const auto& sink : alerts->sinks) {
       out_.Sample({}, {{"sink", sink.name}}, static_cast<double>(sink.failed));
     }
+    out_.Begin(kAlertsQueued);
+    for (const auto& sink : alerts->sinks) {
+      out_.Sample({}, {{"sink", sink.name}}, static_cast<double>(sink.queued));
+    }
+    out_.Begin(kAlertsDeliveringSince);
+    for (const auto& sink : alerts->sinks) {
+      const double since = sink.delivering_since
+                               ? std::chrono::duration<double>(sink.delivering_since->time_since_epoch()).count()
+                               : 0.0;
+      out_.Sample({}, {{"sink", sink.name}}, since);
+    }
     out_.Begin(kAlertsSuppressed);
     out_.Sample(static_cast<double>(alerts->suppressed));
     out_.Begin(kAlertsDropped);
@@ -645,7 +661,7 @@ std::vector<std::string_view> MetricFamilyNames() {
   for (const Family* f :
        {&kUp,           &kNvmlUp,           &kBuildInfo,     &kStartTime,  &kLastSample,    &kSampleAge,
         &kSamples,      &kProbeHangs,       &kGpus,          &kFinding,    &kFindingsOpen,  &kAlertsDelivered,
-        &kAlertsFailed, &kAlertsSuppressed, &kAlertsDropped, &kAlertsGrouped, &kHostInfo, &kGpuInfo, &kGpuAccessible, &kFanSpeed,
+        &kAlertsFailed, &kAlertsQueued, &kAlertsDeliveringSince, &kAlertsSuppressed, &kAlertsDropped, &kAlertsGrouped, &kHostInfo, &kGpuInfo, &kGpuAccessible, &kFanSpeed,
         &kEccErrors,    &kRetiredPages,     &kRemappedRows,  &kClockEvent, &kNvLinkActive,  &kNvLinkErrors,
         &kXidErrors,    &kLastXid,          &kDcgmXid,       &kStoreOk,    &kStoreErrors,   &kStoreQueued,
         &kStoreDropped}) {

@@ -19,6 +19,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -34,6 +35,9 @@ struct AlertCounters {
     std::string name;  // "webhook", "syslog", "exec"
     uint64_t delivered = 0;
     uint64_t failed = 0;  // gave up after its retries
+    uint64_t queued = 0;  // waiting for the one being delivered
+    std::optional<WallTime> delivering_since;  // an alert is being delivered (with its retries) since then
+    std::string last_error;  // of the last failed delivery; empty when none failed
     bool operator==(const Sink&) const = default;
   };
   std::vector<Sink> sinks;

@@ -24,6 +24,7 @@
 #include "agent/finding_json.h"
 #include "cli/commands.h"
 #include "common/input_file.h"
+#include "common/json_text.h"
 #include "common/text.h"
 #include "store/sqlite_store.h"
 
@@ -75,7 +76,7 @@ int Fail(int code, const std::string& message) {
 }
 
 void PrintJson(const nlohmann::json& json) {
-  std::printf("%s\n", json.dump(2, ' ', false, nlohmann::json::error_handler_t::replace).c_str());
+  std::printf("%s\n", ToJsonText(json, 2).c_str());
 }
 
 int RunAck(const AckOptions& options, const GlobalOptions& global) {

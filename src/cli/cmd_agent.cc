@@ -153,7 +153,7 @@ int RunAgent(CommandContext& context, const AgentOptions& options) {
       return exit_code::kUsage;
     }
   }
-  auto listen = ParseListenAddress(options.listen);
+  auto listen = ParseListenAddress(options.listen, kDefaultHttpPort);
   if (!listen) {
     Say("--listen: " + listen.error().message);
     return exit_code::kUsage;

@@ -11,6 +11,7 @@
 #include "cli/commands.h"
 #include "cli/diag_history.h"
 #include "cli/terminal.h"
+#include "common/json_text.h"
 #include "common/text.h"
 #include "health/checklist.h"
 #include "health/correlate/correlate.h"
@@ -96,7 +97,7 @@ void RegisterCheckCommand(CLI::App& app, CommandContext& context) {
       json["checklist"] = ChecklistToJson(BuildChecklist(run.findings, run.config, run.unchecked), run.findings);
       json["findings"] = FindingsToJson(run.findings);
       json["gpus"] = GpusToJson(run);
-      std::printf("%s\n", json.dump(2).c_str());
+      std::printf("%s\n", ToJsonText(json, 2).c_str());
     } else {
       PrintCheck(stdout, Style(context.options.color, stdout), run);
     }

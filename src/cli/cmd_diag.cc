@@ -23,7 +23,10 @@
 #include "cli/diag_report.h"
 #include "cli/diag_watch.h"
 #include "cli/sources.h"
+#include "cli/terminal_guard.h"
+#include "common/json_text.h"
 #include "common/text.h"
+#include "diag/diag_lock.h"
 #include "diag/diag_run.h"
 
 namespace gpudoctor {
@@ -85,7 +88,9 @@ class ProgressBoard {
 
  private:
   void Draw() {
-    if (drawn_) std::fprintf(stderr, "\x1b[%zuA", rows_.size());
+    // gpudoctor's own drawing: the one stream whose cursor movements pass (cli/terminal_guard.h).
+    std::FILE* out = RawStderr();
+    if (drawn_) std::fprintf(out, "\x1b[%zuA", rows_.size());
     const double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
     for (int device : rows_) {
       auto found = lines_.find(device);
@@ -100,7 +105,7 @@ class ProgressBoard {
                             p.rate, RateUnit(test_),
                             p.fraction > 0.01 ? FormatDuration(std::chrono::seconds(static_cast<int64_t>(eta))) : "-");
       }
-      std::fprintf(stderr, "\r\x1b[2K%s\n", line.c_str());
+      std::fprintf(out, "\r\x1b[2K%s\n", line.c_str());
     }
     drawn_ = true;
   }
@@ -232,6 +237,36 @@ void RunDiag(const std::vector<DiagTest>& tests, const DiagOptions& options, Com
     }
   }
 
+  // One run per GPU at a time: a second would read the first's load as a
+  // fault. Simulated GPUs are shared by nobody, so they are locked only where
+  // GPUDOCTOR_RUN_DIR asks (the tests of the lock).
+  std::vector<std::string> notes;
+  std::vector<DiagLock> locks;
+  if (context.options.simulate.empty() || std::getenv("GPUDOCTOR_RUN_DIR") != nullptr) {
+    Result<std::string> directory = DiagLockDirectory();
+    if (!directory) notes.push_back("the GPUs are not locked against another run: " + directory.error().message);
+    std::vector<int> locked;
+    for (int device : directory ? tested : std::vector<int>{}) {
+      const GpuSnapshot* gpu = before.FindGpu(static_cast<uint32_t>(device));
+      const std::string key = gpu && gpu->pci_bus_id.has_value() ? gpu->pci_bus_id.value() : fmt::format("gpu{}", device);
+      DiagLockAttempt attempt = AcquireDiagLock(*directory, key);
+      if (attempt.held_by) {
+        const std::string holder = *attempt.held_by > 0 ? fmt::format(" (pid {})", *attempt.held_by) : "";
+        for (DiagTest test : tests) {
+          refused.push_back({.gpu = device, .test = test, .state = DiagState::kCouldNotRun,
+                             .problems = {fmt::format("another gpudoctor diag{} is testing this GPU: wait for it to "
+                                                      "finish, or stop it",
+                                                      holder)}});
+        }
+        continue;
+      }
+      if (attempt.lock) locks.push_back(std::move(*attempt.lock));
+      else notes.push_back(fmt::format("GPU {} is not locked against another run: {}", device, attempt.error));
+      locked.push_back(device);
+    }
+    if (directory) tested = std::move(locked);
+  }
+
   DiagRunOptions run;
   run.worker = context.executable_path;
   run.devices = tested;
@@ -246,7 +281,6 @@ void RunDiag(const std::vector<DiagTest>& tests, const DiagOptions& options, Com
   run.worker_options.pcie.transfer_bytes = options.transfer_mib << 20;
   run.worker_options.pcie.peers = !options.no_peers;
   run.extra_env.push_back("CUDA_DEVICE_ORDER=PCI_BUS_ID");  // CUDA's ordinals in NVML's order
-  std::vector<std::string> notes;
   std::string log_file = options.log_file;
   bool follow_log = !options.no_logs;
   if (!context.options.simulate.empty()) {
@@ -296,7 +330,7 @@ void RunDiag(const std::vector<DiagTest>& tests, const DiagOptions& options, Com
               json line{{"event", "progress"}, {"gpu", device},        {"test", DiagTestName(test)},
                         {"step", progress.step}, {"pass", progress.pass}, {"fraction", progress.fraction},
                         {"rate", progress.rate}, {"unit", RateUnit(test)}};
-              std::printf("%s\n", line.dump().c_str());
+              std::printf("%s\n", ToJsonText(line).c_str());
               std::fflush(stdout);
             }
             board.Update(device, progress);
@@ -336,12 +370,12 @@ void RunDiag(const std::vector<DiagTest>& tests, const DiagOptions& options, Com
     faulty |= verdict->state == DiagState::kFaulty || verdict->state == DiagState::kHung;
     could_not_run |= verdict->state == DiagState::kCouldNotRun;
     interrupted |= verdict->state == DiagState::kInterrupted;
-    if (json_lines) std::printf("%s\n", DiagVerdictJson(*verdict, outcome, before, after).dump(-1, ' ', false, json::error_handler_t::replace).c_str());
+    if (json_lines) std::printf("%s\n", ToJsonText(DiagVerdictJson(*verdict, outcome, before, after)).c_str());
     else PrintDiagVerdict(*verdict, outcome, before, after);
   }
   KeepInHistory(results, before, options, context, notes);
   for (const std::string& note : notes) {
-    if (json_lines) std::printf("%s\n", json{{"event", "note"}, {"message", note}}.dump().c_str());
+    if (json_lines) std::printf("%s\n", ToJsonText(json{{"event", "note"}, {"message", note}}).c_str());
     else std::printf("note: %s\n", note.c_str());
   }
   context.exit_code = faulty           ? kDiagFaulty
@@ -389,7 +423,8 @@ void AddPcieOptions(CLI::App* command, DiagOptions& options) {
 
 constexpr const char* kExitCodes =
     "Exit codes: 0 every GPU passed, 2 a GPU is faulty (wrong data or results, failed, or hung during the test),\n"
-    "3 a GPU could not be tested (no driver, busy, too little memory, built without kernels), 130 interrupted,\n"
+    "3 a GPU could not be tested (no driver, busy, tested by another gpudoctor diag, too little memory,\n"
+    "built without kernels), 130 interrupted,\n"
     "64 usage, 69 NVML unavailable.";
 
 }  // namespace

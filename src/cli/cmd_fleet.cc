@@ -14,6 +14,7 @@
 #include <mutex>
 #include <optional>
 #include <string>
+#include <variant>
 #include <vector>
 
 #include <fmt/format.h>
@@ -23,27 +24,33 @@
 #include <unistd.h>
 
 #include "agent/dashboard_assets.h"
-#include "agent/http_server.h"
-#include "agent/http_transport.h"
 #include "cli/commands.h"
+#include "cli/sources.h"
 #include "cli/terminal.h"
 #include "common/input_file.h"
+#include "common/json_text.h"
 #include "common/text.h"
 #include "fleet/fleet_history.h"
 #include "fleet/fleet_json.h"
 #include "fleet/fleet_reader.h"
 #include "fleet/fleet_views.h"
 #include "health/health_config.h"
+#include "net/http_access.h"
+#include "net/http_transport.h"
+#include "redact/secrets.h"
 
 namespace gpudoctor {
 namespace {
+
+constexpr int kDefaultFleetPagePort = 9848;
 
 struct FleetOptions {
   std::string prometheus;
   std::string agents_file;
   std::string job = "gpudoctor";
   std::string timeout = "10s";
-  std::string token_file;
+  std::string token_file;       // sent to Prometheus or the agents
+  std::string page_token_file;  // asked of the page's visitors
   std::string range = "7d";
   std::string clean_for = "24h";
   size_t top = 10;
@@ -56,26 +63,40 @@ struct Failure {
   std::string message;
 };
 
+// The token in the file an option names: 66 when it cannot be read, 65 when it is empty.
+std::variant<std::string, Failure> ReadTokenOption(const char* option, const std::string& path) {
+  InputText text = ReadOptionInput(option, path, kMaxBearerTokenFileBytes);
+  if (text.error) return Failure{text.error->exit_code, text.error->message};
+  Result<std::string> token = BearerTokenOf(text.text, path);
+  if (!token) return Failure{exit_code::kDataError, std::string(option) + ": " + token.error().message};
+  return std::move(*token);
+}
+
 // Where the fleet's state comes from, resolved once per command.
 class FleetSource {
  public:
-  static Result<std::unique_ptr<FleetSource>> Open(const FleetOptions& options, Duration timeout) {
+  // The source, or the exit status and message of why there is none: 64 a
+  // --prometheus that is not a URL, 66 an --agents or --token-file that
+  // cannot be read, 65 an agents file or token file whose content is wrong.
+  static std::variant<std::unique_ptr<FleetSource>, Failure> Open(const FleetOptions& options, Duration timeout) {
     auto source = std::unique_ptr<FleetSource>(new FleetSource());
     source->read_.job = options.job;
     source->read_.timeout = timeout;
     if (!options.token_file.empty()) {
-      auto token = ReadBearerTokenFile(options.token_file);
-      if (!token) return token.error();
-      source->read_.bearer_token = *token;
+      auto token = ReadTokenOption("--token-file", options.token_file);
+      if (Failure* failure = std::get_if<Failure>(&token)) return std::move(*failure);
+      source->read_.bearer_token = std::get<std::string>(std::move(token));
     }
     if (!options.prometheus.empty()) {
       auto api = MakeHttpPrometheusApi(options.prometheus, timeout, source->read_.bearer_token);
-      if (!api) return api.error();
+      if (!api) return Failure{exit_code::kUsage, "--prometheus: " + api.error().message};
       source->api_ = std::move(*api);
-      source->description_ = "prometheus " + options.prometheus;
+      source->description_ = "prometheus " + RedactTextSecrets(options.prometheus);
     } else {
-      auto urls = ReadAgentsFile(options.agents_file);
-      if (!urls) return urls.error();
+      InputText text = ReadOptionInput("--agents", options.agents_file, 1 << 20);
+      if (text.error) return Failure{text.error->exit_code, text.error->message};
+      auto urls = ParseAgentsList(text.text, options.agents_file);
+      if (!urls) return Failure{exit_code::kDataError, urls.error().message};
       source->agents_ = std::move(*urls);
       source->description_ = fmt::format("{} agents from {}", source->agents_.size(), options.agents_file);
     }
@@ -278,7 +299,7 @@ class FleetPage {
       body = {{"error", "unknown view " + view}};
     }
     response.status = status;
-    response.SetBody(body.dump(), "application/json");
+    response.SetBody(ToJsonText(body), "application/json");
     return response;
   }
 
@@ -298,13 +319,36 @@ extern "C" void StopFleetPage(int) {
 
 int ServePage(FleetSource& source, const FleetOptions& options, Duration range, Duration clean_for,
               const std::vector<ChecklistEntry>& checklist) {
-  auto listen = ParseListenAddress(options.listen);
+  auto listen = ParseListenAddress(options.listen, kDefaultFleetPagePort);
   if (!listen) {
     std::fprintf(stderr, "gpudoctor fleet: --listen: %s\n", listen.error().message.c_str());
     return exit_code::kUsage;
   }
+  // The page shows every host's findings: beyond this machine, only to those with the token.
+  std::optional<std::string> page_token;
+  if (!options.page_token_file.empty()) {
+    auto token = ReadTokenOption("--page-token-file", options.page_token_file);
+    if (const Failure* failure = std::get_if<Failure>(&token)) {
+      std::fprintf(stderr, "gpudoctor fleet: %s\n", failure->message.c_str());
+      return failure->exit_code;
+    }
+    page_token = std::get<std::string>(std::move(token));
+  } else if (!IsLoopbackHost(listen->host)) {
+    std::fprintf(stderr,
+                 "gpudoctor fleet: --listen %s: the page shows every host's findings; to serve it beyond this "
+                 "machine give --page-token-file (visitors then send \"Authorization: Bearer TOKEN\"), or listen "
+                 "on localhost (127.0.0.1:%d) and reach it through an SSH tunnel\n",
+                 options.listen.c_str(), listen->port);
+    return exit_code::kUsage;
+  }
+  const HttpAccess access(page_token, *listen);
   FleetPage page(source, options, range, clean_for, checklist);
-  HttpTransport transport(*listen, HttpLimits{}, [&page](const HttpRequest& r) { return page.Handle(r); });
+  HttpTransport transport(*listen, HttpLimits{}, [&page, &access](const HttpRequest& r) {
+    // The page's own files are public; its views of the fleet need the token.
+    const bool public_path = !r.path.starts_with("/api/");
+    if (std::optional<HttpResponse> refused = access.Refusal(r, public_path)) return *refused;
+    return page.Handle(r);
+  });
   auto port = transport.Start();
   if (!port) {
     std::fprintf(stderr, "gpudoctor fleet: cannot listen on %s: %s\n", options.listen.c_str(),
@@ -367,15 +411,16 @@ int Run(CommandContext& context, const FleetOptions& options, const std::string&
     }
     config = std::move(*applied);
   }
-  auto source = FleetSource::Open(options, *timeout);
-  if (!source) {
-    std::fprintf(stderr, "gpudoctor fleet: %s\n", source.error().message.c_str());
-    return exit_code::kNoInput;
+  auto opened = FleetSource::Open(options, *timeout);
+  if (const Failure* failure = std::get_if<Failure>(&opened)) {
+    std::fprintf(stderr, "gpudoctor fleet: %s\n", failure->message.c_str());
+    return failure->exit_code;
   }
-  if (!options.listen.empty()) return ServePage(**source, options, *range, *clean_for, config.checklist);
+  auto& source = std::get<std::unique_ptr<FleetSource>>(opened);
+  if (!options.listen.empty()) return ServePage(*source, options, *range, *clean_for, config.checklist);
 
   const Style style(context.options.color, stdout);
-  Result<FleetState> state = (*source)->Now();
+  Result<FleetState> state = source->Now();
   if (!state) {
     std::fprintf(stderr, "gpudoctor fleet: %s\n", state.error().message.c_str());
     return exit_code::kUnavailable;
@@ -386,17 +431,17 @@ int Run(CommandContext& context, const FleetOptions& options, const std::string&
     if (context.options.json) {
       nlohmann::json body = FleetChecklistJson(checklist);
       body["source"] = state->source;
-      std::printf("%s\n", body.dump(2).c_str());
+      std::printf("%s\n", ToJsonText(body, 2).c_str());
     } else {
       PrintChecklist(style, checklist, state->source);
     }
     return status;
   }
-  if (view != "offenders" && !(*source)->has_history()) {
+  if (view != "offenders" && !source->has_history()) {
     std::fprintf(stderr, "gpudoctor fleet %s: needs --prometheus: agents keep no fleet-wide history\n", view.c_str());
     return exit_code::kUsage;
   }
-  Result<std::optional<FleetHistory>> history = (*source)->History(*range);
+  Result<std::optional<FleetHistory>> history = source->History(*range);
   if (!history) {
     std::fprintf(stderr, "gpudoctor fleet: %s\n", history.error().message.c_str());
     return exit_code::kUnavailable;
@@ -407,7 +452,7 @@ int Run(CommandContext& context, const FleetOptions& options, const std::string&
   }
   if (view == "offenders") {
     Offenders offenders = RankOffenders(*state, history->has_value() ? &**history : nullptr, verdicts, options.top);
-    if (context.options.json) std::printf("%s\n", OffendersJson(offenders).dump(2).c_str());
+    if (context.options.json) std::printf("%s\n", ToJsonText(OffendersJson(offenders), 2).c_str());
     else PrintOffenders(style, offenders, options.range);
     return status;
   }
@@ -415,7 +460,7 @@ int Run(CommandContext& context, const FleetOptions& options, const std::string&
     if (context.options.json) {
       nlohmann::json body = {{"range", options.range}, {"verdicts", nlohmann::json::array()}};
       for (const Verdict& v : verdicts) body["verdicts"].push_back(VerdictJson(v));
-      std::printf("%s\n", body.dump(2).c_str());
+      std::printf("%s\n", ToJsonText(body, 2).c_str());
     } else {
       std::printf("%s\n", style.Bold("Card or slot, over the last " + options.range).c_str());
       if (verdicts.empty()) std::printf("  no GPU errors to attribute\n");
@@ -425,7 +470,7 @@ int Run(CommandContext& context, const FleetOptions& options, const std::string&
   }
   CardHistory card = HistoryOfCard(options.serial, **history, verdicts);
   if (context.options.json) {
-    std::printf("%s\n", CardHistoryJson(card).dump(2).c_str());
+    std::printf("%s\n", ToJsonText(CardHistoryJson(card), 2).c_str());
   } else {
     std::printf("%s\n", style.Bold("Card " + options.serial + " over the last " + options.range).c_str());
     if (card.stays.empty()) std::printf("  never seen in this range (is the serial right?)\n");
@@ -446,7 +491,9 @@ void AddSourceOptions(CLI::App* command, FleetOptions& options) {
                       "File of agent URLs, one per line (http://gpu01:9847), for sites without Prometheus");
   command->add_option("--job", options.job, "Prometheus scrape job of the agents")->capture_default_str();
   command->add_option("--timeout", options.timeout, "Deadline of each query or scrape")->capture_default_str();
-  command->add_option("--token-file", options.token_file, "Bearer token for Prometheus or the agents (first line)");
+  command->add_option("--token-file", options.token_file,
+                      "Bearer token sent to Prometheus or the agents (first line of the file). For basic "
+                      "authentication put user:password@ in the URL");
 }
 
 }  // namespace
@@ -457,7 +504,11 @@ void RegisterFleetCommand(CLI::App& app, CommandContext& context) {
                                             "card or slot");
   AddSourceOptions(fleet, *options);
   fleet->add_option("--listen", options->listen,
-                    "Serve the fleet views as a page and JSON (/api/v1/fleet/...) on HOST:PORT instead of printing");
+                    "Serve the fleet views as a page and JSON (/api/v1/fleet/...) on HOST:PORT instead of printing "
+                    "(a loopback address such as 127.0.0.1:9848, unless --page-token-file is given)");
+  fleet->add_option("--page-token-file", options->page_token_file,
+                    "With --listen: the bearer token the page's views require (first line of the file); needed "
+                    "to listen beyond localhost");
   fleet->add_option("--range", options->range, "Time range of errors and history (offenders, attribution, gpu)")
       ->capture_default_str();
   fleet->add_option("--clean-for", options->clean_for,
@@ -474,8 +525,10 @@ void RegisterFleetCommand(CLI::App& app, CommandContext& context) {
       "Prometheus must scrape the agents' /metrics under --job (deploy/prometheus.yml); attribution and a\n"
       "card's history need Prometheus, as agents keep no fleet-wide record. See docs/fleet.md.\n"
       "Exit status (like check): 0 every host well, 1 warnings, 2 a critical finding or a host not answering;\n"
-      "64 bad command line, 65 bad --config, 66 --agents or --token-file unreadable, 69 Prometheus unreachable\n"
-      "or a query failed; `gpu SERIAL` exits 66 when the card was never seen in --range.");
+      "64 bad command line (a --prometheus that is not a URL, --listen beyond localhost without\n"
+      "--page-token-file), 65 bad --config or a malformed line in --agents, 66 --agents or a token file\n"
+      "unreadable, 69 Prometheus unreachable or a query failed; `gpu SERIAL` exits 66 when the card was\n"
+      "never seen in --range.");
   fleet->callback([&context, options, fleet] {
     if (fleet->get_subcommands().empty()) context.exit_code = Run(context, *options, "checklist");
   });

@@ -23,6 +23,7 @@
 #include "cli/terminal.h"
 #include "cli/time_option.h"
 #include "common/input_file.h"
+#include "common/json_text.h"
 #include "common/text.h"
 #include "health/finding_json.h"
 #include "store/sqlite_store.h"
@@ -278,7 +279,7 @@ class HistoryCommand {
   }
 
   static void Print(const nlohmann::json& json) {
-    std::printf("%s\n", json.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace).c_str());
+    std::printf("%s\n", ToJsonText(json).c_str());
   }
 
   const HistoryOptions& options_;

@@ -24,6 +24,7 @@
 #include "cli/sources.h"
 #include "cli/terminal.h"
 #include "cli/time_option.h"
+#include "common/json_text.h"
 #include "common/text.h"
 #include "health/health_config.h"
 #include "health/maintenance.h"
@@ -47,7 +48,7 @@ int Fail(int code, const std::string& message) {
 }
 
 void PrintJson(const nlohmann::json& json) {
-  std::printf("%s\n", json.dump(2, ' ', false, nlohmann::json::error_handler_t::replace).c_str());
+  std::printf("%s\n", ToJsonText(json, 2).c_str());
 }
 
 std::string Day(WallTime time) { return FormatIsoUtc(time).substr(0, 10); }

@@ -13,6 +13,7 @@
 
 #include "cli/commands.h"
 #include "cli/node_check.h"
+#include "common/json_text.h"
 #include "common/text.h"
 
 namespace gpudoctor {
@@ -61,8 +62,8 @@ void RegisterNpdCommand(CLI::App& app, CommandContext& context) {
       "never longer than --max-output-length bytes, and the exit status is NPD's:\n"
       "  0 OK       no finding at --severity or worse\n"
       "  1 NonOK    a finding at --severity or worse: the message names the first, \"(+N more)\" the rest\n"
-      "  2 Unknown  the check could not run (a --config or --simulate file that cannot be used);\n"
-      "             NPD reads any other status as Unknown too: 64 bad command line, 66 no --config file\n"
+      "  2 Unknown  the check could not run (a --config or --simulate file that is missing or cannot be\n"
+      "             used): the line says why. NPD reads any other status as Unknown too: 64 bad command line\n"
       "Give the rule a timeout above --probe-timeout (10 s): NPD's own default of 5 s can cut a hung\n"
       "driver's report short. See docs/kubernetes.md.\n"
       "\n"
@@ -97,7 +98,7 @@ void RegisterNpdCommand(CLI::App& app, CommandContext& context) {
                              {"message", message},
                              {"worst_severity", result.error ? nullptr : nlohmann::json(SeverityName(result.worst))},
                              {"findings", NodeProblemsToJson(listed)}};
-      std::printf("%s\n", json.dump().c_str());
+      std::printf("%s\n", ToJsonText(json).c_str());
     } else {
       std::printf("%s\n", message.c_str());
     }

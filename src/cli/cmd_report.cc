@@ -33,6 +33,7 @@
 #include "cli/commands.h"
 #include "common/gzip.h"
 #include "common/input_file.h"
+#include "common/json_text.h"
 #include "common/text.h"
 #include "health/checklist.h"
 #include "health/embedded_data.h"
@@ -317,8 +318,8 @@ void RegisterReportCommand(CLI::App& app, CommandContext& context) {
     for (const SourceNote& s : run.sources) sources.push_back({{"source", s.source}, {"status", s.status}, {"detail", s.detail}});
 
     std::vector<BundleFile> files = {
-        {"snapshot.json", SnapshotToJson(run.snapshot).dump(2) + "\n"},
-        {"findings.json", findings.dump(2) + "\n"},
+        {"snapshot.json", ToJsonText(SnapshotToJson(run.snapshot), 2) + "\n"},
+        {"findings.json", ToJsonText(findings, 2) + "\n"},
         {"versions.txt", Versions(run)},
         {"kernel-log.txt", KernelLogExcerpt(run, options->check, options->log_lines, runner)},
     };
@@ -331,7 +332,7 @@ void RegisterReportCommand(CLI::App& app, CommandContext& context) {
     files.push_back({"config.toml", context.options.config_path.empty()
                                         ? std::string("# built-in defaults (no --config given)\n") + kRulesToml
                                         : ConfigFileText(context.options.config_path)});
-    files.push_back({"sources.json", sources.dump(2) + "\n"});
+    files.push_back({"sources.json", ToJsonText(sources, 2) + "\n"});
 
     std::string tar;
     const int64_t mtime = std::chrono::duration_cast<std::chrono::seconds>(now.time_since_epoch()).count();
@@ -351,7 +352,7 @@ void RegisterReportCommand(CLI::App& app, CommandContext& context) {
     if (context.options.json) {
       nlohmann::json json = {{"path", output}, {"status", SeverityName(WorstSeverity(run.findings))}};
       for (const BundleFile& file : files) json["files"].push_back(directory + "/" + file.name);
-      std::printf("%s\n", json.dump(2).c_str());
+      std::printf("%s\n", ToJsonText(json, 2).c_str());
     } else {
       std::printf("Wrote %s (%zu files%s)\n", output.c_str(), files.size(), options->redact ? ", redacted" : "");
     }

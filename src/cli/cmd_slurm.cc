@@ -17,6 +17,7 @@
 #include "cli/commands.h"
 #include "cli/node_check.h"
 #include "cli/terminal.h"
+#include "common/json_text.h"
 #include "common/text.h"
 #include "host/command_runner.h"
 #include "slurm/slurm_control.h"
@@ -219,13 +220,23 @@ void RegisterSlurmCommand(CLI::App& app, CommandContext& context) {
   auto options = std::make_shared<SlurmOptions>();
   AddNodeCheckOptions(command, options->check);
   command->add_option("--node", options->node,
-                      "The node's name in Slurm (default: $SLURMD_NODENAME, else the short host name)");
+                      "The node's name in Slurm (default: $SLURMD_NODENAME, else the short host name)")
+      ->check(CLI::Validator(
+          [](std::string& name) { return name.empty() ? std::string("an empty node name") : std::string(); },
+          "NAME"));
   command->add_flag("--drain", options->drain,
                     "Act: drain on a critical finding, resume a node gpudoctor drained. Without it, a dry run");
   command->add_option("--max-drain-share", options->max_drain_share,
                       "Circuit breaker: never make more than this share of a partition's nodes drained by gpudoctor "
                       "(0 never drains, 1 turns the breaker off)")
-      ->check(CLI::Range(0.0, 1.0))
+      ->check(CLI::Validator(
+          [](std::string& text) {
+            // CLI::Range lets NaN through: no comparison with NaN is false.
+            std::optional<double> share = ParseDouble(text);
+            return share && *share >= 0 && *share <= 1 ? std::string()
+                                                       : "not a share from 0 to 1: " + text;
+          },
+          "SHARE in [0 - 1]"))
       ->capture_default_str();
   command->add_option("--partition", options->partition,
                       "Weigh the circuit breaker in this partition only (default: every partition of the node)");
@@ -265,7 +276,7 @@ void RegisterSlurmCommand(CLI::App& app, CommandContext& context) {
       return;
     }
     if (context.options.json) {
-      std::printf("%s\n", OutcomeToJson(outcome).dump(2).c_str());
+      std::printf("%s\n", ToJsonText(OutcomeToJson(outcome), 2).c_str());
     } else {
       PrintOutcome(stdout, Style(context.options.color, stdout), outcome);
     }

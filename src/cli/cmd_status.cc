@@ -13,6 +13,7 @@
 #include "cli/sources.h"
 #include "cli/status_findings.h"
 #include "cli/terminal.h"
+#include "common/json_text.h"
 #include "health/finding_json.h"
 #include "model/snapshot_json.h"
 
@@ -191,7 +192,7 @@ void RegisterStatusCommand(CLI::App& app, CommandContext& context) {
       }
       json["findings"] = FindingsToJson(findings);
       json["status"] = SeverityName(WorstSeverity(findings));
-      std::printf("%s\n", json.dump(2).c_str());
+      std::printf("%s\n", ToJsonText(json, 2).c_str());
     } else if (unavailable && snapshot.driver_error == AccessError::kLibraryNotFound) {
       // The one-line answer for a machine with no NVIDIA driver at all.
       std::fprintf(stderr, "gpudoctor: %s\n", snapshot.driver_message.c_str());

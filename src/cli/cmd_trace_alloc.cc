@@ -24,6 +24,7 @@
 
 #include "cli/commands.h"
 #include "cli/sources.h"
+#include "common/json_text.h"
 #include "common/loadable_module.h"
 #include "common/text.h"
 #include "health/detectors/trend_config.h"
@@ -49,11 +50,17 @@ struct TraceAllocOptions {
 
 // Signals gpudoctor takes while the program runs, to pass on.
 std::atomic<int> g_pending_signal{0};
-void RememberSignal(int signal) { g_pending_signal.store(signal); }
+std::atomic<int> g_stop_requests{0};  // SIGINT, SIGTERM, SIGHUP and SIGQUIT received
+void RememberSignal(int signal) {
+  g_pending_signal.store(signal);
+  if (signal == SIGINT || signal == SIGTERM || signal == SIGHUP || signal == SIGQUIT) g_stop_requests.fetch_add(1);
+}
 
 class SignalRelay {
  public:
   SignalRelay() {
+    g_pending_signal.store(0);
+    g_stop_requests.store(0);
     struct sigaction action {};
     action.sa_handler = RememberSignal;
     sigemptyset(&action.sa_mask);
@@ -64,17 +71,28 @@ class SignalRelay {
   }
   // Passes a signal gpudoctor received on to the program. A terminal sends
   // SIGINT and SIGQUIT to its whole foreground group, the program included,
-  // so those are passed on only when gpudoctor is not in that group.
+  // so those are passed on only when gpudoctor is not in that group. A second
+  // request to stop while the program still runs ends it with SIGKILL: the
+  // run always ends when asked twice, whatever the program does with signals.
   void Forward(const TracedProgram& program) {
     const int signal = g_pending_signal.exchange(0);
     if (signal == 0) return;
+    if (g_stop_requests.load() >= 2) {
+      if (!killed_) std::fprintf(stderr, "gpudoctor trace-alloc: asked again to stop: ending the program (SIGKILL)\n");
+      killed_ = true;
+      program.Signal(SIGKILL);
+      return;
+    }
     if ((signal == SIGINT || signal == SIGQUIT) && tcgetpgrp(STDERR_FILENO) == getpgrp()) return;
     program.Signal(signal);
   }
+  // True once asked to stop: reading what is left is cut short.
+  static bool StopRequested() { return g_stop_requests.load() > 0; }
 
  private:
   static constexpr std::array<int, 6> kSignals = {SIGINT, SIGQUIT, SIGTERM, SIGHUP, SIGUSR1, SIGUSR2};
   std::array<struct sigaction, 6> previous_{};
+  bool killed_ = false;
 };
 
 // The library, by a path LD_PRELOAD can carry (it splits at spaces and colons).
@@ -168,11 +186,19 @@ int RunTraceAlloc(const TraceAllocOptions& options, const CommandContext& contex
   const uint64_t interval_ns = static_cast<uint64_t>(interval->count());
   uint64_t next_interval = start_ns + interval_ns;
   std::optional<ProgramStatus> status;
+  bool told_corrupt = false;
+  auto tell_corruption = [&] {
+    if (told_corrupt || !ring || !ring->corrupt()) return;
+    told_corrupt = true;
+    std::fprintf(stderr, "gpudoctor trace-alloc: the program overwrote the ring it shares with gpudoctor (%s): "
+                 "tracing stopped; the program runs on\n", ring->corruption().c_str());
+  };
   while (!status) {
     size_t taken = 0;
     if (ring) {
       ring->Heartbeat();
       taken = ring->Drain(add, 1 << 16);
+      tell_corruption();
     }
     relay.Forward(program);
     status = program.Poll();
@@ -181,7 +207,7 @@ int RunTraceAlloc(const TraceAllocOptions& options, const CommandContext& contex
       IntervalSummary summary = ledger.CloseInterval(now);
       ++facts.intervals;
       const std::string line = context.options.json
-                                   ? IntervalJson(summary, ledger, symbolizer, now - start_ns).dump() + "\n"
+                                   ? ToJsonText(IntervalJson(summary, ledger, symbolizer, now - start_ns)) + "\n"
                                    : RenderInterval(summary, ledger, symbolizer, now - start_ns);
       std::fputs(line.c_str(), stderr);
       while (next_interval <= now) next_interval += interval_ns;
@@ -190,11 +216,16 @@ int RunTraceAlloc(const TraceAllocOptions& options, const CommandContext& contex
   }
   const uint64_t end_ns = MonotonicNowNs();
   if (ring) {
-    ring->DrainRemaining(add, 100'000'000);
-    facts.counters = ring->counters();
+    // What the program's last moments wrote: bounded by the ring, and cut short by an interrupt.
+    ring->DrainRemaining(add, 100'000'000, &SignalRelay::StopRequested);
+    tell_corruption();
+    if (std::optional<RingCounters> counters = ring->counters()) facts.counters = *counters;
+    else facts.counters_known = false;
+    facts.ring_corruption = ring->corruption();
     facts.malformed_slots = ring->malformed();
     facts.skipped_slots = ring->skipped();
-    if (facts.counters.processes_attached == 0) facts.library_problem = WhyNotAttached(resolved.path, library);
+    if (facts.counters_known && facts.counters.processes_attached == 0)
+      facts.library_problem = WhyNotAttached(resolved.path, library);
   }
   if (facts.intervals > 0) {
     ledger.CloseInterval(end_ns);
@@ -205,7 +236,8 @@ int RunTraceAlloc(const TraceAllocOptions& options, const CommandContext& contex
   facts.duration_ns = end_ns - start_ns;
 
   const TraceReport report = BuildTraceReport(ledger, symbolizer, std::move(facts), leak_config);
-  const std::string text = context.options.json ? TraceReportJson(report).dump(2) + "\n" : RenderTraceReport(report);
+  const std::string text =
+      context.options.json ? ToJsonText(TraceReportJson(report), 2) + "\n" : RenderTraceReport(report);
   std::FILE* out = report_file ? report_file.get() : stderr;
   if (std::fputs(text.c_str(), out) < 0 || std::fflush(out) != 0)
     std::fprintf(stderr, "gpudoctor trace-alloc: --report %s: %s\n", options.report_path.c_str(), std::strerror(errno));

@@ -30,6 +30,7 @@
 #include "cli/commands.h"
 #include "cli/terminal.h"
 #include "cli/triage_history.h"
+#include "common/json_text.h"
 #include "common/text.h"
 #include "health/catalog_event_grader.h"
 #include "health/correlate/correlate.h"
@@ -385,7 +386,7 @@ void RegisterTriageCommand(CLI::App& app, CommandContext& context) {
       json["history"] = RecentHistoryToJson(history);
       json["verdict"] = VerdictToJson(verdict);
       json["findings"] = FindingsToJson(run.findings);
-      std::printf("%s\n", json.dump(2).c_str());
+      std::printf("%s\n", ToJsonText(json, 2).c_str());
     } else {
       PrintTriage(stdout, Style(context.options.color, stdout), run, hosts, history, verdict);
     }

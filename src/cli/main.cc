@@ -17,6 +17,7 @@
 
 #include "cli/commands.h"
 #include "cli/sources.h"
+#include "cli/terminal_guard.h"
 #include "common/input_file.h"
 #include "common/text.h"
 #include "nvml/probe.h"
@@ -55,6 +56,8 @@ int main(int argc, char** argv) {
   using namespace gpudoctor;
   if (argc >= 2 && std::string_view(argv[1]) == "__probe") return RunProbeCommandLine(argc, argv);
   if (argc >= 2 && std::string_view(argv[1]) == "__diag-worker") return RunDiagWorkerCommandLine(argc, argv);
+  // Everything printed from here on is made safe for a terminal (cli/terminal_guard.h).
+  GuardTerminalOutput();
 
   CommandContext context;
   context.executable_path = SelfPath();
@@ -98,8 +101,11 @@ int main(int argc, char** argv) {
                  "Configuration file (TOML, at most " + FormatSizeLimit(kMaxConfigFileBytes) + ")");
   // Every command holds --config to the input rule, those that read no
   // config too, so a wrong path is never passed over in silence.
-  app.parse_complete_callback([&options] {
+  app.parse_complete_callback([&options, &app] {
     if (options.config_path.empty()) return;
+    // node-problem-detector shows npd's one line as the condition: npd says
+    // itself, on that line, why it cannot check (Unknown, exit 2).
+    if (app.got_subcommand("npd")) return;
     InputText config = ReadOptionInput("--config", options.config_path, kMaxConfigFileBytes);
     if (config.error) throw CLI::RuntimeError(config.error->message, config.error->exit_code);
   });

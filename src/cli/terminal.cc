@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cstdlib>
 
+#include "cli/terminal_guard.h"
 #include "health/correlate/correlate.h"
 
 namespace gpudoctor {
@@ -14,7 +15,7 @@ Style::Style(const std::string& mode, std::FILE* stream) {
   else if (mode == "never") color_ = false;
   else {
     const char* term = std::getenv("TERM");
-    color_ = isatty(fileno(stream)) && std::getenv("NO_COLOR") == nullptr && term && std::string(term) != "dumb";
+    color_ = isatty(OutputDescriptor(stream)) && std::getenv("NO_COLOR") == nullptr && term && std::string(term) != "dumb";
   }
 }
 

@@ -247,9 +247,43 @@ std::string ShellQuote(const std::vector<std::string>& argv) {
     const bool plain =
         !word.empty() && word.find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789"
                                                 "_-+=/.,:@%") == std::string::npos;
-    line += plain ? word : "'" + ReplaceAll(word, "'", "'\\''") + "'";
+    const bool control = std::any_of(word.begin(), word.end(), [](char c) {
+      return static_cast<unsigned char>(c) < 0x20 || static_cast<unsigned char>(c) == 0x7f;
+    });
+    if (plain) {
+      line += word;
+    } else if (!control) {
+      line += "'" + ReplaceAll(word, "'", "'\\''") + "'";
+    } else {
+      // Bash's $'...': the command stays on one line and means the same.
+      line += "$'";
+      for (char c : word) {
+        const auto byte = static_cast<unsigned char>(c);
+        if (c == '\\' || c == '\'') line += std::string("\\") + c;
+        else if (c == '\n') line += "\\n";
+        else if (c == '\t') line += "\\t";
+        else if (byte < 0x20 || byte == 0x7f) {
+          char escaped[8];
+          std::snprintf(escaped, sizeof escaped, "\\x%02x", byte);
+          line += escaped;
+        }
+        else line += c;
+      }
+      line += "'";
+    }
   }
   return line;
+}
+
+std::string OneLine(std::string_view text) {
+  std::string out;
+  out.reserve(text.size());
+  for (char c : text) {
+    if (c == '\n') out += "\\n";
+    else if (c == '\r') out += "\\r";
+    else out += c;
+  }
+  return out;
 }
 
 }  // namespace gpudoctor

@@ -60,7 +60,14 @@ std::string FormatDuration(Duration d);
 std::string FormatBytes(double bytes);
 
 // A command line a POSIX shell reads back as `argv`: plain words as they are,
-// others in single quotes ("python train.py 'my run'").
+// others in single quotes ("python train.py 'my run'"), and a word holding a
+// control character in bash's $'...' (so the command stays on one line).
 std::string ShellQuote(const std::vector<std::string>& argv);
+
+// `text` on one line: a newline or carriage return from outside (a process
+// name, a label value) is written "\n" or "\r", so it cannot start a line
+// that looks like gpudoctor's own. Other control characters are left to the
+// terminal guard (common/terminal_text.h).
+std::string OneLine(std::string_view text);
 
 }  // namespace gpudoctor

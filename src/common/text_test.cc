@@ -86,5 +86,17 @@ TEST(ReplaceAll, EveryOccurrenceLeftToRight) {
 
 TEST(ToUpper, AsciiLetters) { EXPECT_EQ(ToUpper("faulty 2x"), "FAULTY 2X"); }
 
+TEST(ShellQuote, AShellReadsTheSameWordsBack) {
+  EXPECT_EQ(ShellQuote({"python", "train.py", "--lr=0.1"}), "python train.py --lr=0.1");
+  EXPECT_EQ(ShellQuote({"echo", "my run", "it's", ""}), "echo 'my run' 'it'\\''s' ''");
+  // A control character keeps the command on one line, in bash's $'...'.
+  EXPECT_EQ(ShellQuote({"run", "a\nb\t'c'\x1b"}), "run $'a\\nb\\t\\'c\\'\\x1b'");
+}
+
+TEST(OneLine, NewlinesFromOutsideStayOnTheLine) {
+  EXPECT_EQ(OneLine("python\nOK   all healthy\r"), "python\\nOK   all healthy\\r");
+  EXPECT_EQ(OneLine("plain"), "plain");
+}
+
 }  // namespace
 }  // namespace gpudoctor

@@ -14,6 +14,7 @@
 #include <cerrno>
 #include <cstring>
 
+#include "common/json_text.h"
 #include "common/text.h"
 
 extern char** environ;
@@ -33,7 +34,7 @@ std::atomic<bool> g_worker_stop{false};
 void OnStopSignal(int) { g_worker_stop.store(true); }
 
 void WriteLine(int fd, const json& line) {
-  std::string text = line.dump(-1, ' ', false, json::error_handler_t::replace) + "\n";
+  std::string text = ToJsonText(line) + "\n";
   for (size_t written = 0; written < text.size();) {
     const ssize_t n = ::write(fd, text.data() + written, text.size() - written);
     if (n < 0 && errno == EINTR) continue;

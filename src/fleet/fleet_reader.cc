@@ -3,23 +3,30 @@
 #include <algorithm>
 #include <future>
 #include <map>
+#include <set>
+#include <string_view>
 
 #include <fmt/format.h>
 
-#include "common/input_file.h"
 #include "common/text.h"
 #include "net/http_client.h"
-#include "net/prometheus_text_parser.h"
+#include "net/prometheus_text_stream.h"
+#include "redact/secrets.h"
 
 namespace gpudoctor {
 namespace {
 
 using Labels = std::map<std::string, std::string>;
 
-const std::string& LabelOf(const Labels& labels, const std::string& name) {
-  static const std::string kEmpty;
+// The families HostBuilder reads from an agent's /metrics.
+const std::set<std::string_view> kAgentFamilies = {"gpudoctor_up",       "gpudoctor_sample_age_seconds",
+                                                   "gpudoctor_host_info", "gpudoctor_gpu_info",
+                                                   "gpudoctor_gpu_accessible", "gpudoctor_finding"};
+
+// A label's value, on one line: agents are not trusted to send names without newlines.
+std::string LabelOf(const Labels& labels, const std::string& name) {
   auto found = labels.find(name);
-  return found == labels.end() ? kEmpty : found->second;
+  return found == labels.end() ? std::string() : OneLine(found->second);
 }
 
 // Fills a host from its agent's samples, whichever way they were read.
@@ -58,9 +65,13 @@ class HostBuilder {
     if (host_.board_serial.empty()) host_.board_serial = board_serial;
   }
 
+  // What an answer that was refused or cut short said is not believed.
   void NotAnswering(std::string why) {
     host_.answering = false;
     host_.trouble = std::move(why);
+    host_.findings.clear();
+    host_.findings.shrink_to_fit();
+    gpus_.clear();
   }
 
   FleetHost Build() && {
@@ -154,24 +165,33 @@ Result<FleetState> ReadFleetFromPrometheus(PrometheusApi& api, const FleetReadOp
 
 FleetState ReadFleetFromAgents(const std::vector<std::string>& urls, const FleetReadOptions& options) {
   auto scrape = [&options](const std::string& url) {
-    HostBuilder host(url);
-    auto split = SplitHttpUrl(url);
-    if (!split) {
-      host.NotAnswering(split.error().message);
+    Result<HttpUrl> parsed = ParseHttpUrl(url);
+    HostBuilder host(parsed ? parsed->shown : RedactTextSecrets(url));
+    if (!parsed) {
+      host.NotAnswering(parsed.error().message);
       return std::move(host).Build();
     }
-    HttpRequestSpec request{.origin = split->first, .path = split->second + "/metrics", .timeout = options.timeout};
+    // Read as it arrives, keeping only the families the views need: an
+    // agent that answers with gigabytes costs a line and the samples kept.
+    PromTextStream stream([](std::string_view name) { return kAgentFamilies.contains(name); },
+                          [&host](PromSample sample) { host.Add(sample.name, sample.labels, sample.value); });
+    HttpRequestSpec request{.origin = parsed->origin,
+                            .path = parsed->path + "/metrics",
+                            .user = parsed->user,
+                            .password = parsed->password,
+                            .timeout = options.timeout,
+                            .max_body_bytes = kMaxAgentMetricsBytes,
+                            .on_body = [&stream](std::string_view piece) { return stream.Feed(piece); }};
     if (!options.bearer_token.empty()) request.headers.emplace_back("Authorization", "Bearer " + options.bearer_token);
     Result<HttpAnswer> answer = SendHttp(request);
-    if (!answer) {
-      // cpp-httplib names the failing step in one word ("Connection", "Read").
+    if (!answer && !stream.error().empty()) {
+      host.NotAnswering("not answering: /metrics is not Prometheus text: " + stream.error());
+    } else if (!answer) {
       host.NotAnswering("not answering: no answer from /metrics (" + answer.error().message + ")");
     } else if (answer->status != 200) {
       host.NotAnswering(fmt::format("not answering: /metrics answered HTTP {}", answer->status));
-    } else if (Result<PromExposition> exposition = ParsePrometheusText(answer->body); !exposition) {
-      host.NotAnswering("not answering: /metrics is not Prometheus text: " + exposition.error().message);
-    } else {
-      for (const PromSample& sample : exposition->samples) host.Add(sample.name, sample.labels, sample.value);
+    } else if (Status finished = stream.Finish(); !finished) {
+      host.NotAnswering("not answering: /metrics is not Prometheus text: " + finished.error().message);
     }
     return std::move(host).Build();
   };
@@ -189,20 +209,19 @@ FleetState ReadFleetFromAgents(const std::vector<std::string>& urls, const Fleet
   return state;
 }
 
-Result<std::vector<std::string>> ReadAgentsFile(const std::string& path) {
-  auto file = InputFile::Open(path);
-  if (!file) return file.error();
-  auto text = file->ReadAll(1 << 20);
-  if (!text) return text.error();
+Result<std::vector<std::string>> ParseAgentsList(std::string_view text, const std::string& path) {
   std::vector<std::string> urls;
   int line_number = 0;
-  for (std::string_view line : Split(*text, '\n')) {
+  for (std::string_view line : Split(text, '\n')) {
     ++line_number;
     line = Trim(line.substr(0, line.find('#')));
     if (line.empty()) continue;
     std::string url(line);
-    if (auto split = SplitHttpUrl(url); !split) {
-      return Error{fmt::format("{}:{}: {}", path, line_number, split.error().message)};
+    if (auto parsed = ParseHttpUrl(url); !parsed) {
+      return Error{fmt::format("{}:{}: {}", path, line_number, parsed.error().message)};
+    } else if (parsed->path.find('?') != std::string::npos) {
+      return Error{fmt::format("{}:{}: {}: give the agent's base URL, without a query string", path, line_number,
+                               parsed->shown)};
     }
     urls.push_back(std::move(url));
   }

@@ -8,7 +8,9 @@
 //   Result<FleetState> small = ReadFleetFromAgents({"http://gpu01:9847", ...}, {.timeout = 3s});
 #pragma once
 
+#include <cstddef>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "common/clock.h"
@@ -29,11 +31,20 @@ struct FleetReadOptions {
 
 Result<FleetState> ReadFleetFromPrometheus(PrometheusApi& api, const FleetReadOptions& options);
 
-// `urls`: each agent's base URL ("http://gpu01:9847"). An agent that does not
-// answer is a host that is not answering, never an error of the whole read.
+// The most of an agent's /metrics that is read (a real one is about 64 KB at
+// 8 GPUs). It is read as it arrives and only the families the views need are
+// kept (at most PromTextLimits' 1 MiB an agent, about 6,000 findings), so 16 agents read at once
+// cost little whatever they send.
+inline constexpr size_t kMaxAgentMetricsBytes = 16 << 20;
+
+// `urls`: each agent's base URL ("http://gpu01:9847", user-info for basic
+// authentication allowed). An agent that does not answer is a host that is
+// not answering, never an error of the whole read; messages and host names
+// show a URL with its credentials masked.
 FleetState ReadFleetFromAgents(const std::vector<std::string>& urls, const FleetReadOptions& options);
 
-// Reads an agents file: one base URL per line; blank lines and '#' comments are skipped.
-Result<std::vector<std::string>> ReadAgentsFile(const std::string& path);
+// The URLs of an agents file's text: one base URL per line; blank lines and
+// '#' comments are skipped. An error names `path` and the line.
+Result<std::vector<std::string>> ParseAgentsList(std::string_view text, const std::string& path);
 
 }  // namespace gpudoctor

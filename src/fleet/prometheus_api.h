@@ -7,6 +7,7 @@
 //   for (const PromSeries& s : *up) s.labels.at("instance"), s.points.back().value;
 #pragma once
 
+#include <cstddef>
 #include <map>
 #include <memory>
 #include <string>
@@ -41,13 +42,26 @@ class PrometheusApi {
                                                      Duration step) = 0;
 };
 
-// Reads the answer body of /api/v1/query or /api/v1/query_range. An error
-// carries Prometheus' own errorType and error when it gives them.
-Result<std::vector<PromSeries>> ParsePrometheusAnswer(std::string_view body);
+// What one answer may cost, whatever the server sends: its body is read up to
+// kMaxPrometheusAnswerBytes, and the series read from it keep at most
+// kMaxPrometheusKeptBytes (labels, points and their overhead). A fleet of
+// 10,000 hosts answers its largest query in about 50 MB.
+inline constexpr size_t kMaxPrometheusAnswerBytes = 64 << 20;
+inline constexpr size_t kMaxPrometheusKeptBytes = 128 << 20;
+
+// Reads the answer body of /api/v1/query or /api/v1/query_range, without
+// building a document: nesting beyond the API's and series past
+// `max_kept_bytes` are refused with a message. A label value's newlines are
+// kept as "\n" (common/text.h OneLine): names are shown on lines of their own. An error carries Prometheus'
+// own errorType and error when it gives them.
+Result<std::vector<PromSeries>> ParsePrometheusAnswer(std::string_view body,
+                                                      size_t max_kept_bytes = kMaxPrometheusKeptBytes);
 
 // Talks to `url` (http or https, with an optional path prefix such as
-// "/prometheus" or Mimir's "/prometheus"), each request under `timeout`.
-// `bearer_token`, when set, is sent as "Authorization: Bearer ...".
+// "/prometheus" or Mimir's "/prometheus", and optional user-info for basic
+// authentication), each request under `timeout` from connecting to the last
+// byte. `bearer_token`, when set, is sent as "Authorization: Bearer ...".
+// Messages show the URL with its credentials masked.
 Result<std::unique_ptr<PrometheusApi>> MakeHttpPrometheusApi(const std::string& url, Duration timeout,
                                                              std::string bearer_token = {});
 

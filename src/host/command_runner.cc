@@ -90,8 +90,15 @@ CommandResult SubprocessRunner::Run(const std::vector<std::string>& argv, Durati
   for (const std::string& arg : argv) args.push_back(const_cast<char*>(arg.c_str()));
   args.push_back(nullptr);
 
+  // In a process group of its own, so a deadline ends everything it started
+  // (a wrapper script's children too), not the command alone.
+  posix_spawnattr_t attributes;
+  posix_spawnattr_init(&attributes);
+  posix_spawnattr_setpgroup(&attributes, 0);
+  posix_spawnattr_setflags(&attributes, POSIX_SPAWN_SETPGROUP);
   pid_t pid = -1;
-  int spawn_error = ::posix_spawnp(&pid, args[0], &actions, nullptr, args.data(), environ);
+  int spawn_error = ::posix_spawnp(&pid, args[0], &actions, &attributes, args.data(), environ);
+  posix_spawnattr_destroy(&attributes);
   posix_spawn_file_actions_destroy(&actions);
   if (spawn_error == ENOENT) {
     CommandResult result;
@@ -118,7 +125,7 @@ CommandResult SubprocessRunner::Run(const std::vector<std::string>& argv, Durati
     if (fds[0].revents) out_open = Drain(out.read_end, result.output);
     if (fds[1].revents) err_open = Drain(err.read_end, result.errors);
   }
-  if (timed_out) ::kill(pid, SIGKILL);
+  if (timed_out) ::kill(-pid, SIGKILL);
 
   int status = 0;
   while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {

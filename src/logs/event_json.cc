@@ -2,6 +2,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "common/json_text.h"
 #include "common/text.h"
 
 namespace gpudoctor {
@@ -158,7 +159,7 @@ json KindInfoToJson(const KindInfo& kind) {
               {"action", kind.action}};
 }
 
-std::string JsonLine(const json& value) { return value.dump(-1, ' ', false, json::error_handler_t::replace); }
+std::string JsonLine(const json& value) { return ToJsonText(value); }
 
 namespace {
 
@@ -237,7 +238,7 @@ void AppendLogEventJsonLine(std::string& out, const LogEvent& event, const LogCa
   boolean("time_is_utc", event.time_is_utc);
   boolean("time_estimated", event.time_estimated);
   key("uptime");
-  out += event.uptime_seconds ? json(*event.uptime_seconds).dump() : "null";  // nlohmann's shortest form
+  out += event.uptime_seconds ? ToJsonText(json(*event.uptime_seconds)) : "null";  // nlohmann's shortest form
   for (const auto& [name, value] : {std::pair{"host", &event.host}, {"pci", &event.pci_bus_id}}) {
     optional_text(name, *value);
   }

@@ -63,7 +63,9 @@ Result<std::string> ParseLabelValue(std::string_view& s) {
   return value;
 }
 
-Result<PromSample> ParseSample(std::string_view s) {
+}  // namespace
+
+Result<PromSample> ParsePrometheusSample(std::string_view s) {
   PromSample sample;
   std::string_view name = TakeName(s, IsNameStart, IsNameChar);
   if (name.empty()) return Error{"bad metric name"};
@@ -93,6 +95,10 @@ Result<PromSample> ParseSample(std::string_view s) {
   sample.value = *value;
   return sample;
 }
+
+std::string_view PrometheusSampleName(std::string_view line) { return TakeName(line, IsNameStart, IsNameChar); }
+
+namespace {
 
 std::string SeriesKey(const PromSample& sample) {
   std::string key = sample.name;
@@ -136,7 +142,7 @@ Result<PromExposition> ParsePrometheusText(std::string_view text) {
       }
       continue;
     }
-    Result<PromSample> sample = ParseSample(line);
+    Result<PromSample> sample = ParsePrometheusSample(line);
     if (!sample) return fail(sample.error().message);
     if (sample->name != current_family) {
       if (finished_families.contains(sample->name)) return fail("family's samples are not contiguous");

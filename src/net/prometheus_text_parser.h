@@ -1,6 +1,8 @@
 // A strict reader of the Prometheus text exposition format (0.0.4), for
 // tests: it accepts only what Prometheus accepts, and reads samples back so
-// tests can assert on values rather than on substrings.
+// tests can assert on values rather than on substrings. Its sample-line
+// parser is also what PromTextStream (prometheus_text_stream.h) reads other
+// servers' answers with.
 //
 //   Result<PromExposition> e = ParsePrometheusText(body);
 //   std::optional<double> t = e->Value("gpudoctor_gpu_temperature_celsius", {{"gpu", "0"}});
@@ -44,5 +46,11 @@ struct PromExposition {
 // HELP and TYPE come before its samples; a family's samples are contiguous;
 // no series (name + label set) appears twice; values parse.
 Result<PromExposition> ParsePrometheusText(std::string_view text);
+
+// One sample line ("name{label=\"value\"} 1.5 [timestamp]"), without its newline.
+Result<PromSample> ParsePrometheusSample(std::string_view line);
+
+// The metric name a sample line starts with; empty when it starts with none.
+std::string_view PrometheusSampleName(std::string_view line);
 
 }  // namespace gpudoctor

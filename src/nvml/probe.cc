@@ -439,7 +439,7 @@ class GpuReader {
         name[0] = '\0';
         CallScope scope(slot_, "nvmlSystemGetProcessName");
         if (nvml_.nvmlSystemGetProcessName(p.pid, name, sizeof name) == NVML_SUCCESS)
-          p.name.assign(name, strnlen(name, sizeof name));
+          p.name = OneLine(std::string_view(name, strnlen(name, sizeof name)));  // any user names a process
       }
     }
     if (rc == NVML_SUCCESS) {

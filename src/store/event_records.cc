@@ -1,4 +1,5 @@
 #include "store/event_records.h"
+#include "common/json_text.h"
 
 #include <cstdint>
 #include <limits>
@@ -12,7 +13,7 @@ namespace {
 
 using nlohmann::json;
 
-std::string Dump(const json& record) { return record.dump(-1, ' ', false, json::error_handler_t::replace); }
+std::string Dump(const json& record) { return ToJsonText(record); }
 
 std::optional<json> Parse(std::string_view body) {
   json record = json::parse(body, nullptr, /*allow_exceptions=*/false);

@@ -7,6 +7,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "common/json_text.h"
 #include "common/text.h"
 #include "store/event_records.h"
 #include "store/maintenance_plan.h"
@@ -72,12 +73,12 @@ std::vector<std::string> StringsFromJson(const std::string& text) {
   nlohmann::json parsed = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
   if (!parsed.is_array()) return {text};  // hand-edited or damaged: keep what is there
   std::vector<std::string> strings;
-  for (const auto& item : parsed) strings.push_back(item.is_string() ? item.get<std::string>() : item.dump());
+  for (const auto& item : parsed) strings.push_back(item.is_string() ? item.get<std::string>() : ToJsonText(item));
   return strings;
 }
 
 std::string JsonFromStrings(const std::vector<std::string>& strings) {
-  return nlohmann::json(strings).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+  return ToJsonText(nlohmann::json(strings));
 }
 
 // A GPU reference from columns first..first+4: has_gpu, gpu_index, gpu_uuid, gpu_pci_bus_id, gpu_serial.

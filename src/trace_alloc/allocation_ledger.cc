@@ -76,15 +76,27 @@ void AllocationLedger::Note(uint64_t time_ns) {
   last_ns_ = std::max(last_ns_, time_ns);
 }
 
-SiteStats& AllocationLedger::Site(uint32_t site, const TraceRecord& r) {
-  auto [it, inserted] = sites_.try_emplace(site);
-  if (inserted) {
-    it->second.site = site;
-    it->second.pid = r.pid;
-    it->second.api = r.api;
-    it->second.kind = r.kind;
+template <typename Table, typename EntryKey>
+typename Table::mapped_type* AllocationLedger::Entry(Table& table, const EntryKey& key, size_t limit) {
+  auto found = table.find(key);
+  if (found != table.end()) return &found->second;
+  if (table.size() >= limit) {
+    ++over_limits_;
+    return nullptr;
   }
-  return it->second;
+  return &table[key];
+}
+
+SiteStats* AllocationLedger::Site(uint32_t site, const TraceRecord& r) {
+  const bool known = sites_.contains(site);
+  SiteStats* stats = Entry(sites_, site, limits_.sites);
+  if (stats != nullptr && !known) {
+    stats->site = site;
+    stats->pid = r.pid;
+    stats->api = r.api;
+    stats->kind = r.kind;
+  }
+  return stats;
 }
 
 void AllocationLedger::Add(const TraceRecord& r) {
@@ -96,33 +108,35 @@ void AllocationLedger::Add(const TraceRecord& r) {
     case RecordType::kUnmap: return OnUnmap(r);
     case RecordType::kText: return OnText(r);
     case RecordType::kAttach: {
-      TracedProcess& process = processes_[r.pid];
-      process.pid = r.pid;
-      process.parent = static_cast<uint32_t>(r.extra);
-      process.executable.clear();  // an exec replaces what the pid ran
-      process.exited_normally = false;
+      TracedProcess* process = Entry(processes_, r.pid, limits_.processes);
+      if (process == nullptr) return;
+      process->pid = r.pid;
+      process->parent = static_cast<uint32_t>(r.extra);
+      process->executable.clear();  // an exec replaces what the pid ran
+      process->exited_normally = false;
       Note(r.time_ns);
       return;
     }
     case RecordType::kDetach:
-      processes_[r.pid].exited_normally = true;
+      if (TracedProcess* process = Entry(processes_, r.pid, limits_.processes)) process->exited_normally = true;
       return;
-    case RecordType::kSite: {
-      std::vector<SiteFrame>& frames = frames_[r.site];
-      frames.resize(std::min<uint64_t>(r.bytes, kMaxFrames));
+    case RecordType::kSite:
+      if (std::vector<SiteFrame>* frames = Entry(frames_, r.site, limits_.sites))
+        frames->resize(std::min<uint64_t>(r.bytes, kMaxFrames));
       return;
-    }
     case RecordType::kFrame: {
-      std::vector<SiteFrame>& frames = frames_[r.site];
       if (r.index >= kMaxFrames) return;
-      if (frames.size() <= r.index) frames.resize(r.index + 1u);
-      frames[r.index] = {static_cast<uint32_t>(r.extra), r.address};
+      std::vector<SiteFrame>* frames = Entry(frames_, r.site, limits_.sites);
+      if (frames == nullptr) return;
+      if (frames->size() <= r.index) frames->resize(r.index + 1u);
+      (*frames)[r.index] = {static_cast<uint32_t>(r.extra), r.address};
       return;
     }
     case RecordType::kModule: {
-      ModuleInfo& module = modules_[static_cast<uint32_t>(r.extra)];
-      module.load_bias = r.address;
-      module.path_length = r.bytes;
+      ModuleInfo* module = Entry(modules_, static_cast<uint32_t>(r.extra), limits_.modules);
+      if (module == nullptr) return;
+      module->load_bias = r.address;
+      module->path_length = r.bytes;
       return;
     }
     case RecordType::kEmpty: return;
@@ -138,7 +152,9 @@ void AllocationLedger::OnText(const TraceRecord& r) {
     target = &found->second.path;
     limit = std::min<uint64_t>(found->second.path_length, limit);
   } else {
-    target = &processes_[r.text_id].executable;
+    TracedProcess* process = Entry(processes_, r.text_id, limits_.processes);
+    if (process == nullptr) return;
+    target = &process->executable;
   }
   // Pieces come in order from one writer; a piece out of place is dropped.
   if (static_cast<size_t>(r.index) * kTextBytes != target->size() || target->size() + r.text.size() > limit) return;
@@ -148,7 +164,9 @@ void AllocationLedger::OnText(const TraceRecord& r) {
 void AllocationLedger::OnAlloc(const TraceRecord& r) {
   Note(r.time_ns);
   const size_t kind_index = static_cast<size_t>(r.kind);
-  SiteStats& site = Site(r.site, r);
+  SiteStats* site_entry = Site(r.site, r);
+  if (site_entry == nullptr) return;
+  SiteStats& site = *site_entry;
   if (r.result != 0) {
     ++kinds_[kind_index].failed_allocations;
     ++site.failed_allocations;
@@ -159,6 +177,10 @@ void AllocationLedger::OnAlloc(const TraceRecord& r) {
   const Key key{r.pid, handle, r.address};
   auto existing = live_.find(key);
   if (existing != live_.end()) Drop(existing);  // freed where the tracer could not see it
+  if (live_.size() >= limits_.live_allocations) {
+    ++over_limits_;
+    return;
+  }
   live_.emplace(key, Live{r.bytes, r.site, r.kind});
   KindTotals& kind = kinds_[kind_index];
   ++kind.allocations;
@@ -228,8 +250,10 @@ void AllocationLedger::OnMap(const TraceRecord& r) {
   const Key key{r.pid, true, r.extra};
   auto it = live_.find(key);
   if (it == live_.end()) return;  // a handle created before tracing, or imported
+  Mapping* mapping = Entry(mappings_, std::pair{r.pid, r.address}, limits_.mappings);
+  if (mapping == nullptr) return;
   ++it->second.references;
-  mappings_[{r.pid, r.address}] = {r.bytes, r.extra};
+  *mapping = {r.bytes, r.extra};
 }
 
 void AllocationLedger::OnUnmap(const TraceRecord& r) {

@@ -114,8 +114,23 @@ class EnvelopeSeries {
   std::vector<Bucket> buckets_;
 };
 
+// How much the ledger keeps, at most. The traced program writes the records,
+// so one that scribbles over its ring must not grow gpudoctor without bound:
+// a record that would need an entry past a limit is counted in
+// over_limits() and otherwise ignored. The limits are far beyond real
+// programs (the library itself keeps 65,536 sites and 1,024 modules a
+// process); at them the ledger holds about 400 MB.
+struct LedgerLimits {
+  size_t live_allocations = 1 << 22;
+  size_t mappings = 1 << 20;
+  size_t sites = 1 << 17;
+  size_t modules = 1 << 14;
+  size_t processes = 1 << 14;
+};
+
 class AllocationLedger {
  public:
+  explicit AllocationLedger(LedgerLimits limits = {}) : limits_(limits) {}
   void Add(const TraceRecord& record);
   // Closes the interval that ends at `now_ns`: what changed since the last one.
   IntervalSummary CloseInterval(uint64_t now_ns);
@@ -139,6 +154,7 @@ class AllocationLedger {
   uint64_t frees_of_unknown() const { return frees_of_unknown_; }  // pointers allocated before or outside tracing
   uint64_t failed_frees() const { return failed_frees_; }
   uint64_t maps() const { return maps_; }
+  uint64_t over_limits() const { return over_limits_; }  // records ignored at a LedgerLimits bound
 
  private:
   struct Key {
@@ -169,8 +185,15 @@ class AllocationLedger {
   void OnText(const TraceRecord& r);
   void Drop(std::unordered_map<Key, Live, KeyHash>::iterator it);  // the memory is gone
   void Unreference(const Key& key);
-  SiteStats& Site(uint32_t site, const TraceRecord& r);
+  SiteStats* Site(uint32_t site, const TraceRecord& r);  // null past the limit
+  // The entry for `key` in `table`, made when there is room; null (and the
+  // record counted as over the limits) when not.
+  template <typename Table, typename EntryKey>
+  typename Table::mapped_type* Entry(Table& table, const EntryKey& key, size_t limit);
   void Note(uint64_t time_ns);
+
+  LedgerLimits limits_;
+  uint64_t over_limits_ = 0;
 
   std::unordered_map<Key, Live, KeyHash> live_;
   std::map<std::pair<uint32_t, uint64_t>, Mapping> mappings_;  // (pid, address) -> handle

@@ -186,5 +186,33 @@ TEST(EnvelopeSeries, KeepsEveryTroughAndPeakWhenBucketsMerge) {
   EXPECT_LE(points.size(), 2 * EnvelopeSeries::kBuckets + 1);
 }
 
+// Records come from memory the program can write: however many distinct ids
+// it forges, the ledger keeps no more than its limits and counts the rest.
+TEST(AllocationLedger, ForgedRecordsCannotGrowItPastItsLimits) {
+  AllocationLedger ledger(LedgerLimits{.live_allocations = 4, .mappings = 2, .sites = 3, .modules = 2, .processes = 2});
+  for (uint32_t i = 0; i < 100; ++i) ledger.Add(Alloc(0x1000 * (i + 1), 10, 1 + i % 2, (i + 1) * kMs));
+  EXPECT_EQ(ledger.kinds()[static_cast<size_t>(Kind::kDevice)].outstanding_count, 4u);
+  EXPECT_EQ(ledger.outstanding_bytes(), 40u);
+  for (uint32_t site = 10; site < 110; ++site) {
+    TraceRecord frame;
+    frame.type = RecordType::kFrame;
+    frame.site = site;
+    frame.index = 3;
+    ledger.Add(frame);
+    TraceRecord module;
+    module.type = RecordType::kModule;
+    module.extra = site;
+    ledger.Add(module);
+    TraceRecord attach;
+    attach.type = RecordType::kAttach;
+    attach.pid = site;
+    ledger.Add(attach);
+  }
+  EXPECT_LE(ledger.sites().size(), 3u);
+  EXPECT_EQ(ledger.modules().size(), 2u);
+  EXPECT_EQ(ledger.processes().size(), 2u);
+  EXPECT_GT(ledger.over_limits(), 300u);
+}
+
 }  // namespace
 }  // namespace gpudoctor

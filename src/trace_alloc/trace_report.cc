@@ -110,6 +110,7 @@ TraceReport BuildTraceReport(const AllocationLedger& ledger, Symbolizer& symboli
   report.frees_of_unknown = ledger.frees_of_unknown();
   report.failed_frees = ledger.failed_frees();
   report.records = ledger.records();
+  report.records_over_limits = ledger.over_limits();
 
   for (const auto& [id, stats] : ledger.sites()) {
     SiteReport site{stats, FramesFor(ledger, symbolizer, id), false};
@@ -169,6 +170,12 @@ TraceReport BuildTraceReport(const AllocationLedger& ledger, Symbolizer& symboli
   // What the reader should know about how complete this is.
   const RingCounters& c = report.facts.counters;
   if (!report.facts.library_problem.empty()) report.notes.push_back(report.facts.library_problem);
+  if (!report.facts.ring_corruption.empty())
+    report.notes.push_back("the program overwrote the ring it shares with gpudoctor (" + report.facts.ring_corruption +
+                           "): gpudoctor stopped reading it there and the program ran on untraced, so these figures "
+                           "cover only the records read before");
+  else if (!report.facts.counters_known)
+    report.notes.push_back("the ring's counters were overwritten by the program: records dropped are unknown");
   if (c.abandoned)
     report.notes.push_back(
         "the program allocated faster than gpudoctor read for 3 s, so the library stopped recording: the figures "
@@ -177,6 +184,10 @@ TraceReport BuildTraceReport(const AllocationLedger& ledger, Symbolizer& symboli
     report.notes.push_back(fmt::format("{} records lost ({} dropped, {} cut short by a process ending, {} unreadable)",
                                        c.records_dropped + report.facts.skipped_slots + report.facts.malformed_slots,
                                        c.records_dropped, report.facts.skipped_slots, report.facts.malformed_slots));
+  if (report.records_over_limits > 0)
+    report.notes.push_back(fmt::format("{} ignored: they would have made gpudoctor keep more allocations, call sites, "
+                                       "modules or processes than its limits (docs/trace-alloc.md)",
+                                       Plural(report.records_over_limits, "record was", "records were")));
   if (c.proc_address_unmatched > 0)
     report.notes.push_back(fmt::format(
         "cuGetProcAddress handed out {} driver entry points that could not be matched: calls through them are not "
@@ -306,16 +317,19 @@ json TraceReportJson(const TraceReport& report) {
   }
   out["verdict"] = std::move(verdict);
   const RingCounters& c = facts.counters;
-  out["library"] = {{"loaded", facts.library_problem.empty() && c.processes_attached > 0},
+  auto counter = [&facts](auto value) { return facts.counters_known ? json(value) : json(); };
+  out["library"] = {{"loaded", facts.library_problem.empty() && (!facts.counters_known || c.processes_attached > 0)},
                     {"problem", facts.library_problem.empty() ? json() : json(facts.library_problem)},
-                    {"processes_attached", c.processes_attached},
-                    {"proc_address_wrapped", c.proc_address_wrapped},
-                    {"proc_address_by_name", c.proc_address_by_name},
-                    {"proc_address_unmatched", c.proc_address_unmatched},
-                    {"dlsym_wrapped", c.dlsym_wrapped},
+                    {"ring_corrupt", facts.ring_corruption.empty() ? json() : json(facts.ring_corruption)},
+                    {"processes_attached", counter(c.processes_attached)},
+                    {"proc_address_wrapped", counter(c.proc_address_wrapped)},
+                    {"proc_address_by_name", counter(c.proc_address_by_name)},
+                    {"proc_address_unmatched", counter(c.proc_address_unmatched)},
+                    {"dlsym_wrapped", counter(c.dlsym_wrapped)},
                     {"records", report.records},
-                    {"records_dropped", c.records_dropped},
-                    {"abandoned", c.abandoned}};
+                    {"records_over_limits", report.records_over_limits},
+                    {"records_dropped", counter(c.records_dropped)},
+                    {"abandoned", counter(c.abandoned)}};
   out["notes"] = report.notes;
   return out;
 }

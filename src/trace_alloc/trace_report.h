@@ -30,6 +30,8 @@ struct TraceRunFacts {
   std::optional<ProgramStatus> status;  // nullopt: it never started
   uint64_t duration_ns = 0;
   RingCounters counters;
+  bool counters_known = true;   // false when the ring's counters could not be trusted
+  std::string ring_corruption;  // why the ring was given up on (TraceRing::corruption()); empty when sound
   uint64_t malformed_slots = 0;
   uint64_t skipped_slots = 0;
   uint32_t intervals = 0;       // live intervals closed before the end
@@ -60,6 +62,7 @@ struct TraceReport {
   uint64_t frees_of_unknown = 0;
   uint64_t failed_frees = 0;
   uint64_t records = 0;
+  uint64_t records_over_limits = 0;  // ignored at a LedgerLimits bound
   std::vector<SiteReport> never_freed;  // sites still holding memory at the end, most bytes first
   std::vector<SiteReport> sites;        // every site, most bytes allocated first
   std::optional<GrowthAnalysis> growth;

@@ -268,5 +268,53 @@ TEST(TraceAllocE2e, AStaticProgramRunsUntracedWithTheReason) {
   EXPECT_NE(run.report.find("is statically linked: no dynamic loader runs"), std::string::npos) << run.report;
 }
 
+// The traced program can write every byte gpudoctor reads from it. Whatever it
+// writes, gpudoctor says the ring is corrupt, stops reading it, lets the
+// program run on and exits with the program's status, in seconds.
+TEST(TraceAllocE2e, AProgramThatOverwritesTheRingCannotHoldGpudoctor) {
+  for (const char* mode : {"head", "behind", "random"}) {
+    SCOPED_TRACE(mode);
+    Traced run = Trace("--json", Program("ring_scribbler") + " " + mode, "timeout -s KILL 60");
+    ASSERT_EQ(run.exit_code, 3) << run.stderr_text;
+    EXPECT_NE(run.stderr_text.find("overwrote the ring it shares with gpudoctor"), std::string::npos)
+        << run.stderr_text;
+    EXPECT_EQ(std::count(run.stderr_text.begin(), run.stderr_text.end(), '\n'), 2) << "said once, then the verdict: "
+                                                                                     << run.stderr_text;
+    json report = run.Json();
+    EXPECT_TRUE(report["library"]["ring_corrupt"].is_string()) << report["library"].dump(2);
+    EXPECT_TRUE(report["library"]["records_dropped"].is_null()) << "no counter of a corrupt ring is believed";
+    EXPECT_EQ(report["status"]["exit_code"], 3);
+    EXPECT_GE(report["kinds"]["device"]["allocations"], 10) << "what was read before still counts";
+  }
+  Traced head = Trace("", Program("ring_scribbler") + " head", "timeout -s KILL 60");
+  EXPECT_NE(head.report.find("write position 4611686018427387904 is"), std::string::npos) << head.report;
+  EXPECT_EQ(head.report.find("18446744073709551615"), std::string::npos) << head.report;
+}
+
+TEST(TraceAllocE2e, CountersThatCannotBeTrueAreNotShown) {
+  Traced run = Trace("", Program("ring_scribbler") + " dropped", "timeout -s KILL 60");
+  ASSERT_EQ(run.exit_code, 3) << run.stderr_text;
+  EXPECT_EQ(run.report.find("18446744073709551615"), std::string::npos) << run.report;
+  EXPECT_NE(run.report.find("the ring's counters were overwritten by the program"), std::string::npos) << run.report;
+}
+
+// SIGTERM reaches the program; a program that ignores it is ended when
+// gpudoctor is asked a second time, and gpudoctor exits with its status.
+TEST(TraceAllocE2e, AskedTwiceToStopTheRunEnds) {
+  const std::string dir = ::testing::TempDir() + "/trace-alloc-signals-" + std::to_string(getpid());
+  std::filesystem::create_directories(dir);
+  const std::string script =
+      Binary() + " trace-alloc --report " + dir + "/report -- " + Program("ring_scribbler") + " ignore-signals >" +
+      dir + "/out 2>" + dir + "/err & pid=$!; "
+      "for i in $(seq 100); do grep -q ready " + dir + "/out && break; sleep 0.1; done; "
+      "kill -TERM $pid; sleep 0.5; kill -TERM $pid; wait $pid; echo $?";
+  RunResult run = RunShell("timeout -s KILL 25 sh -c '" + script + "'");
+  EXPECT_EQ(run.output, "137\n") << ReadFile(dir + "/err");
+  EXPECT_LT(run.took, std::chrono::seconds(20));
+  EXPECT_NE(ReadFile(dir + "/err").find("asked again to stop: ending the program (SIGKILL)"), std::string::npos);
+  EXPECT_NE(ReadFile(dir + "/report").find("killed by signal 9"), std::string::npos) << ReadFile(dir + "/report");
+  std::filesystem::remove_all(dir);
+}
+
 }  // namespace
 }  // namespace gpudoctor::testing

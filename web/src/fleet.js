@@ -19,8 +19,22 @@ function badge(severity, text) {
   return el("span", { class: `badge ${severity}` }, text ?? severity);
 }
 
+// A page served with --page-token-file is opened as /#token=TOKEN once; the
+// token is kept for the tab and sent with every view, never put in a URL.
+function readToken() {
+  const match = /(?:^|[#&])token=([^&]+)/.exec(location.hash);
+  if (match) {
+    sessionStorage.setItem("gpudoctor-fleet-token", decodeURIComponent(match[1]));
+    history.replaceState(null, "", location.pathname + location.search);
+  }
+  return sessionStorage.getItem("gpudoctor-fleet-token");
+}
+const token = readToken();
+
 async function getJson(view) {
-  const answer = await fetch(`api/v1/fleet/${view}`, { cache: "no-store" });
+  const headers = token ? { Authorization: "Bearer " + token } : {};
+  const answer = await fetch(`api/v1/fleet/${view}`, { headers, cache: "no-store" });
+  if (answer.status === 401) throw new Error("this page requires a token: open it as /#token=YOUR_TOKEN");
   const body = await answer.json();
   if (!answer.ok) throw new Error(body.error || `HTTP ${answer.status}`);
   return body;

@@ -37,7 +37,7 @@ int main(int argc, char** argv) {
   app.add_option("--threads", threads, "HTTP event-loop threads")->check(CLI::Range(1, 64));
   CLI11_PARSE(app, argc, argv);
 
-  Result<ListenAddress> address = ParseListenAddress(listen);
+  Result<ListenAddress> address = ParseListenAddress(listen, kDefaultHttpPort);
   if (!address) {
     fmt::print(stderr, "agent_http_demo: {}\n", address.error().message);
     return 2;

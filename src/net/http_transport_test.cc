@@ -1,4 +1,4 @@
-#include "agent/http_transport.h"
+#include "net/http_transport.h"
 
 #include <arpa/inet.h>
 #include <fmt/format.h>

@@ -6,7 +6,7 @@
 #include <memory>
 #include <optional>
 
-#include "agent/http_transport.h"
+#include "net/http_transport.h"
 
 namespace gpudoctor {
 

@@ -22,7 +22,7 @@
 #include <optional>
 #include <string>
 
-#include "agent/http_message.h"
+#include "net/http_message.h"
 #include "common/clock.h"
 #include "common/result.h"
 

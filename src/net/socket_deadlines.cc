@@ -1,4 +1,4 @@
-#include "agent/socket_deadlines.h"
+#include "net/socket_deadlines.h"
 
 #include <sys/socket.h>
 

@@ -12,8 +12,8 @@
 #include <string_view>
 #include <vector>
 
-#include "agent/http_transport_module.h"
-#include "agent/socket_deadlines.h"
+#include "net/http_transport_module.h"
+#include "net/socket_deadlines.h"
 #include "common/loadable_module.h"
 #include "common/text.h"
 

@@ -1,4 +1,4 @@
-#include "agent/http_message.h"
+#include "net/http_message.h"
 
 #include <gtest/gtest.h>
 

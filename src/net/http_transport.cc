@@ -1,8 +1,8 @@
-#include "agent/http_transport.h"
+#include "net/http_transport.h"
 
 #include <unistd.h>
 
-#include "agent/http_transport_module.h"
+#include "net/http_transport_module.h"
 #include "common/loadable_module.h"
 
 namespace gpudoctor {
