@@ -3,6 +3,8 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdlib>
+#include <utility>
 #include <string>
 
 #include "common/terminal_text.h"
@@ -33,26 +35,36 @@ ssize_t WriteGuarded(void* cookie, const char* data, size_t size) {
   return WriteAll(stream->fd, out) ? static_cast<ssize_t>(size) : -1;
 }
 
-int CloseGuarded(void* cookie) {
+// What is held at the end (a sequence cut short by the last write) is written, escaped.
+int FinishGuarded(void* cookie) {
   auto* stream = static_cast<GuardedStream*>(cookie);
   std::string out;
   stream->escaper.Finish(out);
-  const bool ok = WriteAll(stream->fd, out);
-  delete stream;
-  return ok ? 0 : EOF;
+  return WriteAll(stream->fd, out) ? 0 : EOF;
 }
 
+// The streams live as long as the process: exit() flushes them after main.
+GuardedStream g_stdout_stream{STDOUT_FILENO, {}};
+GuardedStream g_stderr_stream{STDERR_FILENO, {}};
 std::FILE* g_raw_stderr = stderr;
 std::FILE* g_guarded_stdout = nullptr;
 std::FILE* g_guarded_stderr = nullptr;
 
-std::FILE* Guard(int fd, int buffering) {
+std::FILE* Guard(GuardedStream& guarded, int buffering) {
   cookie_io_functions_t functions{};
   functions.write = &WriteGuarded;
-  functions.close = &CloseGuarded;
-  std::FILE* stream = fopencookie(new GuardedStream{fd, {}}, "w", functions);
+  functions.close = &FinishGuarded;
+  std::FILE* stream = fopencookie(&guarded, "w", functions);
   if (stream != nullptr) setvbuf(stream, nullptr, buffering, buffering == _IONBF ? 0 : BUFSIZ);
   return stream;
+}
+
+void FinishAtExit() {
+  for (auto [stream, guarded] : {std::pair{g_guarded_stdout, &g_stdout_stream}, {g_guarded_stderr, &g_stderr_stream}}) {
+    if (stream == nullptr) continue;
+    std::fflush(stream);
+    FinishGuarded(guarded);
+  }
 }
 
 }  // namespace
@@ -62,10 +74,11 @@ void GuardTerminalOutput() {
   std::fflush(stdout);
   std::fflush(stderr);
   g_raw_stderr = stderr;
-  g_guarded_stdout = Guard(STDOUT_FILENO, isatty(STDOUT_FILENO) ? _IOLBF : _IOFBF);
-  g_guarded_stderr = Guard(STDERR_FILENO, _IONBF);
+  g_guarded_stdout = Guard(g_stdout_stream, isatty(STDOUT_FILENO) ? _IOLBF : _IOFBF);
+  g_guarded_stderr = Guard(g_stderr_stream, _IONBF);
   if (g_guarded_stdout != nullptr) stdout = g_guarded_stdout;
   if (g_guarded_stderr != nullptr) stderr = g_guarded_stderr;
+  std::atexit(&FinishAtExit);
 }
 
 std::FILE* RawStderr() { return g_raw_stderr; }
