@@ -5,6 +5,7 @@
 
 #include <fmt/format.h>
 
+#include "assess/assessment.h"
 #include "common/text.h"
 #include "health/correlate/correlate.h"
 #include "health/maintenance.h"
@@ -81,6 +82,15 @@ void AgentLoop::RunCycle() {
   // What an earlier run kept comes back once, when the history opens.
   const StoreHealth before = parts_.history.health();
   AddEvents(parts_.history.Connect(now), now);
+  // A GPU lost before this agent started is named by what the history kept of it.
+  if (!identities_seeded_) {
+    if (std::shared_ptr<const HistoryStore> store = parts_.history.store()) {
+      if (Result<std::vector<GpuIdentity>> gpus = store->ListGpus()) identities_.Seed(*gpus);
+      identities_seeded_ = true;
+    }
+  }
+  identities_.Observe(*snapshot);
+  identities_.Recall(*snapshot);
   RecentEvents arrived;
   arrived.nvml_xids = snapshot->xid_events;
   if (parts_.log) {
@@ -104,22 +114,21 @@ void AgentLoop::RunCycle() {
     host_history.learned_gpu_count = learned->count;
     host_history.gpu_count_learned_at = learned->learned_at;
   }
-  HealthInput input{.snapshot = snapshot.get(),
-                    .previous = previous_.get(),
-                    .host = &host,
-                    .log_events = parts_.log ? &recent_log_events_.events() : nullptr,
-                    .nvml_xid_events = &recent_nvml_xids_,
-                    .event_grader = &grader_,
-                    .blocked_task_watch = &blocked_tasks_,
-                    .host_history = &host_history,
-                    .diagnostics = &parts_.history.LatestDiagnostics(now),
-                    .now = now};
-  std::vector<Finding> findings = EvaluateRules(input, config_.health);
+  // What only watching over time sees joins the rules' judgement of this sample.
   detectors_.Observe(*snapshot, now);
-  for (Finding& finding : detectors_.Evaluate(now)) findings.push_back(std::move(finding));
+  AssessInputs inputs{.snapshot = snapshot.get(),
+                      .previous = previous_.get(),
+                      .host = &host,
+                      .log_events = parts_.log ? &recent_log_events_.events() : nullptr,
+                      .nvml_xid_events = &recent_nvml_xids_,
+                      .blocked_task_watch = &blocked_tasks_,
+                      .host_history = &host_history,
+                      .diagnostics = &parts_.history.LatestDiagnostics(now),
+                      .watched = detectors_.Evaluate(now),
+                      .now = now};
   for (Finding& finding : Escalate(EscalationInputFor(*snapshot, now), config_.health.escalation))
-    findings.push_back(std::move(finding));
-  findings = Correlate(std::move(findings), input, config_.health);
+    inputs.watched.push_back(std::move(finding));
+  std::vector<Finding> findings = Assess(inputs, config_.health, grader_).findings;
   std::erase_if(findings, [](const Finding& f) { return f.severity == Severity::kOk; });
 
   // Incidents are decided now, whether or not the store takes them.

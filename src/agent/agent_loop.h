@@ -29,6 +29,7 @@
 #include "agent/history_recorder.h"
 #include "agent/kernel_log_follower.h"
 #include "common/clock.h"
+#include "assess/identity.h"
 #include "health/blocked_task_watch.h"
 #include "health/catalog_event_grader.h"
 #include "health/correlate/escalate.h"
@@ -89,6 +90,8 @@ class AgentLoop {
   TrendDetectors detectors_;
   CatalogEventGrader grader_;
   BlockedTaskWatch blocked_tasks_;  // how long the host's tasks have been blocked, across cycles
+  IdentityMemory identities_;       // what each GPU answered as, for the one that stops answering
+  bool identities_seeded_ = false;  // from the history, once it opens
   std::shared_ptr<Snapshot> previous_;
   std::shared_ptr<Snapshot> spare_;  // the one before previous_, for the next cycle to refill
   EventCollector recent_log_events_;  // over EventWindow()

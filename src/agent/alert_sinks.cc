@@ -8,7 +8,7 @@
 #include <condition_variable>
 #include <mutex>
 
-#include "agent/finding_json.h"
+#include "store/incident_json.h"
 #include "net/http_client.h"
 #include "agent/subprocess.h"
 #include "redact/secrets.h"

@@ -9,7 +9,7 @@
 #include <thread>
 #include <utility>
 
-#include "agent/finding_json.h"
+#include "store/incident_json.h"
 #include "common/json_text.h"
 
 namespace gpudoctor {

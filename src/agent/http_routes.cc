@@ -7,7 +7,7 @@
 #include <vector>
 
 #include "agent/dashboard_assets.h"
-#include "agent/finding_json.h"
+#include "store/incident_json.h"
 #include "common/json_text.h"
 #include "common/text.h"
 #include "model/diagnostic_json.h"

@@ -10,6 +10,8 @@
 #include <optional>
 #include <set>
 
+#include "assess/identity.h"
+
 namespace gpudoctor {
 namespace {
 
@@ -357,6 +359,13 @@ constexpr std::array kClockEventBits{
     clock_event::kDisplayClockSetting,
 };
 
+// An identity field as read, or, for a GPU that no longer answers, as it was
+// last seen: the series of a lost GPU keep naming the same card and slot.
+std::string Identity(const Field<std::string>& field, std::string KnownGpuIdentity::*known, const GpuSnapshot& gpu) {
+  if (field.has_value()) return field.value();
+  return gpu.last_known ? (*gpu.last_known).*known : std::string();
+}
+
 std::string_view FieldText(const Field<std::string>& field) {
   return field.has_value() ? std::string_view(field.value()) : std::string_view();
 }
@@ -374,14 +383,15 @@ class Renderer {
     if (!snapshot) return;
     for (const GpuSnapshot& gpu : snapshot->gpus) {
       const std::string index = std::to_string(gpu.index);
-      const std::string pci = std::string(FieldText(gpu.pci_bus_id));
-      gpu_labels_.push_back(FormatLabels(
-          {{"gpu", index}, {"uuid", FieldText(gpu.uuid)}, {"pci_bus_id", pci}, {"hostname", hostname_}}));
+      const std::string pci = Identity(gpu.pci_bus_id, &KnownGpuIdentity::pci_bus_id, gpu);
+      const std::string uuid = Identity(gpu.uuid, &KnownGpuIdentity::uuid, gpu);
+      gpu_labels_.push_back(
+          FormatLabels({{"gpu", index}, {"uuid", uuid}, {"pci_bus_id", pci}, {"hostname", hostname_}}));
       dcgm_labels_.push_back(FormatLabels({{"gpu", index},
-                                           {"UUID", FieldText(gpu.uuid)},
+                                           {"UUID", uuid},
                                            {"pci_bus_id", NvmlStylePciBusId(pci)},
                                            {"device", "nvidia" + index},
-                                           {"modelName", FieldText(gpu.name)},
+                                           {"modelName", Identity(gpu.name, &KnownGpuIdentity::name, gpu)},
                                            {"Hostname", hostname_}}));
     }
   }
@@ -515,9 +525,10 @@ class Renderer {
     for (size_t i = 0; i < Gpus().size(); ++i) {
       const GpuSnapshot& gpu = Gpus()[i];
       out_.Sample(gpu_labels_[i],
-                  {{"name", FieldText(gpu.name)},
-                   {"serial", FieldText(gpu.serial)},
-                   {"slot", options_.machine.SlotOf(FieldText(gpu.pci_bus_id))},
+                  {{"name", Identity(gpu.name, &KnownGpuIdentity::name, gpu)},
+                   {"serial", Identity(gpu.serial, &KnownGpuIdentity::serial, gpu)},
+                   {"slot", options_.machine.SlotOf(Identity(gpu.pci_bus_id, &KnownGpuIdentity::pci_bus_id, gpu))},
+                   {"identity", gpu.last_known && IdentityUnreadable(gpu) ? "last_known" : "read"},
                    {"vbios_version", FieldText(gpu.vbios_version)},
                    {"driver_version", FieldText(input_.snapshot->driver_version)}},
                   1);

@@ -21,7 +21,7 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
-#include "agent/finding_json.h"
+#include "store/incident_json.h"
 #include "cli/commands.h"
 #include "common/input_file.h"
 #include "common/json_text.h"

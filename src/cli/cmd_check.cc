@@ -7,65 +7,51 @@
 
 #include <nlohmann/json.hpp>
 
+#include "assess/assessment_json.h"
 #include "cli/check_inputs.h"
 #include "cli/commands.h"
 #include "cli/diag_history.h"
 #include "cli/terminal.h"
 #include "common/json_text.h"
 #include "common/text.h"
-#include "health/checklist.h"
 #include "health/correlate/correlate.h"
 #include "health/finding_json.h"
 
 namespace gpudoctor {
 namespace {
 
-// Each GPU's newest diagnostics, when the agent's history was read.
-nlohmann::json GpusToJson(const CheckRun& run) {
-  nlohmann::json json = nlohmann::json::array();
-  for (const GpuSnapshot& gpu : run.snapshot.gpus) {
-    json.push_back({{"index", gpu.index}, {"uuid", gpu.uuid.has_value() ? nlohmann::json(gpu.uuid.value()) : nullptr}});
-    if (run.diagnostics) json.back()["diagnostics"] = GpuDiagnosticsToJson(*run.diagnostics, gpu);
-  }
-  return json;
-}
-
-nlohmann::json SourcesToJson(const std::vector<SourceNote>& sources) {
-  nlohmann::json json = nlohmann::json::array();
-  for (const SourceNote& s : sources) json.push_back({{"source", s.source}, {"status", s.status}, {"detail", s.detail}});
-  return json;
-}
-
 void PrintCheck(std::FILE* out, const Style& style, const CheckRun& run) {
-  std::fprintf(out, "%s  %s  (%s)\n", style.Bold("gpudoctor check").c_str(), run.snapshot.hostname.c_str(),
-               run.snapshot_description.c_str());
-  for (const SourceNote& s : run.sources)
+  const Gathered& gathered = run.gathered;
+  const Assessment& assessment = run.assessment;
+  std::fprintf(out, "%s  %s  (%s)\n", style.Bold("gpudoctor check").c_str(), gathered.snapshot.hostname.c_str(),
+               gathered.snapshot_description.c_str());
+  for (const SourceNote& s : gathered.sources)
     std::fprintf(out, "%s\n", style.Dim(s.source + ": " + s.status + " (" + s.detail + ")").c_str());
 
-  const Checklist checklist = BuildChecklist(run.findings, run.config, run.unchecked);
   std::fprintf(out, "\n%s\n", style.Bold("Weekly checklist").c_str());
-  for (const ChecklistItem& item : checklist.items) {
+  for (const ChecklistItem& item : assessment.checklist.items) {
     std::string label = item.checked ? style.Severity(item.severity) : style.Dim("-");
     std::fprintf(out, "  %-*s %s: %s\n", style.color() ? 19 : 8, label.c_str(), item.title.c_str(),
                  item.summary.c_str());
   }
-  if (!checklist.other_findings.empty()) {
+  if (!assessment.checklist.other_findings.empty()) {
     std::fprintf(out, "\n%s\n", style.Bold("Other checks").c_str());
-    for (size_t index : checklist.other_findings) {
-      const Finding& f = run.findings[index];
-      if (ToldUnderRoot(f, run.findings)) continue;  // its root lists it
+    for (size_t index : assessment.checklist.other_findings) {
+      const Finding& f = assessment.findings[index];
+      if (ToldUnderRoot(f, assessment.findings)) continue;  // its root lists it
       std::fprintf(out, "  %-*s %-22s %s\n", style.color() ? 19 : 8, style.Severity(f.severity).c_str(), f.id.c_str(),
                    f.summary.c_str());
     }
   }
-  if (run.diagnostics) PrintLastDiagnostics(out, style, run.snapshot, *run.diagnostics, run.judged_at);
+  PrintRememberedIdentities(out, style, assessment);
+  if (gathered.diagnostics)
+    PrintLastDiagnostics(out, style, gathered.snapshot, *gathered.diagnostics, gathered.judged_at);
   std::fprintf(out, "\n");
-  const Severity worst = WorstSeverity(run.findings);
-  if (worst == Severity::kOk) {
+  if (assessment.worst == Severity::kOk) {
     std::fprintf(out, "%s no problems found.\n", style.Severity(Severity::kOk).c_str());
   } else {
-    PrintFindings(out, style, run.findings, /*include_ok=*/false);
-    std::fprintf(out, "\nStatus: %s\n", style.Severity(worst).c_str());
+    PrintFindings(out, style, assessment.findings, /*include_ok=*/false);
+    std::fprintf(out, "\nStatus: %s\n", style.Severity(assessment.worst).c_str());
   }
 }
 
@@ -88,20 +74,22 @@ void RegisterCheckCommand(CLI::App& app, CommandContext& context) {
       context.exit_code = run.error->exit_code;
       return;
     }
+    const Assessment& assessment = run.assessment;
     if (context.options.json) {
       nlohmann::json json;
-      json["status"] = SeverityName(WorstSeverity(run.findings));
-      json["hostname"] = run.snapshot.hostname;
-      json["judged_at"] = FormatIsoUtc(run.judged_at);
-      json["sources"] = SourcesToJson(run.sources);
-      json["checklist"] = ChecklistToJson(BuildChecklist(run.findings, run.config, run.unchecked), run.findings);
-      json["findings"] = FindingsToJson(run.findings);
-      json["gpus"] = GpusToJson(run);
+      json["status"] = SeverityName(assessment.worst);
+      json["hostname"] = run.gathered.snapshot.hostname;
+      json["judged_at"] = FormatIsoUtc(run.gathered.judged_at);
+      json["sources"] = SourcesToJson(run.gathered.sources);
+      json["checklist"] = ChecklistToJson(assessment.checklist, assessment.findings);
+      json["not_checked"] = NotCheckedToJson(assessment.unchecked);
+      json["findings"] = FindingsToJson(assessment.findings);
+      json["gpus"] = GpuVerdictsToJson(assessment, run.gathered.diagnostics ? &*run.gathered.diagnostics : nullptr);
       std::printf("%s\n", ToJsonText(json, 2).c_str());
     } else {
       PrintCheck(stdout, Style(context.options.color, stdout), run);
     }
-    context.exit_code = ExitStatusFor(WorstSeverity(run.findings));
+    context.exit_code = assessment.ExitStatus();
   });
 }
 

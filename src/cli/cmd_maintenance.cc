@@ -19,7 +19,7 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
-#include "cli/agent_history.h"
+#include "assess/agent_history.h"
 #include "cli/commands.h"
 #include "cli/sources.h"
 #include "cli/terminal.h"

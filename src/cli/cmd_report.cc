@@ -165,10 +165,10 @@ std::string Text(const Field<T>& field) {
 
 std::string Versions(const CheckRun& run) {
   std::string text = fmt::format("gpudoctor {}\n", GPUDOCTOR_VERSION);
-  text += "driver " + Text(run.snapshot.driver_version) + "\n";
-  text += "nvml " + Text(run.snapshot.nvml_version) + "\n";
-  text += "cuda_driver " + Text(run.snapshot.cuda_driver_version) + "\n";
-  text += "nvidia_module " + (run.host ? Text(run.host->nvidia_module_version) : std::string("not collected")) + "\n";
+  text += "driver " + Text(run.gathered.snapshot.driver_version) + "\n";
+  text += "nvml " + Text(run.gathered.snapshot.nvml_version) + "\n";
+  text += "cuda_driver " + Text(run.gathered.snapshot.cuda_driver_version) + "\n";
+  text += "nvidia_module " + (run.gathered.host ? Text(run.gathered.host->nvidia_module_version) : std::string("not collected")) + "\n";
   text += "kernel " + Uname() + "\n";
   return text;
 }
@@ -211,9 +211,9 @@ std::string LastLinesOf(const std::string& text, size_t count) {
 
 std::string KernelLogExcerpt(const CheckRun& run, const CheckOptions& options, size_t line_count, CommandRunner& runner) {
   std::string text = "# GPU events\n";
-  if (!run.events) text += "# (no log read)\n";
+  if (!run.gathered.events) text += "# (no log read)\n";
   else
-    for (const LogEvent& event : *run.events) {
+    for (const LogEvent& event : *run.gathered.events) {
       if (event.severity == EventSeverity::kInfo && event.kind != "xid") continue;
       // A folded storm (logs/event_collector.h) is its last line and a count.
       if (event.repeats > 0) text += fmt::format("# ... {} more lines of the same before this one\n", event.repeats);
@@ -222,16 +222,16 @@ std::string KernelLogExcerpt(const CheckRun& run, const CheckOptions& options, s
   text += fmt::format("\n# Last {} lines\n", line_count);
   if (!options.log_files.empty()) {
     for (const std::string& file : options.log_files) text += "## " + file + "\n" + LastLines(file, line_count);
-  } else if (run.live_log_path == "/dev/kmsg") {
+  } else if (run.gathered.live_log_path == "/dev/kmsg") {
     CommandResult r = runner.Run({"dmesg"}, std::chrono::seconds(20));
     text += r.status == CommandStatus::kExited && r.exit_code == 0 ? LastLinesOf(r.output, line_count)
                                                                   : "# dmesg: not available\n";
-  } else if (run.live_log_path == "journalctl") {
+  } else if (run.gathered.live_log_path == "journalctl") {
     CommandResult r = runner.Run({"journalctl", "-k", "--no-pager", "-n", std::to_string(line_count)},
                                  std::chrono::seconds(20));
     text += r.status == CommandStatus::kExited && r.exit_code == 0 ? r.output : "# journalctl: not available\n";
-  } else if (!run.live_log_path.empty()) {
-    text += LastLines(run.live_log_path, line_count);
+  } else if (!run.gathered.live_log_path.empty()) {
+    text += LastLines(run.gathered.live_log_path, line_count);
   } else {
     text += "# kernel log not available\n";
   }
@@ -298,27 +298,27 @@ void RegisterReportCommand(CLI::App& app, CommandContext& context) {
     if (options->redact) {
       char name[256] = {};
       if (gethostname(name, sizeof name - 1) == 0) redactor.AddLiteral(name, "redacted-host");
-      redactor.AddLiteral(run.snapshot.hostname, "redacted-host");
-      if (run.events)
-        for (const LogEvent& e : *run.events) redactor.AddLiteral(e.host, "redacted-host");
-      for (const GpuSnapshot& gpu : run.snapshot.gpus) {
+      redactor.AddLiteral(run.gathered.snapshot.hostname, "redacted-host");
+      if (run.gathered.events)
+        for (const LogEvent& e : *run.gathered.events) redactor.AddLiteral(e.host, "redacted-host");
+      for (const GpuSnapshot& gpu : run.gathered.snapshot.gpus) {
         if (gpu.serial.has_value()) redactor.AddLiteral(gpu.serial.value(), "REDACTED-SERIAL");
         if (gpu.uuid.has_value()) redactor.AddLiteral(gpu.uuid.value(), "GPU-REDACTED");
       }
     }
-    const std::string host = options->redact ? "redacted-host" : SafeName(run.snapshot.hostname);
+    const std::string host = options->redact ? "redacted-host" : SafeName(run.gathered.snapshot.hostname);
     const std::string directory = fmt::format("gpudoctor-report-{}-{}", host, TimeStamp(now));
     const std::string output = options->output.empty() ? directory + ".tar.gz" : options->output;
 
     nlohmann::json findings;
-    findings["status"] = SeverityName(WorstSeverity(run.findings));
-    findings["checklist"] = ChecklistToJson(BuildChecklist(run.findings, run.config, run.unchecked), run.findings);
-    findings["findings"] = FindingsToJson(run.findings);
+    findings["status"] = SeverityName(run.assessment.worst);
+    findings["checklist"] = ChecklistToJson(run.assessment.checklist, run.assessment.findings);
+    findings["findings"] = FindingsToJson(run.assessment.findings);
     nlohmann::json sources = nlohmann::json::array();
-    for (const SourceNote& s : run.sources) sources.push_back({{"source", s.source}, {"status", s.status}, {"detail", s.detail}});
+    for (const SourceNote& s : run.gathered.sources) sources.push_back({{"source", s.source}, {"status", s.status}, {"detail", s.detail}});
 
     std::vector<BundleFile> files = {
-        {"snapshot.json", ToJsonText(SnapshotToJson(run.snapshot), 2) + "\n"},
+        {"snapshot.json", ToJsonText(SnapshotToJson(run.gathered.snapshot), 2) + "\n"},
         {"findings.json", ToJsonText(findings, 2) + "\n"},
         {"versions.txt", Versions(run)},
         {"kernel-log.txt", KernelLogExcerpt(run, options->check, options->log_lines, runner)},
@@ -350,7 +350,7 @@ void RegisterReportCommand(CLI::App& app, CommandContext& context) {
       return;
     }
     if (context.options.json) {
-      nlohmann::json json = {{"path", output}, {"status", SeverityName(WorstSeverity(run.findings))}};
+      nlohmann::json json = {{"path", output}, {"status", SeverityName(run.assessment.worst)}};
       for (const BundleFile& file : files) json["files"].push_back(directory + "/" + file.name);
       std::printf("%s\n", ToJsonText(json, 2).c_str());
     } else {

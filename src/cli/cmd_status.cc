@@ -8,10 +8,11 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "assess/assessment_json.h"
+#include "cli/check_inputs.h"
 #include "cli/commands.h"
 #include "cli/diag_history.h"
 #include "cli/sources.h"
-#include "cli/status_findings.h"
 #include "cli/terminal.h"
 #include "common/json_text.h"
 #include "health/finding_json.h"
@@ -27,6 +28,9 @@ std::string Cell(const Field<T>& field, Format format) {
   if (field.has_value()) return format(field.value());
   return field.failed() ? "ERR" : "n/s";
 }
+
+// "61:00.0" for "0000:61:00.0": the table's column is narrow.
+std::string ShortBusId(const std::string& bus) { return bus.starts_with("0000:") ? bus.substr(5) : bus; }
 
 std::string Truncate(std::string text, size_t width) {
   if (text.size() > width) text = text.substr(0, width - 1) + "~";
@@ -52,18 +56,10 @@ std::string MemoryCell(const GpuSnapshot& gpu) {
   return Cell(gpu.memory_used_bytes, mib) + " / " + Cell(gpu.memory_total_bytes, mib) + " MiB";
 }
 
-std::map<uint32_t, Severity> HealthByGpu(const std::vector<Finding>& findings) {
-  std::map<uint32_t, Severity> health;
-  for (const auto& f : findings) {
-    if (!f.gpu || !f.gpu->index) continue;
-    auto [it, inserted] = health.emplace(*f.gpu->index, f.severity);
-    if (!inserted && SeverityRank(f.severity) > SeverityRank(it->second)) it->second = f.severity;
-  }
-  return health;
-}
-
-void PrintTable(std::FILE* out, const Style& style, const Snapshot& snapshot, const std::string& description,
-                const std::vector<Finding>& findings, const std::vector<DiagnosticRecord>& diagnostics, WallTime now) {
+void PrintTable(std::FILE* out, const Style& style, const CheckRun& run) {
+  const Snapshot& snapshot = run.gathered.snapshot;
+  const std::string& description = run.gathered.snapshot_description;
+  const Assessment& assessment = run.assessment;
   std::string versions;
   if (snapshot.driver_version.has_value()) versions += "driver " + snapshot.driver_version.value();
   if (snapshot.cuda_driver_version.has_value())
@@ -76,16 +72,20 @@ void PrintTable(std::FILE* out, const Style& style, const Snapshot& snapshot, co
   } else if (snapshot.gpus.empty()) {
     std::fprintf(out, "\nNo NVIDIA GPUs found.\n");
   } else {
-    const auto health = HealthByGpu(findings);
     std::fprintf(out, "\n%3s  %-24s %-13s %5s %7s %13s %21s %5s %4s  %s\n", "GPU", "Name", "Bus-Id", "Temp", "Fan",
                  "Power", "Memory", "Util", "ECC", "Health");
     for (const auto& gpu : snapshot.gpus) {
-      auto severity = health.count(gpu.index) ? health.at(gpu.index) : Severity::kOk;
+      const GpuVerdict* verdict = assessment.Gpu(gpu.index);
+      const Severity severity = verdict ? verdict->health : Severity::kOk;
       std::string name = gpu.access_error != AccessError::kNone
                              ? std::string("<") + AccessErrorName(gpu.access_error) + ">"
                              : Cell(gpu.name, [](const std::string& s) { return s; });
+      // A GPU that no longer answers shows the address it was last seen at, marked "~".
+      std::string bus = Cell(gpu.pci_bus_id, [](const std::string& s) { return s; });
+      if (!gpu.pci_bus_id.has_value() && verdict && !verdict->identity.pci_bus_id.empty())
+        bus = "~" + ShortBusId(verdict->identity.pci_bus_id);
       std::fprintf(out, "%3u  %-24s %-13s %5s %7s %13s %21s %5s %4s  %s\n", gpu.index, Truncate(name, 24).c_str(),
-                   Cell(gpu.pci_bus_id, [](const std::string& s) { return s; }).c_str(),
+                   bus.c_str(),
                    Cell(gpu.temperature_c, [](uint32_t c) { return fmt::format("{}C", c); }).c_str(),
                    FanCell(gpu).c_str(), PowerCell(gpu).c_str(), MemoryCell(gpu).c_str(),
                    Cell(gpu.utilization_gpu_percent, [](uint32_t u) { return fmt::format("{}%", u); }).c_str(),
@@ -93,8 +93,10 @@ void PrintTable(std::FILE* out, const Style& style, const Snapshot& snapshot, co
                    style.Severity(severity).c_str());
     }
     std::fprintf(out, "%s\n", style.Dim("n/s: not supported by this GPU   ERR: the read failed (see findings)   "
-                                        "ECC: volatile uncorrected errors").c_str());
-    PrintLastDiagnostics(out, style, snapshot, diagnostics, now);
+                                        "~: last known   ECC: volatile uncorrected errors").c_str());
+    PrintRememberedIdentities(out, style, assessment);
+    if (run.gathered.diagnostics)
+      PrintLastDiagnostics(out, style, snapshot, *run.gathered.diagnostics, run.gathered.judged_at);
     bool header = false;
     for (const auto& gpu : snapshot.gpus) {
       if (!gpu.processes.has_value()) continue;
@@ -109,8 +111,7 @@ void PrintTable(std::FILE* out, const Style& style, const Snapshot& snapshot, co
     }
   }
   std::fprintf(out, "\n");
-  bool any = std::any_of(findings.begin(), findings.end(), [](const Finding& f) { return f.severity != Severity::kOk; });
-  if (any) PrintFindings(out, style, findings, false);
+  if (assessment.worst != Severity::kOk) PrintFindings(out, style, assessment.findings, false);
   else std::fprintf(out, "%s no problems found.\n", style.Severity(Severity::kOk).c_str());
 }
 
@@ -128,77 +129,50 @@ bool DriverUnavailable(const Snapshot& snapshot) {
   }
 }
 
-// The history `status` reads the last diagnostics from: --db, else the agent's
-// default path when the GPUs are this machine's, read live; none otherwise.
-std::string HistoryPath(const CommandContext& context, const std::string& from_smi, const std::string& database) {
-  if (!database.empty()) return database;
-  return context.options.simulate.empty() && from_smi.empty() ? kDefaultHistoryDatabase : "";
-}
-
-// The last diagnostics; none, with a note, when the history cannot be read
-// (status shows the GPUs whatever the history says).
-std::vector<DiagnosticRecord> LastDiagnostics(const std::string& database) {
-  if (database.empty()) return {};
-  auto latest = LoadLatestDiagnostics(database);
-  if (latest) return std::move(*latest);
-  std::fprintf(stderr, "gpudoctor status: note: last diagnostics not read: %s\n", latest.error().message.c_str());
-  return {};
-}
-
 }  // namespace
 
 void RegisterStatusCommand(CLI::App& app, CommandContext& context) {
   auto* command = app.add_subcommand("status", "Show every GPU with its health, like nvidia-smi with a diagnosis");
-  auto from_smi = std::make_shared<std::string>();
-  auto database = std::make_shared<std::string>();
-  command->add_option("--from-smi", *from_smi,
-                      "Read a captured nvidia-smi output (-q -x, -q, table or --query-gpu csv) instead of NVML");
-  command->add_option("--db", *database,
-                      std::string("History of `gpudoctor agent`, read-only: each GPU's last gpudoctor diag tests. "
-                                  "Default: ") +
-                          kDefaultHistoryDatabase + " when reading this machine's GPUs live");
+  auto options = std::make_shared<CheckOptions>();
+  AddCheckInputOptions(command, *options);
   command->footer(
       "Reads each GPU through a separate probe process with a deadline (--probe-timeout), so a hung driver\n"
-      "is reported as the finding nvml_hang instead of hanging this command.\n"
+      "is reported as the finding nvml_hang instead of hanging this command. The health column and the\n"
+      "findings are `check`'s judgement of the same inputs (this machine's host signals, kernel log and\n"
+      "agent history, or what --from-smi and --logs captured), so the two never disagree.\n"
       "Each GPU's last gpudoctor diag tests come from the agent's history (--db), when there is one.\n"
       "Exit status: 0 when the GPUs could be read (findings do not change it; use `check` for that),\n"
-      "69 when NVML is unavailable (no driver, library mismatch, hung at start), 66/65 for unreadable input.");
-  command->callback([&context, from_smi, database] {
-    const GlobalOptions& options = context.options;
-    auto made = MakeSnapshotSource(context, *from_smi);
-    if (made.error) {
-      std::fprintf(stderr, "gpudoctor: %s\n", made.error->message.c_str());
-      context.exit_code = made.error->exit_code;
+      "69 when NVML is unavailable (no driver, library mismatch, hung at start), 64/65/66 for bad input.");
+  command->callback([&context, options] {
+    CheckRun run = RunChecks(context, *options);
+    if (run.error) {
+      std::fprintf(stderr, "gpudoctor: %s\n", run.error->message.c_str());
+      context.exit_code = run.error->exit_code;
       return;
     }
-    CommandConfig config = LoadCommandConfig(context);
-    if (config.error) {
-      std::fprintf(stderr, "gpudoctor: %s\n", config.error->message.c_str());
-      context.exit_code = config.error->exit_code;
-      return;
-    }
-    Snapshot snapshot = made.source->Collect();
-    const WallTime now = SystemClock::Instance().Now();
-    std::vector<Finding> findings = StatusFindings(snapshot, config.config, now);
-    const std::vector<DiagnosticRecord> diagnostics = LastDiagnostics(HistoryPath(context, *from_smi, *database));
+    const Snapshot& snapshot = run.gathered.snapshot;
+    const Assessment& assessment = run.assessment;
     const bool unavailable = DriverUnavailable(snapshot);
-    if (options.json) {
+    if (context.options.json) {
       nlohmann::json json = SnapshotToJson(snapshot);
-      const auto health = HealthByGpu(findings);
-      for (size_t i = 0; i < snapshot.gpus.size(); ++i) {
-        const GpuSnapshot& gpu = snapshot.gpus[i];
-        json["gpus"][i]["health"] = SeverityName(health.count(gpu.index) ? health.at(gpu.index) : Severity::kOk);
-        json["gpus"][i]["diagnostics"] = GpuDiagnosticsToJson(diagnostics, gpu);
+      const nlohmann::json verdicts =
+          GpuVerdictsToJson(assessment, run.gathered.diagnostics ? &*run.gathered.diagnostics : nullptr);
+      for (size_t i = 0; i < snapshot.gpus.size() && i < verdicts.size(); ++i) {
+        for (const char* key : {"health", "identity", "identity_source", "findings"})
+          json["gpus"][i][key] = verdicts[i][key];
+        json["gpus"][i]["diagnostics"] = verdicts[i].value("diagnostics", nlohmann::json::array());
       }
-      json["findings"] = FindingsToJson(findings);
-      json["status"] = SeverityName(WorstSeverity(findings));
+      json["verdicts"] = verdicts;
+      json["findings"] = FindingsToJson(assessment.findings);
+      json["status"] = SeverityName(assessment.worst);
+      json["sources"] = SourcesToJson(run.gathered.sources);
+      json["not_checked"] = NotCheckedToJson(assessment.unchecked);
       std::printf("%s\n", ToJsonText(json, 2).c_str());
     } else if (unavailable && snapshot.driver_error == AccessError::kLibraryNotFound) {
       // The one-line answer for a machine with no NVIDIA driver at all.
       std::fprintf(stderr, "gpudoctor: %s\n", snapshot.driver_message.c_str());
     } else {
-      Style style(options.color, stdout);
-      PrintTable(stdout, style, snapshot, made.description, findings, diagnostics, now);
+      PrintTable(stdout, Style(context.options.color, stdout), run);
     }
     context.exit_code = unavailable ? exit_code::kUnavailable : exit_code::kOk;
   });

@@ -29,7 +29,7 @@
 #include "cli/check_inputs.h"
 #include "cli/commands.h"
 #include "cli/terminal.h"
-#include "cli/triage_history.h"
+#include "assess/recent_history.h"
 #include "common/json_text.h"
 #include "common/text.h"
 #include "health/catalog_event_grader.h"
@@ -81,6 +81,57 @@ Reachability ProbeHost(const std::string& host, int port, std::chrono::milliseco
   }
   result.detail = last_error;
   return result;
+}
+
+// ---- Step 2: the agent's history of the last hour ------------------------------
+
+constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
+
+std::string Label(const GpuIdentity& gpu) { return fmt::format("GPU {}", gpu.index); }
+
+// "66 / 79.5 / 93"
+std::string MinMeanMax(const MetricRange& range, double scale = 1) {
+  return fmt::format("{:.4g} / {:.4g} / {:.4g}", range.min / scale, range.mean / scale, range.max / scale);
+}
+
+void PrintRecentHistory(std::FILE* out, const Style& style, const RecentHistory& history) {
+  switch (history.state) {
+    case RecentHistory::State::kMissing:
+      std::fprintf(out, "   History: none (%s)\n", history.note.c_str());
+      return;
+    case RecentHistory::State::kUnreadable:
+      std::fprintf(out, "   History: not read (%s)\n", history.note.c_str());
+      return;
+    case RecentHistory::State::kRead: break;
+  }
+  if (history.gpus.empty()) {
+    std::fprintf(out, "   History of %s (%s): no samples\n", HistoryWindowText(history).c_str(), history.database.c_str());
+  } else {
+    std::fprintf(out, "   History of %s, min / mean / max (%s):\n", HistoryWindowText(history).c_str(),
+                 history.database.c_str());
+  }
+  for (const GpuHistory& gpu : history.gpus) {
+    std::vector<std::string> parts;
+    if (const auto& t = gpu.temperature_c) {
+      parts.push_back("temperature " + MinMeanMax(*t) + " °C");
+      if (TemperatureClimbed(t)) parts.back() += ", " + style.Bold(fmt::format("rose {:.0f} -> {:.0f} °C", t->first, t->last));
+    }
+    if (gpu.utilization_gpu_percent) parts.push_back("utilisation " + MinMeanMax(*gpu.utilization_gpu_percent) + " %");
+    if (gpu.memory_used_bytes) parts.push_back("memory used " + MinMeanMax(*gpu.memory_used_bytes, kGiB) + " GiB");
+    std::string line;
+    for (const std::string& part : parts) line += (line.empty() ? "" : "; ") + part;
+    std::fprintf(out, "     %s: %s\n", Label(gpu.gpu).c_str(), line.c_str());
+  }
+  if (history.findings.empty()) {
+    std::fprintf(out, "   No findings were open in %s.\n", HistoryWindowText(history).c_str());
+    return;
+  }
+  std::fprintf(out, "   Findings open in %s:\n", HistoryWindowText(history).c_str());
+  for (const StoredFinding& incident : history.findings) {
+    const Finding& finding = incident.finding;
+    std::fprintf(out, "     %s %s: %s (%s)\n", style.Severity(finding.severity).c_str(), finding.id.c_str(),
+                 finding.summary.c_str(), IncidentTimes(incident).c_str());
+  }
 }
 
 // ---- Steps 5 and 6: the verdict --------------------------------------------
@@ -151,24 +202,24 @@ Verdict Judge(const CheckRun& run, const std::vector<Reachability>& hosts,
     verdict.scores["host"] += 3;
     evidence["host"].push_back(h.host + ": " + h.detail);
   }
-  for (const Finding& f : run.findings) {
+  for (const Finding& f : run.assessment.findings) {
     const int weight = Weight(f.severity);
     if (weight == 0) continue;
     std::string cause(run.config.Category(f.id));
-    if (cause == "unknown" && run.events) {  // log rules: weighed below by each event's tags
+    if (cause == "unknown" && run.gathered.events) {  // log rules: weighed below by each event's tags
       log_findings.push_back(&f);
       continue;
     }
     verdict.scores[cause] += weight;
-    if (!ToldUnderRoot(f, run.findings)) evidence[cause].push_back(f.id + ": " + f.summary);
+    if (!ToldUnderRoot(f, run.assessment.findings)) evidence[cause].push_back(f.id + ": " + f.summary);
     problems[cause].push_back(&f);
   }
-  if (run.events && (HasProblem(run.findings, "xid_recent") || HasProblem(run.findings, "log_errors"))) {
+  if (run.gathered.events && (HasProblem(run.assessment.findings, "xid_recent") || HasProblem(run.assessment.findings, "log_errors"))) {
     // Each distinct event type in the window counts once, for every cause its catalog entry names.
     CatalogEventGrader grader(LogCatalog::Builtin());
-    const WallTime start = run.judged_at - std::chrono::duration_cast<WallTime::duration>(run.config.thresholds.log_errors.window);
+    const WallTime start = run.gathered.judged_at - std::chrono::duration_cast<WallTime::duration>(run.config.thresholds.log_errors.window);
     std::set<std::string> seen;
-    for (const LogEvent& event : *run.events) {
+    for (const LogEvent& event : *run.gathered.events) {
       if (event.severity == EventSeverity::kInfo || (event.time && *event.time < start)) continue;
       std::string key = event.xid ? fmt::format("Xid {}", *event.xid) : event.kind;
       if (!seen.insert(key).second) continue;
@@ -210,7 +261,7 @@ Verdict Judge(const CheckRun& run, const std::vector<Reachability>& hosts,
       continue;
     }
     RuledOut out{CauseName(cause), {}};
-    for (const Finding& f : run.findings)
+    for (const Finding& f : run.assessment.findings)
       if (f.severity == Severity::kOk && run.config.Category(f.id) == cause) out.evidence.push_back(f.summary);
     if (out.evidence.empty()) verdict.not_checked.push_back(CauseName(cause));
     else verdict.ruled_out.push_back(std::move(out));
@@ -224,7 +275,7 @@ Verdict Judge(const CheckRun& run, const std::vector<Reachability>& hosts,
   verdict.evidence = evidence[verdict.cause];
 
   const std::string& c = verdict.cause;
-  const auto& fs = run.findings;
+  const auto& fs = run.assessment.findings;
   const bool failed_part = HasProblem(fs, "fan_failure") || HasProblem(fs, "psu_fault") ||
                            HasProblem(fs, "row_remap_failure") || HasProblem(fs, "retired_pages", Severity::kCritical);
   verdict.hardware_service = c == "pcie" || c == "power" || failed_part ||
@@ -241,7 +292,7 @@ Verdict Judge(const CheckRun& run, const std::vector<Reachability>& hosts,
   // A finding told under its root cause brings no steps of its own: the root's
   // (fix the room's cooling) replace the per-GPU ones (reseat, RMA).
   for (const Finding* f : problems[c])
-    if (!ToldUnderRoot(*f, run.findings))
+    if (!ToldUnderRoot(*f, run.assessment.findings))
       for (const std::string& action : f->actions) AddStep(verdict.next_steps, action);
   const bool from_logs = std::any_of(verdict.evidence.begin(), verdict.evidence.end(),
                                      [](const std::string& e) { return e.starts_with("log: "); });
@@ -290,26 +341,26 @@ std::string NvmlStateText(const Snapshot& snapshot) {
 
 void PrintTriage(std::FILE* out, const Style& style, const CheckRun& run, const std::vector<Reachability>& hosts,
                  const RecentHistory& history, const Verdict& v) {
-  std::fprintf(out, "%s  %s  (%s)\n\n", style.Bold("gpudoctor triage").c_str(), run.snapshot.hostname.c_str(),
-               run.snapshot_description.c_str());
+  std::fprintf(out, "%s  %s  (%s)\n\n", style.Bold("gpudoctor triage").c_str(), run.gathered.snapshot.hostname.c_str(),
+               run.gathered.snapshot_description.c_str());
   std::fprintf(out, "%s\n", style.Bold("1. Reachability").c_str());
   if (hosts.empty()) std::fprintf(out, "   skipped: no --host given\n");
   for (const Reachability& h : hosts)
     std::fprintf(out, "   %s %s: %s\n", h.reachable ? "up  " : "DOWN", h.host.c_str(), h.detail.c_str());
   std::fprintf(out, "%s\n", style.Bold("2. Current state").c_str());
-  size_t readable = std::count_if(run.snapshot.gpus.begin(), run.snapshot.gpus.end(),
+  size_t readable = std::count_if(run.gathered.snapshot.gpus.begin(), run.gathered.snapshot.gpus.end(),
                                   [](const GpuSnapshot& g) { return g.access_error == AccessError::kNone; });
-  std::fprintf(out, "   %zu GPU(s), %zu readable\n", run.snapshot.gpus.size(), readable);
+  std::fprintf(out, "   %zu GPU(s), %zu readable\n", run.gathered.snapshot.gpus.size(), readable);
   PrintRecentHistory(out, style, history);
   std::fprintf(out, "%s\n", style.Bold("3. Logs").c_str());
-  for (const SourceNote& s : run.sources)
+  for (const SourceNote& s : run.gathered.sources)
     if (s.source == "kernel log") std::fprintf(out, "   %s (%s)\n", s.status.c_str(), s.detail.c_str());
   std::fprintf(out, "%s\n", style.Bold("4. GPU state through NVML").c_str());
-  if (run.snapshot.driver_error != AccessError::kNone)
-    std::fprintf(out, "   %s: %s\n", AccessErrorName(run.snapshot.driver_error), run.snapshot.driver_message.c_str());
-  else std::fprintf(out, "   %s\n", NvmlStateText(run.snapshot).c_str());
-  for (const Finding& f : run.findings)
-    if (f.severity != Severity::kOk && !ToldUnderRoot(f, run.findings))
+  if (run.gathered.snapshot.driver_error != AccessError::kNone)
+    std::fprintf(out, "   %s: %s\n", AccessErrorName(run.gathered.snapshot.driver_error), run.gathered.snapshot.driver_message.c_str());
+  else std::fprintf(out, "   %s\n", NvmlStateText(run.gathered.snapshot).c_str());
+  for (const Finding& f : run.assessment.findings)
+    if (f.severity != Severity::kOk && !ToldUnderRoot(f, run.assessment.findings))
       std::fprintf(out, "   %s %s: %s\n", style.Severity(f.severity).c_str(), f.id.c_str(), f.summary.c_str());
 
   std::fprintf(out, "\n%s\n", style.Bold("5. Verdict").c_str());
@@ -371,8 +422,8 @@ void RegisterTriageCommand(CLI::App& app, CommandContext& context) {
     }
     const RecentHistory history =
         ReadRecentHistory(AgentHistoryPath(context, options->check), SystemClock::Instance().Now());
-    const Verdict verdict = Judge(run, hosts, EvidenceFromHistory(history, run.config, run.findings));
-    Severity worst = WorstSeverity(run.findings);
+    const Verdict verdict = Judge(run, hosts, EvidenceFromHistory(history, run.config, run.assessment.findings));
+    Severity worst = run.assessment.worst;
     if (std::any_of(hosts.begin(), hosts.end(), [](const Reachability& h) { return !h.reachable; }))
       worst = Severity::kCritical;
     if (context.options.json) {
@@ -381,11 +432,11 @@ void RegisterTriageCommand(CLI::App& app, CommandContext& context) {
         reach.push_back({{"host", h.host}, {"reachable", h.reachable}, {"detail", h.detail}});
       nlohmann::json json;
       json["status"] = SeverityName(worst);
-      json["hostname"] = run.snapshot.hostname;
+      json["hostname"] = run.gathered.snapshot.hostname;
       json["reachability"] = reach;
       json["history"] = RecentHistoryToJson(history);
       json["verdict"] = VerdictToJson(verdict);
-      json["findings"] = FindingsToJson(run.findings);
+      json["findings"] = FindingsToJson(run.assessment.findings);
       std::printf("%s\n", ToJsonText(json, 2).c_str());
     } else {
       PrintTriage(stdout, Style(context.options.color, stdout), run, hosts, history, verdict);

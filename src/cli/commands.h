@@ -10,23 +10,10 @@
 
 #include <CLI/CLI.hpp>
 
+#include "assess/history_path.h"
+#include "common/exit_codes.h"
+
 namespace gpudoctor {
-
-// Exit statuses shared by every command (sysexits.h values where they fit).
-// `check` and `triage` use the Nagios/NHC convention 0-3 instead.
-namespace exit_code {
-inline constexpr int kOk = 0;
-inline constexpr int kUsage = 64;          // bad command line
-inline constexpr int kDataError = 65;      // input file unreadable as any known format
-inline constexpr int kNoInput = 66;        // input file missing or unreadable
-inline constexpr int kUnavailable = 69;    // no NVIDIA driver / NVML library, or NVML failed to start
-inline constexpr int kInternal = 70;       // a bug: please report it
-inline constexpr int kCannotCreate = 73;   // output file could not be written
-}  // namespace exit_code
-
-// Where `gpudoctor agent` keeps its history unless told otherwise (--db);
-// `history` and `triage` read it from there by default.
-inline constexpr const char* kDefaultHistoryDatabase = "/var/lib/gpudoctor/history.db";
 
 // Options every command accepts; filled by main.cc before the command runs.
 struct GlobalOptions {

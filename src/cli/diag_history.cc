@@ -3,42 +3,11 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
-#include "cli/agent_history.h"
-#include "common/input_file.h"
+#include "assess/agent_history.h"
 #include "common/text.h"
 #include "model/diagnostic_json.h"
-#include "store/sqlite_store.h"
 
 namespace gpudoctor {
-
-Result<bool> RecordDiagnostics(const std::string& database_path, std::span<const DiagnosticRecord> records) {
-  InputFailure failure{};
-  if (auto file = InputFile::Open(database_path, &failure); !file) {
-    if (failure == InputFailure::kMissing) return false;
-    return file.error();
-  }
-  // Opened for writing, the store would create a missing file; the check
-  // above leaves only a file that vanishes in between, which the agent does not do.
-  auto store = SqliteHistoryStore::Open(database_path, SqliteStoreOptions{});
-  if (!store) return store.error();
-  for (const DiagnosticRecord& record : records) {
-    if (Status status = (*store)->RecordDiagnostic(record); !status)
-      return Error{database_path + ": cannot record the diagnostic: " + status.error().message};
-  }
-  return true;
-}
-
-Result<std::vector<DiagnosticRecord>> LoadLatestDiagnostics(const std::string& database_path) {
-  OpenedHistory opened = OpenHistoryReadOnly(database_path, SystemClock::Instance().Now());
-  switch (opened.state) {
-    case AgentRecord::State::kMissing: return std::vector<DiagnosticRecord>{};
-    case AgentRecord::State::kUnreadable: return Error{opened.note};
-    case AgentRecord::State::kRead: break;
-  }
-  auto latest = opened.store->LatestDiagnostics();
-  if (!latest) return Error{database_path + ": " + latest.error().message};
-  return latest;
-}
 
 std::string DescribeAge(WallTime then, WallTime now) {
   const auto minutes = duration_cast<std::chrono::minutes>(now - then).count();

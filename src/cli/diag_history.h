@@ -1,6 +1,6 @@
-// The diagnostics of `gpudoctor diag` in the agent's history: written after a
-// run, read by `status` and `check` (and by the agent's dashboard, from its
-// own store) to say "memtest passed 2 d ago, burn FAULTY 3 h ago".
+// The diagnostics of `gpudoctor diag` as the commands show them: "memtest
+// passed 2 d ago, burn FAULTY 3 h ago". They are kept in the agent's history
+// (assess/agent_history.h: RecordDiagnostics, LoadLatestDiagnostics).
 //
 // The history is the agent's: a run writes into it only when the file is
 // already there, and never creates one.
@@ -21,6 +21,7 @@
 
 #include <nlohmann/json_fwd.hpp>
 
+#include "assess/agent_history.h"
 #include "cli/terminal.h"
 #include "common/clock.h"
 #include "common/result.h"
@@ -29,15 +30,6 @@
 
 namespace gpudoctor {
 
-// Writes `records` into the history at `database_path` when that file
-// exists: true when written, false when there is none (nothing is created).
-// An error names the file: not a history, not writable, a newer schema.
-Result<bool> RecordDiagnostics(const std::string& database_path, std::span<const DiagnosticRecord> records);
-
-// The newest record of each GPU and test in the history at `database_path`,
-// read-only and never upgraded; empty when the file does not exist (or an
-// empty path is given).
-Result<std::vector<DiagnosticRecord>> LoadLatestDiagnostics(const std::string& database_path);
 
 // How long ago, in the largest whole unit: "just now", "5 min ago", "3 h ago", "2 d ago".
 std::string DescribeAge(WallTime then, WallTime now);

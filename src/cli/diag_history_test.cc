@@ -47,7 +47,7 @@ TEST(RecordDiagnostics, WritesIntoTheAgentsHistory) {
   ASSERT_TRUE(written.ok()) << written.error().message;
   EXPECT_TRUE(*written);
 
-  auto latest = LoadLatestDiagnostics(path);
+  auto latest = LoadLatestDiagnostics(path, SystemClock::Instance().Now());
   ASSERT_TRUE(latest.ok()) << latest.error().message;
   EXPECT_EQ(*latest, records);
 }
@@ -73,11 +73,11 @@ TEST(RecordDiagnostics, AFileThatIsNoHistoryIsAnErrorAndStaysAsItWas) {
 
 TEST(LoadLatestDiagnostics, NoHistoryIsNoDiagnostics) {
   ScratchDir dir;
-  auto latest = LoadLatestDiagnostics(dir.File("missing.db"));
+  auto latest = LoadLatestDiagnostics(dir.File("missing.db"), SystemClock::Instance().Now());
   ASSERT_TRUE(latest.ok()) << latest.error().message;
   EXPECT_TRUE(latest->empty());
   EXPECT_FALSE(std::filesystem::exists(dir.File("missing.db")));
-  auto none = LoadLatestDiagnostics("");
+  auto none = LoadLatestDiagnostics("", SystemClock::Instance().Now());
   ASSERT_TRUE(none.ok());
   EXPECT_TRUE(none->empty());
 }
@@ -89,7 +89,7 @@ TEST(LoadLatestDiagnostics, ReadsAHistoryItCannotWrite) {
   const DiagnosticRecord record = Record(2, "GPU-c", "burn", "hung", T0());
   ASSERT_TRUE(RecordDiagnostics(path, std::vector{record}).ok());
   ASSERT_EQ(chmod(path.c_str(), 0400), 0);
-  auto latest = LoadLatestDiagnostics(path);
+  auto latest = LoadLatestDiagnostics(path, SystemClock::Instance().Now());
   ASSERT_TRUE(latest.ok()) << latest.error().message;
   EXPECT_EQ(*latest, std::vector{record});
 }

@@ -21,16 +21,9 @@ NodeCheckResult RunNodeCheck(const CommandContext& context, const CheckOptions& 
     result.error = run.error;
     return result;
   }
-  result.hostname = run.snapshot.hostname;
-  result.worst = WorstSeverity(run.findings);
-  for (Finding& finding : run.findings)
-    if (finding.severity == Severity::kCritical || finding.severity == Severity::kWarning)
-      result.problems.push_back(std::move(finding));
-  // Worst first; among equals, what stands alone or is a root before what is told under a root.
-  std::stable_sort(result.problems.begin(), result.problems.end(), [](const Finding& a, const Finding& b) {
-    if (a.severity != b.severity) return SeverityRank(a.severity) > SeverityRank(b.severity);
-    return a.part_of.empty() && !b.part_of.empty();
-  });
+  result.hostname = run.gathered.snapshot.hostname;
+  result.worst = run.assessment.worst;
+  for (const Finding* finding : run.assessment.Problems()) result.problems.push_back(*finding);
   return result;
 }
 

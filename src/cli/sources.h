@@ -9,17 +9,12 @@
 #include <string_view>
 
 #include "cli/commands.h"
+#include "common/exit_codes.h"
 #include "common/result.h"
 #include "health/health_config.h"
 #include "nvml/collector.h"
 
 namespace gpudoctor {
-
-// An error here carries the exit status to use with its message.
-struct SourceError {
-  std::string message;
-  int exit_code;
-};
 
 struct SnapshotSourceResult {
   std::unique_ptr<SnapshotSource> source;

@@ -53,4 +53,21 @@ void PrintFindings(std::FILE* out, const Style& style, const std::vector<Finding
   }
 }
 
+void PrintRememberedIdentities(std::FILE* out, const Style& style, const Assessment& assessment) {
+  bool header = false;
+  for (const GpuVerdict& gpu : assessment.gpus) {
+    if (!gpu.identity_from_memory) continue;
+    if (!header) std::fprintf(out, "\n%s\n", style.Bold("GPUs that do not answer, by what they were last seen as").c_str());
+    header = true;
+    std::vector<std::string> parts;
+    if (!gpu.name.empty()) parts.push_back(gpu.name);
+    if (!gpu.identity.serial.empty()) parts.push_back("serial " + gpu.identity.serial);
+    if (!gpu.identity.uuid.empty()) parts.push_back(gpu.identity.uuid);
+    if (!gpu.identity.pci_bus_id.empty()) parts.push_back("at " + gpu.identity.pci_bus_id);
+    std::string line;
+    for (const std::string& part : parts) line += (line.empty() ? "" : ", ") + part;
+    std::fprintf(out, "  GPU %-3u %s (from %s)\n", gpu.index, line.c_str(), gpu.identity_source.c_str());
+  }
+}
+
 }  // namespace gpudoctor

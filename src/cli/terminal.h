@@ -5,6 +5,7 @@
 #include <string>
 #include <vector>
 
+#include "assess/assessment.h"
 #include "health/finding.h"
 
 namespace gpudoctor {
@@ -26,5 +27,10 @@ class Style {
 // Prints findings, worst first, each with evidence, cause and actions; a
 // finding part of a root-cause finding is told in the root's evidence.
 void PrintFindings(std::FILE* out, const Style& style, const std::vector<Finding>& findings, bool include_ok);
+
+// "GPU 3 does not answer; last known as NVIDIA H100 80GB HBM3, serial 1320..., at
+// 0000:61:00.0 (the agent's history)" for each GPU named by what it was last
+// seen as: the card to pull. Nothing when every GPU says which card it is.
+void PrintRememberedIdentities(std::FILE* out, const Style& style, const Assessment& assessment);
 
 }  // namespace gpudoctor

@@ -86,8 +86,11 @@ const GpuSnapshot* RuleContext::GpuAtPci(std::string_view pci_bus_id) const {
   std::optional<std::string> wanted = NormalizePciBusId(pci_bus_id);
   if (!wanted) return nullptr;
   for (const GpuSnapshot& gpu : input.snapshot->gpus) {
-    if (!gpu.pci_bus_id.has_value()) continue;
-    if (NormalizePciBusId(gpu.pci_bus_id.value()) == wanted) return &gpu;
+    // A GPU that no longer answers is at the address it was last seen at.
+    const std::string bus = gpu.pci_bus_id.has_value() ? gpu.pci_bus_id.value()
+                            : gpu.last_known                ? gpu.last_known->pci_bus_id
+                                                            : std::string();
+    if (!bus.empty() && NormalizePciBusId(bus) == wanted) return &gpu;
   }
   return nullptr;
 }
@@ -98,12 +101,14 @@ bool RuleContext::WithinWindow(const std::optional<WallTime>& time, Duration win
 }
 
 GpuRef RefFor(const GpuSnapshot& gpu) {
+  // What cannot be read now is what the GPU was last seen as, when known.
+  const KnownGpuIdentity known = gpu.last_known.value_or(KnownGpuIdentity{});
   GpuRef ref;
   ref.index = gpu.index;
-  ref.uuid = gpu.uuid.value_or("");
-  if (gpu.pci_bus_id.has_value())
-    ref.pci_bus_id = NormalizePciBusId(gpu.pci_bus_id.value()).value_or(gpu.pci_bus_id.value());
-  ref.serial = gpu.serial.value_or("");
+  ref.uuid = gpu.uuid.value_or(known.uuid);
+  const std::string bus = gpu.pci_bus_id.value_or(known.pci_bus_id);
+  if (!bus.empty()) ref.pci_bus_id = NormalizePciBusId(bus).value_or(bus);
+  ref.serial = gpu.serial.value_or(known.serial);
   return ref;
 }
 

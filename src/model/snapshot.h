@@ -78,6 +78,18 @@ inline constexpr uint32_t kTrue = 1;
 constexpr bool IsTrue(uint32_t mask, uint32_t shift) { return ((mask >> shift) & 0x3) == kTrue; }
 }  // namespace fabric_health
 
+// What a GPU that no longer answers was last seen as, and where that is
+// known from: the agent saw it answer, its history or the kernel log named it.
+struct KnownGpuIdentity {
+  std::string uuid;
+  std::string serial;
+  std::string pci_bus_id;  // "0000:bb:dd.f"
+  std::string name;
+  std::string source;      // "the agent's last sample", "the agent's history", "the kernel log"
+  std::optional<WallTime> seen_at;
+  bool operator==(const KnownGpuIdentity&) const = default;
+};
+
 struct GpuSnapshot {
   // Identity.
   uint32_t index = 0;
@@ -91,6 +103,9 @@ struct GpuSnapshot {
   // Set when the GPU as a whole could not be read (lost, hung, no handle).
   AccessError access_error = AccessError::kNone;
   std::string access_message;
+  // Set for such a GPU when what it was last seen as is known (assess/identity.h):
+  // the fields above stay errors, this says which card it is.
+  std::optional<KnownGpuIdentity> last_known;
 
   // PCIe.
   Field<std::string> pci_bus_id;  // "0000:bb:dd.f"

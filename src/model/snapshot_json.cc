@@ -102,6 +102,17 @@ json GpuToJson(const GpuSnapshot& gpu) {
     j["access_error"] = AccessErrorName(gpu.access_error);
     j["access_message"] = gpu.access_message;
   }
+  if (gpu.last_known) {
+    const KnownGpuIdentity& known = *gpu.last_known;
+    auto text = [](const std::string& value) { return value.empty() ? json(nullptr) : json(value); };
+    j["last_known"] = {{"uuid", text(known.uuid)},
+                       {"serial", text(known.serial)},
+                       {"pci_bus_id", text(known.pci_bus_id)},
+                       {"name", text(known.name)},
+                       {"source", known.source},
+                       {"seen_at", known.seen_at ? json(FormatIsoUtc(*known.seen_at)) : json(nullptr)},
+                       {"seen_at_ms", known.seen_at ? json(ToUnixMillis(*known.seen_at)) : json(nullptr)}};
+  }
   {
     FieldWriter w(j);
     auto put = [&](const char* key, const auto& field) { w.Put(key, field); };
@@ -129,6 +140,19 @@ Result<GpuSnapshot> GpuFromJson(const json& j) {
     if (j.contains("access_error")) {
       gpu.access_error = AccessErrorFromName(j["access_error"].get<std::string>()).value_or(AccessError::kOther);
       gpu.access_message = j.value("access_message", "");
+    }
+    if (auto known = j.find("last_known"); known != j.end() && known->is_object()) {
+      auto text = [&](const char* key) {
+        auto value = known->find(key);
+        return value != known->end() && value->is_string() ? value->get<std::string>() : std::string();
+      };
+      gpu.last_known = KnownGpuIdentity{.uuid = text("uuid"),
+                                        .serial = text("serial"),
+                                        .pci_bus_id = text("pci_bus_id"),
+                                        .name = text("name"),
+                                        .source = text("source")};
+      if (auto ms = known->find("seen_at_ms"); ms != known->end() && ms->is_number_integer())
+        gpu.last_known->seen_at = FromUnixMillis(ms->get<int64_t>());
     }
     FieldReader r(j);
     auto get = [&](const char* key, auto& field) { r.Get(key, field); };

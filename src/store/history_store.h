@@ -42,6 +42,11 @@ struct GpuSample {
   WallTime time;
   uint32_t gpu_index = 0;
   std::string uuid;  // empty when the GPU did not report one
+  // The GPU's identity as it answered (empty where not read); kept with the
+  // GPU, not per sample (GpuIdentity).
+  std::string serial;
+  std::string pci_bus_id;
+  std::string name;
   std::array<std::optional<double>, kMetricCount> values{};
 
   std::optional<double>& operator[](Metric m) { return values[MetricSlot(m)]; }
@@ -63,6 +68,12 @@ struct ProcessMemorySample {
 struct GpuIdentity {
   uint32_t index = 0;
   std::string uuid;
+  // What the GPU was last seen as (empty when never reported): what names a
+  // GPU that has since stopped answering.
+  std::string serial;
+  std::string pci_bus_id;
+  std::string name;
+  std::optional<WallTime> last_seen;
   bool operator==(const GpuIdentity&) const = default;
 };
 

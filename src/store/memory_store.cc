@@ -44,6 +44,14 @@ Status MemoryHistoryStore::Append(std::span<const GpuSample> gpus, std::span<con
   for (const GpuSample& sample : gpus) {
     raw_[{sample.gpu_index, sample.uuid}][ToUnixMillis(sample.time)] = sample;
     newest_ = std::max(newest_.value_or(sample.time), sample.time);
+    GpuIdentity& identity = identities_[{sample.gpu_index, sample.uuid}];
+    identity.index = sample.gpu_index;
+    identity.uuid = sample.uuid;
+    for (auto [kept, now] : {std::pair{&identity.serial, &sample.serial}, {&identity.pci_bus_id, &sample.pci_bus_id},
+                             {&identity.name, &sample.name}}) {
+      if (!now->empty()) *kept = *now;
+    }
+    identity.last_seen = std::max(identity.last_seen.value_or(sample.time), sample.time);
   }
   for (const ProcessMemorySample& sample : processes)
     processes_[{{sample.gpu_index, sample.uuid}, ToUnixMillis(sample.time), sample.pid}] = sample;
@@ -218,13 +226,13 @@ Result<std::optional<WallTime>> MemoryHistoryStore::NewestSampleTime() const { r
 
 Result<std::vector<GpuIdentity>> MemoryHistoryStore::ListGpus() const {
   std::vector<GpuIdentity> gpus;
-  for (const auto& [gpu, samples] : raw_) gpus.push_back({gpu.first, gpu.second});
+  for (const auto& [gpu, identity] : identities_) gpus.push_back(identity);
+  // Rows that came only in aggregate (a test that fills the minute table) have no identity kept.
   for (const auto& [gpu, rows] : minute_)
-    if (!raw_.contains(gpu)) gpus.push_back({gpu.first, gpu.second});
+    if (!identities_.contains(gpu)) gpus.push_back({gpu.first, gpu.second});
   std::sort(gpus.begin(), gpus.end(), [](const GpuIdentity& a, const GpuIdentity& b) {
     return std::tie(a.index, a.uuid) < std::tie(b.index, b.uuid);
   });
-  gpus.erase(std::unique(gpus.begin(), gpus.end()), gpus.end());
   return gpus;
 }
 

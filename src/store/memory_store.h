@@ -52,6 +52,7 @@ class MemoryHistoryStore final : public HistoryStore {
 
   RetentionPolicy retention_;
   std::map<GpuKey, std::map<int64_t, GpuSample>> raw_;  // per GPU, by time (ms)
+  std::map<GpuKey, GpuIdentity> identities_;             // every GPU ever sampled, as last seen (never pruned)
   std::map<GpuKey, std::map<int64_t, Bucket>> minute_;
   std::map<GpuKey, std::map<int64_t, Bucket>> hour_;
   std::map<std::tuple<GpuKey, int64_t, uint32_t>, ProcessMemorySample> processes_;  // GPU, time, pid

@@ -160,6 +160,14 @@ CREATE TABLE diagnostics (
 CREATE INDEX diagnostics_by_time ON diagnostics (finished_at);
 )sql";
 
+// Version 7. What each GPU was last seen as (serial, PCI bus id, model), so
+// that a GPU which stops answering is still named by its card and slot.
+constexpr const char* kMigration7 = R"sql(
+ALTER TABLE gpus ADD COLUMN serial TEXT NOT NULL DEFAULT '';
+ALTER TABLE gpus ADD COLUMN pci_bus_id TEXT NOT NULL DEFAULT '';
+ALTER TABLE gpus ADD COLUMN name TEXT NOT NULL DEFAULT '';
+)sql";
+
 struct Migration {
   int version;
   std::string sql;
@@ -173,6 +181,7 @@ const std::vector<Migration>& Migrations() {
       {4, kMigration4},
       {5, kMigration5},
       {6, kMigration6},
+      {7, kMigration7},
   };
   return migrations;
 }

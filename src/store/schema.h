@@ -13,7 +13,7 @@
 namespace gpudoctor {
 
 inline constexpr int64_t kApplicationId = 0x47504448;  // "GPDH"
-inline constexpr int kSchemaVersion = 6;
+inline constexpr int kSchemaVersion = 7;
 
 // Whether this connection is a gpudoctor history, an empty file that may
 // become one, or something else (an Error naming what).

@@ -36,6 +36,9 @@ GpuSample SampleFromGpu(const GpuSnapshot& gpu, const Snapshot& snapshot) {
   sample.time = snapshot.taken_at;
   sample.gpu_index = gpu.index;
   sample.uuid = gpu.uuid.value_or("");
+  sample.serial = gpu.serial.value_or("");
+  sample.pci_bus_id = gpu.pci_bus_id.value_or("");
+  sample.name = gpu.name.value_or("");
   sample[Metric::kTemperatureC] = AsDouble(gpu.temperature_c);
   sample[Metric::kMemoryTemperatureC] = AsDouble(gpu.memory_temperature_c);
   sample[Metric::kPowerW] = AsDouble(gpu.power_draw_w);

@@ -224,14 +224,21 @@ Result<std::unique_ptr<SqliteHistoryStore>> SqliteHistoryStore::Open(const std::
   return std::unique_ptr<SqliteHistoryStore>(new SqliteHistoryStore(std::move(*db), options, schema_version));
 }
 
-Result<int64_t> SqliteHistoryStore::GpuId(uint32_t index, const std::string& uuid, int64_t time_ms) {
+Result<int64_t> SqliteHistoryStore::GpuId(const GpuSample& sample, int64_t time_ms) {
+  // An identity field read now replaces the one kept; one not read keeps it.
   auto upsert = db_->Prepared(
-      "INSERT INTO gpus (gpu_index, uuid, last_seen) VALUES (?1, ?2, ?3) ON CONFLICT (gpu_index, uuid) "
-      "DO UPDATE SET last_seen = max(last_seen, excluded.last_seen) RETURNING id");
+      "INSERT INTO gpus (gpu_index, uuid, last_seen, serial, pci_bus_id, name) VALUES (?1, ?2, ?3, ?4, ?5, ?6) "
+      "ON CONFLICT (gpu_index, uuid) DO UPDATE SET last_seen = max(last_seen, excluded.last_seen), "
+      "serial = CASE WHEN excluded.serial != '' THEN excluded.serial ELSE serial END, "
+      "pci_bus_id = CASE WHEN excluded.pci_bus_id != '' THEN excluded.pci_bus_id ELSE pci_bus_id END, "
+      "name = CASE WHEN excluded.name != '' THEN excluded.name ELSE name END RETURNING id");
   if (!upsert) return upsert.error();
-  (*upsert)->Bind(1, int64_t{index});
-  (*upsert)->Bind(2, uuid);
+  (*upsert)->Bind(1, int64_t{sample.gpu_index});
+  (*upsert)->Bind(2, sample.uuid);
   (*upsert)->Bind(3, time_ms);
+  (*upsert)->Bind(4, sample.serial);
+  (*upsert)->Bind(5, sample.pci_bus_id);
+  (*upsert)->Bind(6, sample.name);
   auto row = (*upsert)->Step();
   if (!row) return row.error();
   return (*upsert)->Int(0);
@@ -244,16 +251,16 @@ Status SqliteHistoryStore::Append(std::span<const GpuSample> gpus, std::span<con
   static const std::string insert_raw = RawInsertSql();
   // Each GPU's row id is looked up (and its last_seen raised) once per call.
   std::map<std::pair<uint32_t, std::string>, int64_t> ids;
-  auto id_of = [&](uint32_t index, const std::string& uuid, int64_t t) -> Result<int64_t> {
-    auto it = ids.find({index, uuid});
+  auto id_of = [&](const GpuSample& identity, int64_t t) -> Result<int64_t> {
+    auto it = ids.find({identity.gpu_index, identity.uuid});
     if (it != ids.end()) return it->second;
-    auto id = GpuId(index, uuid, t);
-    if (id) ids.emplace(std::pair{index, uuid}, *id);
+    auto id = GpuId(identity, t);
+    if (id) ids.emplace(std::pair{identity.gpu_index, identity.uuid}, *id);
     return id;
   };
   for (const GpuSample& sample : gpus) {
     const int64_t t = ToUnixMillis(sample.time);
-    auto gpu_id = id_of(sample.gpu_index, sample.uuid, t);
+    auto gpu_id = id_of(sample, t);
     if (!gpu_id) return gpu_id.error();
     auto insert = db_->Prepared(insert_raw);
     if (!insert) return insert.error();
@@ -264,7 +271,10 @@ Status SqliteHistoryStore::Append(std::span<const GpuSample> gpus, std::span<con
   }
   for (const ProcessMemorySample& sample : processes) {
     const int64_t t = ToUnixMillis(sample.time);
-    auto gpu_id = id_of(sample.gpu_index, sample.uuid, t);
+    GpuSample identity;
+    identity.gpu_index = sample.gpu_index;
+    identity.uuid = sample.uuid;
+    auto gpu_id = id_of(identity, t);
     if (!gpu_id) return gpu_id.error();
     auto insert = db_->Prepared(
         "INSERT OR REPLACE INTO process_memory (t, gpu_id, pid, name, used_bytes) VALUES (?, ?, ?, ?, ?)");
@@ -731,14 +741,23 @@ Result<std::optional<WallTime>> SqliteHistoryStore::NewestSampleTime() const {
 
 Result<std::vector<GpuIdentity>> SqliteHistoryStore::ListGpus() const {
   std::lock_guard lock(mutex_);
-  auto select = db_->Prepared("SELECT gpu_index, uuid FROM gpus ORDER BY gpu_index, uuid");
+  // A history read as it is, from before version 7, names GPUs by index and uuid alone.
+  auto select = db_->Prepared(schema_version_ >= 7
+                                  ? "SELECT gpu_index, uuid, serial, pci_bus_id, name, last_seen FROM gpus "
+                                    "ORDER BY gpu_index, uuid"
+                                  : "SELECT gpu_index, uuid, '', '', '', last_seen FROM gpus ORDER BY gpu_index, uuid");
   if (!select) return select.error();
   std::vector<GpuIdentity> gpus;
   for (;;) {
     auto row = (*select)->Step();
     if (!row) return row.error();
     if (!*row) return gpus;
-    gpus.push_back({static_cast<uint32_t>((*select)->Int(0)), (*select)->Text(1)});
+    gpus.push_back({.index = static_cast<uint32_t>((*select)->Int(0)),
+                    .uuid = (*select)->Text(1),
+                    .serial = (*select)->Text(2),
+                    .pci_bus_id = (*select)->Text(3),
+                    .name = (*select)->Text(4),
+                    .last_seen = FromUnixMillis((*select)->Int(5))});
   }
 }
 

@@ -70,7 +70,8 @@ class SqliteHistoryStore final : public HistoryStore {
  private:
   SqliteHistoryStore(std::unique_ptr<SqliteConnection> db, SqliteStoreOptions options, int schema_version);
 
-  Result<int64_t> GpuId(uint32_t index, const std::string& uuid, int64_t time_ms);
+  // The row id of the sample's GPU (index and uuid), made or refreshed with its identity.
+  Result<int64_t> GpuId(const GpuSample& sample, int64_t time_ms);
   Result<std::vector<StoredFinding>> OpenIncidentsLocked() const;
   Result<std::optional<GpuIdentity>> FindGpu(std::string_view selector, int64_t* id) const;
   Result<int64_t> Downsample(Resolution resolution, WallTime now, bool& more_work);

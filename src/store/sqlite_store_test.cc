@@ -59,6 +59,10 @@ void DowngradeTo(const std::string& path, int version) {
       {2, "'subject'"},
       {4, "'part_of', 'newest_event_at'"},
   };
+  static constexpr Added kGpuColumns[] = {
+      {1, "'id', 'gpu_index', 'uuid', 'last_seen'"},
+      {7, "'serial', 'pci_bus_id', 'name'"},
+  };
   auto kept = [version](std::span<const Added> added) {
     std::string names;
     for (const Added& a : added)
@@ -71,6 +75,9 @@ void DowngradeTo(const std::string& path, int version) {
   for (const std::string& column : RawSql(path, "SELECT name FROM pragma_table_info('findings') WHERE name NOT IN (" +
                                                     kept(kFindingColumns) + ")"))
     RawSql(path, "ALTER TABLE findings DROP COLUMN " + column);
+  for (const std::string& column :
+       RawSql(path, "SELECT name FROM pragma_table_info('gpus') WHERE name NOT IN (" + kept(kGpuColumns) + ")"))
+    RawSql(path, "ALTER TABLE gpus DROP COLUMN " + column);
   RawSql(path, "DELETE FROM schema_migrations WHERE version > " + std::to_string(version));
 }
 
@@ -204,7 +211,8 @@ TEST(SqliteStore, UpgradesAVersion5HistoryToOneThatKeepsDiagnostics) {
   ASSERT_TRUE(store.ok()) << store.error().message;
   EXPECT_EQ(RawSql(path, "SELECT version, applied_at FROM schema_migrations WHERE version > 4 ORDER BY version"),
             (std::vector<std::string>{"5|" + std::to_string(ToUnixMillis(T0())),
-                                      "6|" + std::to_string(ToUnixMillis(T0() + 1h))}));
+                                      "6|" + std::to_string(ToUnixMillis(T0() + 1h)),
+                                      "7|" + std::to_string(ToUnixMillis(T0() + 1h))}));
   const DiagnosticRecord record{.finished_at = T0() + 1h,
                                 .gpu_index = 3,
                                 .uuid = "GPU-3",

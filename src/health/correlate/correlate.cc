@@ -173,7 +173,8 @@ class Correlation {
       for (size_t member = 0; member < findings_.size(); ++member) {
         const Finding& finding = findings_[member];
         if (!Contains(rule.members, finding.id) || !finding.part_of.empty() || !finding.gpu ||
-            finding.subject != findings_[root].subject || !SameGpu(*finding.gpu, *findings_[root].gpu))
+            (!rule.any_subject && finding.subject != findings_[root].subject) ||
+            !SameGpu(*finding.gpu, *findings_[root].gpu))
           continue;
         findings_[root].evidence.push_back("grew from " + MemberLine(finding));
         Join(member, root_key);

@@ -327,11 +327,13 @@ TEST(NamedCause, ABurstOfXidsWithTheirFollowersIsOneStoryWithTheBurstOnTop) {
 
 TEST(CorrelationConfig, TheDefaultsHoldEveryKindInTheOrderTheyRun) {
   const CorrelationConfig& config = DefaultHealthConfig().correlations;
-  ASSERT_EQ(config.rules.size(), 4u);
+  ASSERT_EQ(config.rules.size(), 5u);
   EXPECT_EQ(config.rules[0].kind, CorrelationKind::kNamedCause);
-  EXPECT_EQ(config.rules[1].kind, CorrelationKind::kAbsorb);
-  EXPECT_EQ(config.rules[2].id, "xid_burst");
-  EXPECT_EQ(config.rules[3].id, "facility_cooling");
+  EXPECT_EQ(config.rules[1].id, "gpu_lost_with_its_xids");
+  EXPECT_TRUE(config.rules[1].any_subject);
+  EXPECT_EQ(config.rules[2].id, "xid_escalated");
+  EXPECT_EQ(config.rules[3].id, "xid_burst");
+  EXPECT_EQ(config.rules[4].id, "facility_cooling");
   EXPECT_EQ(DefaultHealthConfig().Category("facility_cooling"), "thermal");
 }
 

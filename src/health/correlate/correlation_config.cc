@@ -103,6 +103,7 @@ Status ApplyCorrelation(const std::string& id, const toml::node& node, const std
   reader.ReadRegex("cause_regex", rule.cause_regex);
   reader.Read("roots", rule.roots);
   reader.Read("members", rule.members);
+  reader.Read("any_subject", rule.any_subject);
   reader.ReadElsewhere("cases");
   if (const toml::node* cases = table->get("cases")) {
     if (Status status = ReadBurstCases(*cases, where + ".cases", rule.cases); !status) return status;

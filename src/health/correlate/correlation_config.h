@@ -58,9 +58,11 @@ struct CorrelationRule {
   // named_cause: group 1 of a match in an Xid line is the code of its cause.
   std::string cause_regex;
 
-  // absorb: a `roots` finding takes in the `members` findings of its GPU and subject.
+  // absorb: a `roots` finding takes in the `members` findings of its GPU and
+  // subject (of any subject with `any_subject`: a lost GPU takes in its Xids).
   std::vector<std::string> roots;
   std::vector<std::string> members;
+  bool any_subject = false;
 };
 
 struct CorrelationConfig {

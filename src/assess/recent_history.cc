@@ -1,4 +1,4 @@
-#include "cli/triage_history.h"
+#include "assess/recent_history.h"
 
 #include <algorithm>
 #include <set>
@@ -6,15 +6,13 @@
 
 #include <fmt/format.h>
 
-#include "agent/finding_json.h"
-#include "cli/agent_history.h"
+#include "assess/agent_history.h"
 #include "common/text.h"
+#include "store/incident_json.h"
 #include "store/sqlite_store.h"
 
 namespace gpudoctor {
 namespace {
-
-constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
 
 std::optional<MetricRange> RangeOf(const std::vector<SeriesPoint>& points) {
   if (points.empty()) return std::nullopt;
@@ -35,20 +33,6 @@ std::optional<MetricRange> RangeOf(const std::vector<SeriesPoint>& points) {
 
 std::string Label(const GpuIdentity& gpu) { return fmt::format("GPU {}", gpu.index); }
 
-std::string WindowText(const RecentHistory& history) {
-  const Duration window = history.until - history.from;
-  return window == std::chrono::hours(1) ? "the last hour" : "the last " + FormatDuration(window);
-}
-
-bool Climbed(const std::optional<MetricRange>& temperature) {
-  return temperature && temperature->last - temperature->first >= kTemperatureClimbC;
-}
-
-// "66 / 79.5 / 93"
-std::string MinMeanMax(const MetricRange& range, double scale = 1) {
-  return fmt::format("{:.4g} / {:.4g} / {:.4g}", range.min / scale, range.mean / scale, range.max / scale);
-}
-
 nlohmann::json RangeToJson(const std::optional<MetricRange>& range) {
   if (!range) return nullptr;
   return {{"min", range->min},     {"mean", range->mean}, {"max", range->max},
@@ -64,12 +48,21 @@ const char* StateName(RecentHistory::State state) {
   return "unreadable";
 }
 
+}  // namespace
+
+std::string HistoryWindowText(const RecentHistory& history) {
+  const Duration window = history.until - history.from;
+  return window == std::chrono::hours(1) ? "the last hour" : "the last " + FormatDuration(window);
+}
+
+bool TemperatureClimbed(const std::optional<MetricRange>& temperature) {
+  return temperature && temperature->last - temperature->first >= kTemperatureClimbC;
+}
+
 std::string IncidentTimes(const StoredFinding& incident) {
   if (incident.open()) return "open since " + FormatIsoUtc(incident.opened_at);
   return "from " + FormatIsoUtc(incident.opened_at) + " to " + FormatIsoUtc(*incident.resolved_at);
 }
-
-}  // namespace
 
 Result<RecentHistory> SummarizeHistory(const HistoryStore& store, WallTime from, WallTime until) {
   RecentHistory history;
@@ -135,11 +128,11 @@ std::vector<HistoryEvidence> EvidenceFromHistory(const RecentHistory& history, c
       current_keys.insert(FindingKey(finding));
   std::vector<HistoryEvidence> evidence;
   for (const GpuHistory& gpu : history.gpus) {
-    if (!Climbed(gpu.temperature_c)) continue;
+    if (!TemperatureClimbed(gpu.temperature_c)) continue;
     const MetricRange& t = *gpu.temperature_c;
     evidence.push_back({"thermal", fmt::format("history: {} temperature rose from {:.0f} to {:.0f} °C in {} (peak "
                                                "{:.0f} °C)",
-                                               Label(gpu.gpu), t.first, t.last, WindowText(history), t.max)});
+                                               Label(gpu.gpu), t.first, t.last, HistoryWindowText(history), t.max)});
   }
   for (const StoredFinding& incident : history.findings) {
     const Finding& finding = incident.finding;
@@ -173,46 +166,6 @@ nlohmann::json RecentHistoryToJson(const RecentHistory& history) {
   for (const StoredFinding& incident : history.findings) findings.push_back(StoredFindingToJson(incident));
   json["findings"] = std::move(findings);
   return json;
-}
-
-void PrintRecentHistory(std::FILE* out, const Style& style, const RecentHistory& history) {
-  switch (history.state) {
-    case RecentHistory::State::kMissing:
-      std::fprintf(out, "   History: none (%s)\n", history.note.c_str());
-      return;
-    case RecentHistory::State::kUnreadable:
-      std::fprintf(out, "   History: not read (%s)\n", history.note.c_str());
-      return;
-    case RecentHistory::State::kRead: break;
-  }
-  if (history.gpus.empty()) {
-    std::fprintf(out, "   History of %s (%s): no samples\n", WindowText(history).c_str(), history.database.c_str());
-  } else {
-    std::fprintf(out, "   History of %s, min / mean / max (%s):\n", WindowText(history).c_str(),
-                 history.database.c_str());
-  }
-  for (const GpuHistory& gpu : history.gpus) {
-    std::vector<std::string> parts;
-    if (const auto& t = gpu.temperature_c) {
-      parts.push_back("temperature " + MinMeanMax(*t) + " °C");
-      if (Climbed(t)) parts.back() += ", " + style.Bold(fmt::format("rose {:.0f} -> {:.0f} °C", t->first, t->last));
-    }
-    if (gpu.utilization_gpu_percent) parts.push_back("utilisation " + MinMeanMax(*gpu.utilization_gpu_percent) + " %");
-    if (gpu.memory_used_bytes) parts.push_back("memory used " + MinMeanMax(*gpu.memory_used_bytes, kGiB) + " GiB");
-    std::string line;
-    for (const std::string& part : parts) line += (line.empty() ? "" : "; ") + part;
-    std::fprintf(out, "     %s: %s\n", Label(gpu.gpu).c_str(), line.c_str());
-  }
-  if (history.findings.empty()) {
-    std::fprintf(out, "   No findings were open in %s.\n", WindowText(history).c_str());
-    return;
-  }
-  std::fprintf(out, "   Findings open in %s:\n", WindowText(history).c_str());
-  for (const StoredFinding& incident : history.findings) {
-    const Finding& finding = incident.finding;
-    std::fprintf(out, "     %s %s: %s (%s)\n", style.Severity(finding.severity).c_str(), finding.id.c_str(),
-                 finding.summary.c_str(), IncidentTimes(incident).c_str());
-  }
 }
 
 }  // namespace gpudoctor

@@ -1,4 +1,4 @@
-#include "agent/finding_json.h"
+#include "store/incident_json.h"
 
 #include <nlohmann/json.hpp>
 

@@ -1,4 +1,4 @@
-#include "cli/agent_history.h"
+#include "assess/agent_history.h"
 
 #include "common/input_file.h"
 
@@ -68,6 +68,35 @@ AgentRecord ReadAgentRecord(const std::string& database, WallTime now, HostHisto
     }
   }
   return record;
+}
+
+Result<bool> RecordDiagnostics(const std::string& database_path, std::span<const DiagnosticRecord> records) {
+  InputFailure failure{};
+  if (auto file = InputFile::Open(database_path, &failure); !file) {
+    if (failure == InputFailure::kMissing) return false;
+    return file.error();
+  }
+  // Opened for writing, the store would create a missing file; the check
+  // above leaves only a file that vanishes in between, which the agent does not do.
+  auto store = SqliteHistoryStore::Open(database_path, SqliteStoreOptions{});
+  if (!store) return store.error();
+  for (const DiagnosticRecord& record : records) {
+    if (Status status = (*store)->RecordDiagnostic(record); !status)
+      return Error{database_path + ": cannot record the diagnostic: " + status.error().message};
+  }
+  return true;
+}
+
+Result<std::vector<DiagnosticRecord>> LoadLatestDiagnostics(const std::string& database_path, WallTime now) {
+  OpenedHistory opened = OpenHistoryReadOnly(database_path, now);
+  switch (opened.state) {
+    case AgentRecord::State::kMissing: return std::vector<DiagnosticRecord>{};
+    case AgentRecord::State::kUnreadable: return Error{opened.note};
+    case AgentRecord::State::kRead: break;
+  }
+  auto latest = opened.store->LatestDiagnostics();
+  if (!latest) return Error{database_path + ": " + latest.error().message};
+  return latest;
 }
 
 }  // namespace gpudoctor

@@ -1,5 +1,5 @@
 // The last hour of history that `gpudoctor triage` shows and weighs.
-#include "cli/triage_history.h"
+#include "assess/recent_history.h"
 
 #include <gtest/gtest.h>
 

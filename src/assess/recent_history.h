@@ -1,5 +1,5 @@
 // What the agent's history says about the last hour, for `gpudoctor triage`
-// step 2: per GPU the lowest, mean and highest temperature, utilisation and
+// step 2 (cli/cmd_triage.cc prints it): per GPU the lowest, mean and highest temperature, utilisation and
 // memory used, and the findings open at any time in the hour.
 //
 //   RecentHistory history = ReadRecentHistory("/var/lib/gpudoctor/history.db", now);
@@ -18,7 +18,6 @@
 
 #include <nlohmann/json.hpp>
 
-#include "cli/terminal.h"
 #include "common/clock.h"
 #include "common/result.h"
 #include "health/agent_record.h"
@@ -89,6 +88,11 @@ std::vector<HistoryEvidence> EvidenceFromHistory(const RecentHistory& history, c
 nlohmann::json RecentHistoryToJson(const RecentHistory& history);
 
 // The step 2 lines, indented to sit under the step's title.
-void PrintRecentHistory(std::FILE* out, const Style& style, const RecentHistory& history);
+// "the last hour", or "the last 30m" for another window.
+std::string HistoryWindowText(const RecentHistory& history);
+// The window's temperature rose by kTemperatureClimbC or more from its first reading to its last.
+bool TemperatureClimbed(const std::optional<MetricRange>& temperature);
+// "open since 2024-05-01T12:00:00.000Z", or "from ... to ...".
+std::string IncidentTimes(const StoredFinding& incident);
 
 }  // namespace gpudoctor
