@@ -7,7 +7,8 @@
 // The cause is the finding category (data/rules.toml) with the most weight
 // among the warning and critical findings (critical 3, warning 1); Xids and
 // other log events add weight to the categories their catalog tags name. The
-// history adds evidence to a cause, never weight (triage_history.h).
+// history adds evidence to a cause, never weight (assess/recent_history.h); assess/verdict.h
+// decides, this file asks and prints.
 
 #include <fcntl.h>
 #include <netdb.h>
@@ -26,6 +27,7 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "assess/verdict.h"
 #include "cli/check_inputs.h"
 #include "cli/commands.h"
 #include "cli/terminal.h"
@@ -41,12 +43,6 @@ namespace gpudoctor {
 namespace {
 
 // ---- Step 1: reachability -------------------------------------------------
-
-struct Reachability {
-  std::string host;
-  bool reachable = false;
-  std::string detail;  // "port 22 open", "connection refused on port 22 (host is up)", "no answer within 3s"
-};
 
 // True when a TCP handshake to host:port completes or is refused (either way
 // the host answered) before the timeout.
@@ -136,178 +132,6 @@ void PrintRecentHistory(std::FILE* out, const Style& style, const RecentHistory&
 
 // ---- Steps 5 and 6: the verdict --------------------------------------------
 
-constexpr std::array<std::string_view, 8> kCauses = {"pcie",   "memory",      "power", "thermal",
-                                                     "driver", "application", "host",  "unknown"};
-
-std::string CauseName(std::string_view cause) {
-  static const std::map<std::string_view, std::string_view> names = {
-      {"pcie", "PCIe/bus"}, {"memory", "GPU memory"}, {"power", "power"}, {"thermal", "thermal"},
-      {"driver", "driver"}, {"application", "application"}, {"host", "host"}, {"unknown", "unknown"}};
-  auto it = names.find(cause);
-  return std::string(it == names.end() ? cause : it->second);
-}
-
-// The triage cause a log engine cause tag points at; empty for "hardware",
-// which says service is needed but not where.
-std::string_view CauseForTag(std::string_view tag) {
-  if (tag == "PCIe" || tag == "NVLink") return "pcie";
-  if (tag == "GSP") return "driver";
-  for (std::string_view cause : kCauses)
-    if (cause == tag) return cause;
-  return {};
-}
-
-int Weight(Severity severity) {
-  return severity == Severity::kCritical ? 3 : severity == Severity::kWarning ? 1 : 0;
-}
-
-struct RuledOut {
-  std::string cause;
-  std::vector<std::string> evidence;  // empty: nothing was checked, so it is not ruled out
-};
-
-struct Verdict {
-  std::string cause = "none";  // a kCauses entry, or "none" when nothing is wrong
-  std::vector<std::string> evidence;
-  std::map<std::string, int, std::less<>> scores;
-  std::vector<std::string> also_seen;  // other causes with some weight
-  std::vector<RuledOut> ruled_out;
-  std::vector<std::string> not_checked;
-  bool restart_advisable = false;
-  bool hardware_service = false;
-  std::string recommendation;
-  std::vector<std::string> next_steps;
-};
-
-void AddStep(std::vector<std::string>& steps, const std::string& step) {
-  if (!step.empty() && std::find(steps.begin(), steps.end(), step) == steps.end()) steps.push_back(step);
-}
-
-bool HasProblem(const std::vector<Finding>& findings, std::string_view id, Severity at_least = Severity::kWarning) {
-  return std::any_of(findings.begin(), findings.end(), [&](const Finding& f) {
-    return f.id == id && SeverityRank(f.severity) >= SeverityRank(at_least);
-  });
-}
-
-Verdict Judge(const CheckRun& run, const std::vector<Reachability>& hosts,
-              const std::vector<HistoryEvidence>& history) {
-  Verdict verdict;
-  std::map<std::string, std::vector<std::string>, std::less<>> evidence;
-  std::map<std::string, std::vector<const Finding*>, std::less<>> problems;
-  std::vector<std::string> hardware_evidence;
-  std::vector<const Finding*> log_findings;  // xid_recent, log_errors
-
-  for (const Reachability& h : hosts) {
-    if (h.reachable) continue;
-    verdict.scores["host"] += 3;
-    evidence["host"].push_back(h.host + ": " + h.detail);
-  }
-  for (const Finding& f : run.assessment.findings) {
-    const int weight = Weight(f.severity);
-    if (weight == 0) continue;
-    std::string cause(run.config.Category(f.id));
-    if (cause == "unknown" && run.gathered.events) {  // log rules: weighed below by each event's tags
-      log_findings.push_back(&f);
-      continue;
-    }
-    verdict.scores[cause] += weight;
-    if (!ToldUnderRoot(f, run.assessment.findings)) evidence[cause].push_back(f.id + ": " + f.summary);
-    problems[cause].push_back(&f);
-  }
-  if (run.gathered.events && (HasProblem(run.assessment.findings, "xid_recent") || HasProblem(run.assessment.findings, "log_errors"))) {
-    // Each distinct event type in the window counts once, for every cause its catalog entry names.
-    CatalogEventGrader grader(LogCatalog::Builtin());
-    const WallTime start = run.gathered.judged_at - std::chrono::duration_cast<WallTime::duration>(run.config.thresholds.log_errors.window);
-    std::set<std::string> seen;
-    for (const LogEvent& event : *run.gathered.events) {
-      if (event.severity == EventSeverity::kInfo || (event.time && *event.time < start)) continue;
-      std::string key = event.xid ? fmt::format("Xid {}", *event.xid) : event.kind;
-      if (!seen.insert(key).second) continue;
-      auto grade = event.xid ? grader.GradeXid(*event.xid) : grader.GradeKind(event.kind);
-      const int weight = Weight(grade ? grade->severity : SeverityForEvent(event.severity));
-      std::string line = key + (grade && !grade->title.empty() ? " (" + grade->title + ")" : "") +
-                         (event.pci_bus_id.empty() ? "" : " on " + event.pci_bus_id);
-      bool placed = false;
-      for (const std::string& tag : grade ? grade->cause_tags : std::vector<std::string>{}) {
-        if (tag == "hardware") hardware_evidence.push_back(line);
-        std::string_view cause = CauseForTag(tag);
-        if (cause.empty()) continue;
-        verdict.scores[std::string(cause)] += weight;
-        evidence[std::string(cause)].push_back("log: " + line);
-        placed = true;
-      }
-      if (!placed) {
-        verdict.scores["unknown"] += weight;
-        evidence["unknown"].push_back("log: " + line);
-      }
-    }
-  }
-
-  for (const HistoryEvidence& e : history) evidence[e.cause].push_back(e.line);
-
-  int best = 0;
-  for (std::string_view cause : kCauses) {
-    auto it = verdict.scores.find(cause);
-    if (it != verdict.scores.end() && it->second > best) {
-      best = it->second;
-      verdict.cause = std::string(cause);
-    }
-  }
-  for (std::string_view cause : kCauses) {
-    const std::string name(cause);
-    if (name == verdict.cause || (name == "unknown" && verdict.scores[name] == 0)) continue;
-    if (verdict.scores[name] > 0) {
-      verdict.also_seen.push_back(CauseName(cause));
-      continue;
-    }
-    RuledOut out{CauseName(cause), {}};
-    for (const Finding& f : run.assessment.findings)
-      if (f.severity == Severity::kOk && run.config.Category(f.id) == cause) out.evidence.push_back(f.summary);
-    if (out.evidence.empty()) verdict.not_checked.push_back(CauseName(cause));
-    else verdict.ruled_out.push_back(std::move(out));
-  }
-  if (verdict.cause == "none") {
-    verdict.recommendation = "No fault found: every check that could run passed.";
-    verdict.next_steps = {"If the problem persists, run `gpudoctor triage` again while it happens, and keep the "
-                          "output of `gpudoctor report` for support."};
-    return verdict;
-  }
-  verdict.evidence = evidence[verdict.cause];
-
-  const std::string& c = verdict.cause;
-  const auto& fs = run.assessment.findings;
-  const bool failed_part = HasProblem(fs, "fan_failure") || HasProblem(fs, "psu_fault") ||
-                           HasProblem(fs, "row_remap_failure") || HasProblem(fs, "retired_pages", Severity::kCritical);
-  verdict.hardware_service = c == "pcie" || c == "power" || failed_part ||
-                             (!hardware_evidence.empty() && (c == "unknown" || c == "memory"));
-  verdict.restart_advisable = !verdict.hardware_service && (c == "driver" || c == "application" || c == "memory" ||
-                                                             c == "host" || c == "unknown");
-  if (verdict.hardware_service) {
-    verdict.recommendation = "Hardware service is needed: a restart will not fix this for good.";
-  } else if (c == "thermal") {
-    verdict.recommendation = "Fix the cooling first; a restart does not help an overheating GPU.";
-  } else {
-    verdict.recommendation = "A clean restart is advisable: stop the jobs, reset the GPUs or reboot, then check again.";
-  }
-  // A finding told under its root cause brings no steps of its own: the root's
-  // (fix the room's cooling) replace the per-GPU ones (reseat, RMA).
-  for (const Finding* f : problems[c])
-    if (!ToldUnderRoot(*f, run.assessment.findings))
-      for (const std::string& action : f->actions) AddStep(verdict.next_steps, action);
-  const bool from_logs = std::any_of(verdict.evidence.begin(), verdict.evidence.end(),
-                                     [](const std::string& e) { return e.starts_with("log: "); });
-  if (from_logs)
-    for (const Finding* f : log_findings)
-      for (const std::string& action : f->actions) AddStep(verdict.next_steps, action);
-  if (verdict.next_steps.empty() && c == "host" && !hosts.empty())
-    AddStep(verdict.next_steps, "Check the network path and the server's console (BMC) for a host that does not answer.");
-  if (verdict.hardware_service || c == "unknown")
-    AddStep(verdict.next_steps, "Collect a support bundle with `gpudoctor report --redact` and send it to the vendor "
-                                "with the evidence above.");
-  AddStep(verdict.next_steps, "Run `gpudoctor check` afterwards to confirm the server is healthy.");
-  return verdict;
-}
-
 // ---- Output -----------------------------------------------------------------
 
 struct TriageOptions {
@@ -317,15 +141,25 @@ struct TriageOptions {
   double connect_timeout_s = 3.0;
 };
 
-nlohmann::json VerdictToJson(const Verdict& v) {
+nlohmann::json VerdictToJson(const TriageVerdict& v) {
   nlohmann::json ruled_out = nlohmann::json::array();
-  for (const RuledOut& r : v.ruled_out) ruled_out.push_back({{"cause", r.cause}, {"evidence", r.evidence}});
-  return {{"cause", v.cause == "none" ? "none" : CauseName(v.cause)},
+  for (const RuledOut& r : v.ruled_out) ruled_out.push_back({{"cause", CauseName(r.cause)}, {"evidence", r.evidence}});
+  nlohmann::json scores = nlohmann::json::object();
+  for (const auto& [cause, score] : v.scores) scores[std::string(CauseId(cause))] = score;
+  nlohmann::json also_seen = nlohmann::json::array(), not_checked = nlohmann::json::array(),
+                 not_ruled_out = nlohmann::json::array();
+  for (Cause cause : v.also_seen) also_seen.push_back(CauseName(cause));
+  for (const NotRuledOut& n : v.not_ruled_out) {
+    if (n.why == "nothing to check") not_checked.push_back(CauseName(n.cause));
+    not_ruled_out.push_back({{"cause", CauseName(n.cause)}, {"why", n.why}});
+  }
+  return {{"cause", v.cause ? nlohmann::json(CauseName(*v.cause)) : nlohmann::json("none")},
           {"evidence", v.evidence},
-          {"scores", v.scores},
-          {"also_seen", v.also_seen},
+          {"scores", scores},
+          {"also_seen", also_seen},
           {"ruled_out", ruled_out},
-          {"not_checked", v.not_checked},
+          {"not_checked", not_checked},
+          {"not_ruled_out", not_ruled_out},
           {"restart_advisable", v.restart_advisable},
           {"hardware_service", v.hardware_service},
           {"recommendation", v.recommendation},
@@ -340,7 +174,7 @@ std::string NvmlStateText(const Snapshot& snapshot) {
 }
 
 void PrintTriage(std::FILE* out, const Style& style, const CheckRun& run, const std::vector<Reachability>& hosts,
-                 const RecentHistory& history, const Verdict& v) {
+                 const RecentHistory& history, const TriageVerdict& v) {
   std::fprintf(out, "%s  %s  (%s)\n\n", style.Bold("gpudoctor triage").c_str(), run.gathered.snapshot.hostname.c_str(),
                run.gathered.snapshot_description.c_str());
   std::fprintf(out, "%s\n", style.Bold("1. Reachability").c_str());
@@ -364,14 +198,14 @@ void PrintTriage(std::FILE* out, const Style& style, const CheckRun& run, const 
       std::fprintf(out, "   %s %s: %s\n", style.Severity(f.severity).c_str(), f.id.c_str(), f.summary.c_str());
 
   std::fprintf(out, "\n%s\n", style.Bold("5. Verdict").c_str());
-  if (v.cause == "none") {
+  if (!v.cause) {
     std::fprintf(out, "   %s\n", v.recommendation.c_str());
   } else {
-    std::fprintf(out, "   Most likely cause: %s\n", style.Bold(CauseName(v.cause)).c_str());
+    std::fprintf(out, "   Most likely cause: %s\n", style.Bold(std::string(CauseName(*v.cause))).c_str());
     for (const std::string& e : v.evidence) std::fprintf(out, "     - %s\n", e.c_str());
     if (!v.also_seen.empty()) {
       std::string joined;
-      for (const std::string& s : v.also_seen) joined += (joined.empty() ? "" : ", ") + s;
+      for (Cause cause : v.also_seen) joined += (joined.empty() ? "" : ", ") + std::string(CauseName(cause));
       std::fprintf(out, "   Also seen: %s\n", joined.c_str());
     }
   }
@@ -379,12 +213,17 @@ void PrintTriage(std::FILE* out, const Style& style, const CheckRun& run, const 
   for (const RuledOut& r : v.ruled_out) {
     std::string joined;
     for (const std::string& e : r.evidence) joined += (joined.empty() ? "" : "; ") + e;
-    std::fprintf(out, "     %s: %s\n", r.cause.c_str(), joined.c_str());
+    std::fprintf(out, "     %s: %s\n", std::string(CauseName(r.cause)).c_str(), joined.c_str());
   }
-  if (!v.not_checked.empty()) {
-    std::string joined;
-    for (const std::string& s : v.not_checked) joined += (joined.empty() ? "" : ", ") + s;
-    std::fprintf(out, "   %s\n", style.Dim("Not ruled out (nothing to check): " + joined).c_str());
+  if (!v.not_ruled_out.empty()) {
+    // Grouped by why: "Not ruled out (GPU 3 does not answer): PCIe/bus, GPU memory, power, thermal".
+    std::map<std::string, std::string> by_why;
+    for (const NotRuledOut& n : v.not_ruled_out) {
+      std::string& causes = by_why[n.why];
+      causes += (causes.empty() ? "" : ", ") + std::string(CauseName(n.cause));
+    }
+    for (const auto& [why, causes] : by_why)
+      std::fprintf(out, "   %s\n", style.Dim("Not ruled out (" + why + "): " + causes).c_str());
   }
   std::fprintf(out, "\n%s\n   %s\n", style.Bold("6. What to do").c_str(), v.recommendation.c_str());
   int n = 1;
@@ -422,7 +261,14 @@ void RegisterTriageCommand(CLI::App& app, CommandContext& context) {
     }
     const RecentHistory history =
         ReadRecentHistory(AgentHistoryPath(context, options->check), SystemClock::Instance().Now());
-    const Verdict verdict = Judge(run, hosts, EvidenceFromHistory(history, run.config, run.assessment.findings));
+    CatalogEventGrader grader(LogCatalog::Builtin());
+    const AssessInputs inputs = run.gathered.Inputs();
+    const TriageVerdict verdict = Diagnose({.assessment = &run.assessment,
+                                            .inputs = &inputs,
+                                            .config = &run.config,
+                                            .grader = &grader,
+                                            .hosts = hosts,
+                                            .history = EvidenceFromHistory(history, run.config, run.assessment.findings)});
     Severity worst = run.assessment.worst;
     if (std::any_of(hosts.begin(), hosts.end(), [](const Reachability& h) { return !h.reachable; }))
       worst = Severity::kCritical;
