@@ -19,6 +19,7 @@
 #include "cli/commands.h"
 #include "cli/sources.h"
 #include "cli/terminal.h"
+#include "common/suggest.h"
 #include "common/text.h"
 #include "host/command_runner.h"
 #include "host/host_signals.h"
@@ -261,7 +262,10 @@ int RunLogs(const LogsOptions& options, const GlobalOptions& global) {
   filter.min_severity = EventSeverityFromName(options.min_severity).value_or(EventSeverity::kInfo);
   for (const std::string& kind : options.kinds) {
     if (!catalog.FindKind(kind)) {
-      std::fprintf(stderr, "gpudoctor logs: unknown event kind '%s' (see docs/events.md)\n", kind.c_str());
+      std::vector<std::string> kinds;
+      for (const KindInfo& known : catalog.kinds()) kinds.push_back(known.name);
+      std::fprintf(stderr, "gpudoctor logs: unknown event kind '%s'.%s (gpudoctor explain lists them)\n", kind.c_str(),
+                   DidYouMean(NearestNames(kind, kinds)).c_str());
       return exit_code::kUsage;
     }
     filter.kinds.insert(kind);
