@@ -70,6 +70,22 @@ TEST(StatusEndToEnd, EachExampleShowsItsFault) {
   }
 }
 
+// memory-leak.toml pinned at 60m: GPU 2 is full.
+TEST(StatusEndToEnd, TheMemoryLeakExampleFillsItsGpuAndNamesTraceAlloc) {
+  auto result = RunGpudoctor("--json status --simulate " + Example("memory-leak.toml"), testing::Stderr::kDiscard,
+                             "GPUDOCTOR_FAKE_NOW=60m");
+  ASSERT_EQ(result.exit_code, 0);
+  json full = json::parse(result.output, nullptr, false);
+  ASSERT_TRUE(HasProblem(full, "memory_high", 2)) << ::testing::PrintToString(Problems(full));
+  for (const auto& f : full["findings"]) {
+    if (f["id"] != "memory_high") continue;
+    EXPECT_EQ(f["actions"].back(),
+              "If the memory keeps growing, find the calls that allocate it and never free it: run the program "
+              "again as gpudoctor trace-alloc -- COMMAND")
+        << "pid 51877 is simulated: no command line here";
+  }
+}
+
 TEST(StatusEndToEnd, DriverProblemsExitUnavailableWithTheirFinding) {
   json mismatch = StatusJson("driver-mismatch.toml", 69);
   EXPECT_EQ(mismatch["driver_error"], "version_mismatch");

@@ -12,6 +12,7 @@
 #include "health/rules.h"
 #include "host/command_runner.h"
 #include "host/host_env.h"
+#include "host/process_command_line.h"
 #include "logs/bug_report.h"
 #include "logs/catalog.h"
 #include "logs/event_collector.h"
@@ -128,11 +129,11 @@ CheckRun RunChecks(const CommandContext& context, const CheckOptions& options) {
   run.snapshot = made.source->Collect();
   run.snapshot_description = made.description;
 
+  SubprocessRunner runner;
+  LinuxHostEnv env("/", runner);
   if (options.no_host || !options.from_smi.empty()) {
     run.sources.push_back({"host signals", "skipped", options.no_host ? "--no-host" : "captured input (--from-smi)"});
   } else {
-    SubprocessRunner runner;
-    LinuxHostEnv env("/", runner);
     run.host = CollectHostSignals(run.config.host, env);
     run.sources.push_back({"host signals", "read",
                            context.options.simulate.empty()
@@ -194,6 +195,7 @@ CheckRun RunChecks(const CommandContext& context, const CheckOptions& options) {
   input.agent = run.agent ? &*run.agent : nullptr;
   input.host_history = run.host_history ? &*run.host_history : nullptr;
   input.diagnostics = run.diagnostics ? &*run.diagnostics : nullptr;
+  if (run.host) input.command_lines = CommandLinesFrom(env);  // this machine's processes, as its host signals are
   std::vector<Finding> findings = EvaluateRules(input, run.config, run.unchecked);
   if (run.agent) {
     for (Finding& finding : AgentOpenFindings(*run.agent, findings, input.now, run.config))

@@ -15,6 +15,8 @@
 #include "cli/terminal.h"
 #include "common/json_text.h"
 #include "health/finding_json.h"
+#include "host/command_runner.h"
+#include "host/host_env.h"
 #include "model/snapshot_json.h"
 
 namespace gpudoctor {
@@ -179,7 +181,10 @@ void RegisterStatusCommand(CLI::App& app, CommandContext& context) {
     }
     Snapshot snapshot = made.source->Collect();
     const WallTime now = SystemClock::Instance().Now();
-    std::vector<Finding> findings = StatusFindings(snapshot, config.config, now);
+    SubprocessRunner runner;
+    LinuxHostEnv host("/", runner);
+    std::vector<Finding> findings =
+        StatusFindings(snapshot, config.config, now, from_smi->empty() ? CommandLinesFrom(host) : ProcessCommandLines());
     const std::vector<DiagnosticRecord> diagnostics = LastDiagnostics(HistoryPath(context, *from_smi, *database));
     const bool unavailable = DriverUnavailable(snapshot);
     if (options.json) {

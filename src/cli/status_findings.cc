@@ -4,9 +4,11 @@
 
 namespace gpudoctor {
 
-std::vector<Finding> StatusFindings(const Snapshot& snapshot, const HealthConfig& config, WallTime now) {
+std::vector<Finding> StatusFindings(const Snapshot& snapshot, const HealthConfig& config, WallTime now,
+                                    ProcessCommandLines command_lines) {
   HealthInput input;
   input.snapshot = &snapshot;
+  input.command_lines = std::move(command_lines);
   input.now = now;
   return EvaluateRules(input, config);
 }

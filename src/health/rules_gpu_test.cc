@@ -511,6 +511,37 @@ TEST(MemoryHigh, AboveNinetyPercentIsAWarning) {
   EXPECT_EQ(finding.severity, Severity::kWarning);
   EXPECT_EQ(finding.summary, "GPU 0 memory 97.5% used");
   EXPECT_TRUE(EvidenceHas(finding, "pid 4242 python3: 77.0 GiB"));
+  // Without the process's command line, the action still names trace-alloc.
+  EXPECT_EQ(finding.actions.back(),
+            "If the memory keeps growing, find the calls that allocate it and never free it: run the program again "
+            "as gpudoctor trace-alloc -- COMMAND");
+}
+
+TEST(MemoryHigh, TheActionRunsTheLargestProcessUnderTraceAlloc) {
+  Snapshot snapshot = HealthySnapshot();
+  snapshot.gpus[0].memory_used_bytes = Field<uint64_t>::Value(78ull << 30);
+  snapshot.gpus[0].processes = Field<std::vector<ProcessInfo>>::Value(
+      {{17, "sidecar", Field<uint64_t>::Value(1ull << 30)}, {4242, "python3", Field<uint64_t>::Value(76ull << 30)}});
+  HealthInput input;
+  input.snapshot = &snapshot;
+  input.now = kNow;
+  std::vector<std::pair<uint32_t, std::string>> asked;
+  input.command_lines = [&asked](uint32_t pid, const std::string& name) {
+    asked.emplace_back(pid, name);
+    return std::vector<std::string>{"python3", "train.py", "--run", "my run"};
+  };
+  Finding finding = Single(EvaluateRules(input, DefaultHealthConfig()), "memory_high");
+  EXPECT_EQ(asked, (std::vector<std::pair<uint32_t, std::string>>{{4242, "python3"}})) << "the largest only";
+  EXPECT_TRUE(EvidenceHas(finding, "pid 4242 command line: python3 train.py --run 'my run'"));
+  EXPECT_EQ(finding.actions.back(),
+            "If the memory keeps growing, find the calls that allocate it and never free it: run the program again "
+            "as gpudoctor trace-alloc -- python3 train.py --run 'my run'");
+
+  snapshot.source = "nvidia-smi:capture.xml";  // another machine's processes: /proc here says nothing of them
+  asked.clear();
+  finding = Single(EvaluateRules(input, DefaultHealthConfig()), "memory_high");
+  EXPECT_TRUE(asked.empty());
+  EXPECT_NE(finding.actions.back().find("trace-alloc -- COMMAND"), std::string::npos);
 }
 
 TEST(PcieLinkDegraded, NarrowLinkIsAWarning) {
