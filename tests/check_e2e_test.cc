@@ -167,7 +167,7 @@ TEST(CheckEndToEnd, HealthyServerPassesAndPrintsTheChecklist) {
   auto result = Gpudoctor("--color never check --no-host --no-logs --simulate " + Example("healthy-8xh100.toml"));
   EXPECT_EQ(result.exit_code, 0) << result.output;
   EXPECT_NE(result.output.find("Weekly checklist"), std::string::npos);
-  EXPECT_NE(result.output.find("Every GPU below 80 °C"), std::string::npos);
+  EXPECT_NE(result.output.find("GPUs below their temperature limits"), std::string::npos);
   EXPECT_NE(result.output.find("Backups working"), std::string::npos);
   EXPECT_NE(result.output.find("no problems found"), std::string::npos);
 }
@@ -334,7 +334,13 @@ TEST(MaintenanceEndToEnd, RecordsUpkeepAndCheckReportsWhatIsOverdue) {
 
   auto unknown = testing::RunGpudoctor("maintenance done dusting --db " + db, testing::Stderr::kCapture);
   EXPECT_EQ(unknown.exit_code, 64);
-  EXPECT_NE(unknown.output.find("dust_cleaning, "), std::string::npos) << unknown.output;
+  EXPECT_NE(unknown.output.find("The schedule has: 'driver_and_firmware', 'dust_cleaning' and"), std::string::npos)
+      << unknown.output;
+  auto misspelt = testing::RunGpudoctor("maintenance done dust_claning --db " + db, testing::Stderr::kCapture);
+  EXPECT_EQ(misspelt.exit_code, 64);
+  EXPECT_NE(misspelt.output.find("no maintenance task 'dust_claning'. Did you mean 'dust_cleaning'?"),
+            std::string::npos)
+      << misspelt.output;
   EXPECT_EQ(Gpudoctor("maintenance done dust_cleaning --at yesterday --db " + db).exit_code, 64);
 
   auto done = Gpudoctor("--json maintenance done dust_cleaning --at 40d --note \"filters\" --db " + db);
@@ -484,6 +490,50 @@ TEST(ExplainEndToEnd, EveryFindingIdIsExplainedWithItsConfiguredSettings) {
   }
   EXPECT_EQ(Gpudoctor("explain gpu_off_bus").exit_code, 0);  // an event kind, as before
   EXPECT_EQ(Gpudoctor("explain no_such_thing").exit_code, 64);
+}
+
+// ---- What was not understood, and the nearest valid choices -------------------
+
+// stderr only: the message, exactly, and exit 64.
+void ExpectUsage(const std::string& arguments, const std::string& message) {
+  auto result = testing::RunShell(testing::Binary() + " " + arguments + " 2>&1 >/dev/null");
+  EXPECT_EQ(result.exit_code, 64) << arguments << "\n" << result.output;
+  EXPECT_EQ(result.output, message + "\n") << arguments;
+}
+
+TEST(UsageEndToEnd, AnUnknownCommandAtAnyLevelNamesTheNearest) {
+  ExpectUsage("stauts", "gpudoctor: unknown command 'stauts'. Did you mean 'status'?");
+  ExpectUsage("--json tirage", "gpudoctor: unknown command 'tirage'. Did you mean 'triage'?");
+  ExpectUsage("diag memtst", "gpudoctor diag: unknown command 'memtst'. Did you mean 'memtest'?");
+  ExpectUsage("fleet ofenders", "gpudoctor fleet: unknown command 'ofenders'. Did you mean 'offenders'?");
+  ExpectUsage("maintenance dnoe dust_cleaning", "gpudoctor maintenance: unknown command 'dnoe'. Did you mean 'done'?");
+  ExpectUsage("diag", "gpudoctor diag: a command is required: 'memtest', 'burn', 'pcie' or 'all' (gpudoctor diag "
+                      "--help describes them).");
+}
+
+TEST(UsageEndToEnd, AnUnknownOptionNamesTheNearestGlobalOrOwnOption) {
+  ExpectUsage("status --simlate x", "gpudoctor status: unknown option '--simlate'. Did you mean '--simulate'?");
+  ExpectUsage("check --from-sm x", "gpudoctor check: unknown option '--from-sm'. Did you mean '--from-smi'?");
+  ExpectUsage("diag burn --gpus 1", "gpudoctor diag burn: unknown option '--gpus'. Did you mean '--gpu'?");
+  ExpectUsage("--jsn fleet offenders", "gpudoctor fleet offenders: unknown option '--jsn'. Did you mean '--json'?");
+  ExpectUsage("logs --frobnicate", "gpudoctor logs: unknown option '--frobnicate' (gpudoctor logs --help lists the "
+                                   "options).");
+}
+
+TEST(UsageEndToEnd, ExplainNamesTheNearestFindingIdEventKindOrXid) {
+  ExpectUsage("explain temprature_high",
+              "gpudoctor explain: 'temprature_high' is neither an event kind nor a finding id. Did you mean "
+              "'temperature_high'? (gpudoctor explain lists the kinds; docs/findings.md the finding ids)");
+  ExpectUsage("explain gpu_of_bus",
+              "gpudoctor explain: 'gpu_of_bus' is neither an event kind nor a finding id. Did you mean "
+              "'gpu_off_bus'? (gpudoctor explain lists the kinds; docs/findings.md the finding ids)");
+  ExpectUsage("explain xid 7999", "gpudoctor explain: Xid 7999 is not in the catalog. The nearest known Xids: 79 and "
+                                  "99. (gpudoctor explain xid lists them all)");
+  ExpectUsage("explain sxid 2034", "gpudoctor explain: SXid 2034 is not in the catalog. The nearest known SXid: "
+                                   "20034. (gpudoctor explain sxid lists them all)");
+  ExpectUsage("logs --kind gpu_of_bus /dev/null",
+              "gpudoctor logs: unknown event kind 'gpu_of_bus'. Did you mean 'gpu_off_bus'? (gpudoctor explain lists "
+              "them)");
 }
 
 // A command's --help shows the options every command takes.

@@ -6,6 +6,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <string>
@@ -86,6 +87,11 @@ class InputsEndToEnd : public ::testing::Test {
         EXPECT_NE(run.output.find(input.message + refused.path + ": " + refused.message), std::string::npos)
             << input.option << " given a " << refused.kind << ":\n"
             << run.output;
+        // An input that cannot be read is an error and nothing else ("No GPU or host events found" would
+        // say the log was read and held none).
+        EXPECT_EQ(std::count(run.output.begin(), run.output.end(), '\n'), 1)
+            << input.option << " given a " << refused.kind << " says more than the refusal:\n"
+            << run.output;
       }
     }
   }
@@ -138,10 +144,26 @@ TEST_F(InputsEndToEnd, CapturesScenariosAndLogsAreRefusedWithTheReason) {
       {"triage --from-smi", "triage --from-smi {path} --db {db}", "--from-smi: "},
       {"report --from-smi", "report --from-smi {path} -o {out}", "--from-smi: "},
       {"check --logs", "check --no-host --simulate {healthy} --logs {path}", "--logs: "},
+      {"triage --logs", "triage --no-host --simulate {healthy} --db {db} --logs {path}", "--logs: "},
+      {"report --logs", "report --no-host --simulate {healthy} -o {out} --logs {path}", "--logs: "},
       {"logs FILE", "logs {path}", "gpudoctor logs: "},
       {"logs --follow FILE", "logs --follow {path}", "gpudoctor logs: "},
       {"logs --catalog", "logs {log} --catalog {path}", "--catalog: "},
   });
+}
+
+// Of several logs, one that cannot be read fails the run (66) and the others
+// are still reported; "no events" is never said of a read that was not whole.
+TEST_F(InputsEndToEnd, LogsSaysNoEventsOnlyOfEveryFileRead) {
+  const std::string empty = readable_.Write("empty.log", "nothing from the GPUs here\n");
+  const RunResult both = Gpudoctor("logs /nonexistent/kern.log " + empty);
+  EXPECT_EQ(both.exit_code, 66) << both.output;
+  EXPECT_NE(both.output.find("gpudoctor logs: /nonexistent/kern.log: no such file"), std::string::npos) << both.output;
+  EXPECT_NE(both.output.find(empty + ": 1 lines, 0 events"), std::string::npos) << both.output;
+  EXPECT_EQ(both.output.find("No GPU or host events found"), std::string::npos) << both.output;
+  const RunResult read = Gpudoctor("logs " + empty);
+  EXPECT_EQ(read.exit_code, 0) << read.output;
+  EXPECT_NE(read.output.find("No GPU or host events found."), std::string::npos) << read.output;
 }
 
 TEST_F(InputsEndToEnd, AgentTokenFileAndHistoryDatabaseAreRefusedWithTheReason) {

@@ -327,9 +327,13 @@ TEST(NpdCommand, TheMessageFitsNpdsCut) {
 }
 
 TEST(NpdCommand, SeverityChoosesWhatIsAProblem) {
-  // memory-leak.toml has a warning and nothing critical.
-  EXPECT_EQ(Npd("--simulate " + Example("memory-leak.toml")).exit_code, 0);
-  RunResult warning = Npd("--severity warning --simulate " + Example("memory-leak.toml"));
+  // memory-leak.toml at 60m, its GPU 2 full, has a warning and nothing critical.
+  auto full = [](const std::string& arguments) {
+    return testing::RunGpudoctor("npd --no-host --no-logs " + arguments, testing::Stderr::kDiscard,
+                                 "GPUDOCTOR_FAKE_NOW=60m");
+  };
+  EXPECT_EQ(full("--simulate " + Example("memory-leak.toml")).exit_code, 0);
+  RunResult warning = full("--severity warning --simulate " + Example("memory-leak.toml"));
   EXPECT_EQ(warning.exit_code, 1);
   EXPECT_TRUE(warning.output.starts_with("gpu 2: memory_high:")) << warning.output;
   EXPECT_EQ(Npd("--severity info --simulate " + kHealthy).exit_code, 64);

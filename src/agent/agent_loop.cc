@@ -6,38 +6,14 @@
 #include <fmt/format.h>
 
 #include "assess/assessment.h"
-#include "common/text.h"
 #include "health/correlate/correlate.h"
 #include "health/maintenance.h"
 #include "health/rules.h"
 #include "host/host_signals.h"
+#include "host/process_command_line.h"
 #include "logs/catalog.h"
 
 namespace gpudoctor {
-namespace {
-
-// The command line of `pid` when /proc shows the process NVML named `name`
-// (in a container /proc may hold another process under that number): for the
-// `gpudoctor trace-alloc` command memory_leak suggests.
-std::vector<std::string> ProcessCommandLine(const HostEnv& host, uint32_t pid, const std::string& name) {
-  const std::string dir = "/proc/" + std::to_string(pid);
-  Result<std::string> cmdline = host.ReadFile(dir + "/cmdline", 64 << 10);
-  if (!cmdline || cmdline->empty()) return {};
-  if (cmdline->back() == '\0') cmdline->pop_back();
-  std::vector<std::string> argv;
-  for (std::string_view arg : Split(*cmdline, '\0')) argv.emplace_back(arg);
-  if (name.empty()) return argv;
-  auto base = [](std::string_view path) { return path.substr(path.rfind('/') + 1); };
-  auto same = [](std::string_view a, std::string_view b) {
-    return !a.empty() && !b.empty() && (StartsWith(a, b) || StartsWith(b, a));
-  };
-  Result<std::string> comm = host.ReadFile(dir + "/comm", 256);
-  const std::string_view named = base(name);
-  if ((comm && same(Trim(*comm), named)) || same(base(argv.front()), named)) return argv;
-  return {};
-}
-
-}  // namespace
 
 AgentLoop::AgentLoop(AgentLoopParts parts, AgentConfig config)
     : parts_(std::move(parts)),
@@ -46,9 +22,7 @@ AgentLoop::AgentLoop(AgentLoopParts parts, AgentConfig config)
       grader_(LogCatalog::Builtin()) {
   parts_.history.set_events_window(HistoryWindow());
   parts_.history.set_remediations_window(HistoryWindow());
-  detectors_.set_command_lines([&host = parts_.host](uint32_t pid, const std::string& name) {
-    return ProcessCommandLine(host, pid, name);
-  });
+  detectors_.set_command_lines(CommandLinesFrom(parts_.host));
 }
 
 void AgentLoop::Reconfigure(AgentConfig config) {
@@ -125,6 +99,7 @@ void AgentLoop::RunCycle() {
                       .host_history = &host_history,
                       .diagnostics = &parts_.history.LatestDiagnostics(now),
                       .watched = detectors_.Evaluate(now),
+                      .command_lines = CommandLinesFrom(parts_.host),
                       .now = now};
   for (Finding& finding : Escalate(EscalationInputFor(*snapshot, now), config_.health.escalation))
     inputs.watched.push_back(std::move(finding));

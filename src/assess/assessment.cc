@@ -63,6 +63,7 @@ Assessment Assess(const AssessInputs& inputs, const HealthConfig& config, const 
                     .agent = inputs.agent,
                     .host_history = inputs.host_history,
                     .diagnostics = inputs.diagnostics,
+                    .command_lines = inputs.command_lines,
                     .now = inputs.now};
   Assessment assessment;
   std::vector<Finding> findings = EvaluateRules(input, config, assessment.unchecked);

@@ -29,6 +29,7 @@
 #include "health/maintenance.h"
 #include "health/rules.h"
 #include "host/host_signals.h"
+#include "host/process_command_line.h"
 #include "logs/event.h"
 #include "model/diagnostic.h"
 #include "model/snapshot.h"
@@ -53,6 +54,9 @@ struct AssessInputs {
   // What only a watcher over time sees: the agent's trend detectors and
   // escalations, judged with the rest.
   std::vector<Finding> watched;
+  // Reads a GPU process's command line (memory_high's trace-alloc advice).
+  // Empty: not read, as for a capture from another machine.
+  ProcessCommandLines command_lines;
   WallTime now;
 };
 

@@ -4,6 +4,7 @@
 
 #include "assess/agent_history.h"
 #include "assess/identity.h"
+#include "host/process_command_line.h"
 #include "logs/bug_report.h"
 #include "logs/follow.h"
 #include "logs/log_reader.h"
@@ -83,6 +84,12 @@ AssessInputs Gathered::Inputs() const {
                       .agent = agent ? &*agent : nullptr,
                       .host_history = host_history ? &*host_history : nullptr,
                       .diagnostics = diagnostics ? &*diagnostics : nullptr,
+                      .command_lines = command_lines.empty()
+                                           ? ProcessCommandLines()
+                                           : [this](uint32_t pid, const std::string&) {
+                                               auto it = command_lines.find(pid);
+                                               return it == command_lines.end() ? std::vector<std::string>() : it->second;
+                                             },
                       .now = judged_at};
 }
 
@@ -133,6 +140,13 @@ Gathered Gather(SnapshotSource& source, std::string description, const GatherReq
   } else {
     gathered.host = CollectHostSignals(config.host, *env.host);
     gathered.sources.push_back({"host signals", "read", "this machine"});
+    for (const GpuSnapshot& gpu : gathered.snapshot.gpus) {
+      if (!gpu.processes.has_value()) continue;
+      for (const ProcessInfo& process : gpu.processes.value()) {
+        std::vector<std::string> argv = ProcessCommandLine(*env.host, process.pid, process.name);
+        if (!argv.empty()) gathered.command_lines.emplace(process.pid, std::move(argv));
+      }
+    }
   }
 
   if (request.no_logs) {

@@ -16,6 +16,7 @@
 #pragma once
 
 #include <functional>
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -86,6 +87,9 @@ struct Gathered {
   std::optional<AgentRecord> agent;  // nullopt: no history looked for
   std::optional<HostHistory> host_history;
   std::optional<std::vector<DiagnosticRecord>> diagnostics;
+  // The command lines of the GPU processes, by pid, read from this machine's
+  // /proc with its host signals (never for a capture or a simulation).
+  std::map<uint32_t, std::vector<std::string>> command_lines;
 
   // The assessment's inputs, pointing into this.
   AssessInputs Inputs() const;

@@ -184,10 +184,23 @@ int RunAgent(CommandContext& context, const AgentOptions& options) {
     return exit_code::kDataError;
   }
 
-  auto made = MakeSnapshotSource(context, "");
+  // Under --simulate the whole agent keeps the scenario's time: its detectors'
+  // windows, the findings' times, alert timing and the freshness of samples.
+  auto made = MakeSnapshotSource(context, "", SnapshotTiming::kScenario);
   if (made.error) {
     Say(made.error->message);
     return made.error->exit_code;
+  }
+  const Clock& clock = made.clock();
+  if (made.scenario_clock) {
+    const Duration gap = std::chrono::duration_cast<Duration>(*interval * made.time_scale());
+    Say(fmt::format("scenario time runs at {}x: a sample every {} of it", made.time_scale(), FormatDuration(gap)));
+    if (gap > config->trends.max_sample_gap) {
+      Say(fmt::format("that is more than [detectors] max_sample_gap ({}), so what must hold for a while "
+                      "(utilization_stuck, gpu_straggler) never does; sample more often (--interval 1s) or slow "
+                      "the scenario (GPUDOCTOR_FAKE_TIME_SCALE)",
+                      FormatDuration(config->trends.max_sample_gap)));
+    }
   }
 
   SignalPipe signals;
@@ -211,7 +224,7 @@ int RunAgent(CommandContext& context, const AgentOptions& options) {
     gethostname(own, sizeof own - 1);
     hostname = own;
   }
-  AlertHub alerts(SystemClock::Instance());
+  AlertHub alerts(clock);
   if (Status configured = alerts.Configure(config->alerts, options.alerts_dry_run, hostname); !configured) {
     Say("alerts: " + configured.error().message);
     return exit_code::kDataError;
@@ -226,18 +239,19 @@ int RunAgent(CommandContext& context, const AgentOptions& options) {
   if (auto identity = ReadBootIdentity(host_env)) boot = BootRecord{identity->boot_id, identity->booted_at};
   else Say("reboots are not recorded: " + identity.error().message);
   HistoryRecorder history(OpenSqliteHistory(options.db_path), {.path = options.db_path, .boot = boot});
-  AgentState state(SystemClock::Instance().Now());
+  AgentState state(clock.Now());
   StoreHistorySource history_source([&history] { return history.store(); });
   HttpServerOptions server_options;
   server_options.listen = *listen;
   server_options.bearer_token = token;
   server_options.dcgm_compatible_metrics = options.dcgm_names;
-  server_options.stale_after = std::max<Duration>(std::chrono::seconds(15), 3 * *interval);
+  server_options.stale_after = std::chrono::duration_cast<Duration>(
+      std::max<Duration>(std::chrono::seconds(15), 3 * *interval) * made.time_scale());
   server_options.version = GPUDOCTOR_VERSION;
   server_options.machine = ReadMachineIdentity(host_env);
   HttpServer server(
       {.view = state, .history = &history_source, .alert_counters = [&alerts] { return alerts.Counters(); }},
-      server_options, SystemClock::Instance());
+      server_options, clock);
 
   AgentLoop loop({.source = *made.source,
                   .history = history,
@@ -245,7 +259,7 @@ int RunAgent(CommandContext& context, const AgentOptions& options) {
                   .alerts = alerts,
                   .log = log.get(),
                   .host = host_env,
-                  .clock = SystemClock::Instance(),
+                  .clock = clock,
                   .note = Say,
                   .hostname = options.hostname},
                  std::move(*config));
@@ -255,7 +269,7 @@ int RunAgent(CommandContext& context, const AgentOptions& options) {
                     loop.open_findings()));
     alerts.Stop();
     // One cycle is all there is: its record must be stored, or the run failed.
-    if (history.Flush(SystemClock::Instance().Now()) > 0 || !history.health().ok) {
+    if (history.Flush(clock.Now()) > 0 || !history.health().ok) {
       Say(fmt::format("the history {} was not written: {}", options.db_path, history.health().last_error));
       return exit_code::kCannotCreate;
     }
@@ -303,7 +317,7 @@ int RunAgent(CommandContext& context, const AgentOptions& options) {
   server.Stop();
   if (log) log->Stop();
   alerts.Stop();
-  if (size_t unwritten = history.Flush(SystemClock::Instance().Now()); unwritten > 0) {
+  if (size_t unwritten = history.Flush(clock.Now()); unwritten > 0) {
     Say(fmt::format("{} writes could not be stored in {}: {}", unwritten, options.db_path,
                     history.health().last_error));
   }

@@ -25,6 +25,7 @@
 #include "cli/sources.h"
 #include "cli/terminal_guard.h"
 #include "common/json_text.h"
+#include "common/suggest.h"
 #include "common/text.h"
 #include "diag/diag_lock.h"
 #include "diag/diag_run.h"
@@ -186,9 +187,9 @@ void RunDiag(const std::vector<DiagTest>& tests, const DiagOptions& options, Com
   for (const std::string& pattern : options.patterns) {
     const auto& names = MemtestPatternNames();
     if (std::find(names.begin(), names.end(), pattern) == names.end()) {
-      std::string known;
-      for (std::string_view name : names) known += (known.empty() ? "" : ", ") + std::string(name);
-      return fail(exit_code::kUsage, fmt::format("--pattern: unknown pattern '{}' (known: {})", pattern, known));
+      const std::vector<std::string> known(names.begin(), names.end());
+      return fail(exit_code::kUsage, fmt::format("--pattern: unknown pattern '{}'.{} The patterns: {}", pattern,
+                                                 DidYouMean(NearestNames(pattern, known)), QuotedList(known, "and")));
     }
   }
   std::vector<Precision> precisions;

@@ -19,6 +19,7 @@
 #include "cli/commands.h"
 #include "cli/sources.h"
 #include "cli/terminal.h"
+#include "common/suggest.h"
 #include "common/text.h"
 #include "health/health_config.h"
 #include "health/rule_ids.h"
@@ -102,6 +103,29 @@ void PrintKind(const Style& style, const KindInfo& kind) {
   std::printf("  action:   %s\n", kind.action.c_str());
 }
 
+// " The nearest known Xids: 79 and 99." for a number not in the catalog, by
+// the edits that make one from the other (typed numbers go wrong by a digit).
+std::string NearestCodes(std::string_view what, const std::string& number_text, const std::vector<std::string>& codes) {
+  std::vector<std::string> near = NearestNames(number_text, codes, {.max_distance = 2});
+  if (near.empty()) return "";
+  return fmt::format(" The nearest known {}{}: {}.", what, near.size() == 1 ? "" : "s", QuotedList(near, "and", ""));
+}
+
+// The words `explain` takes besides numbers: xid, sxid, the event kinds and every finding id.
+std::vector<std::string> ExplainTopics(const LogCatalog& catalog, const HealthConfig& config) {
+  std::vector<std::string> topics = {"xid", "sxid"};
+  for (const KindInfo& kind : catalog.kinds()) topics.push_back(kind.name);
+  auto add = [&topics](const auto& ids) {
+    for (std::string_view id : ids) topics.emplace_back(id);
+  };
+  add(kRuleIds);
+  add(kTrendDetectorIds);
+  add(kEscalationIds);
+  add(kAgentFindingIds);
+  for (const CorrelationRule& rule : config.correlations.rules) topics.push_back(rule.id);
+  return topics;
+}
+
 int ExplainSxid(const LogCatalog& catalog, const std::string& number_text, const GlobalOptions& global,
                 const Style& style) {
   if (number_text.empty()) {  // every SXid
@@ -119,8 +143,10 @@ int ExplainSxid(const LogCatalog& catalog, const std::string& number_text, const
   auto number = ParseInt<uint32_t>(number_text);
   const SxidInfo* sxid = number ? catalog.FindSxid(*number) : nullptr;
   if (sxid == nullptr) {
-    std::fprintf(stderr, "gpudoctor explain: SXid %s is not in the catalog (gpudoctor explain sxid lists them all)\n",
-                 number_text.c_str());
+    std::vector<std::string> codes;
+    for (const SxidInfo& known : catalog.sxids()) codes.push_back(std::to_string(known.code));
+    std::fprintf(stderr, "gpudoctor explain: SXid %s is not in the catalog.%s (gpudoctor explain sxid lists them all)\n",
+                 number_text.c_str(), NearestCodes("SXid", number_text, codes).c_str());
     return exit_code::kUsage;
   }
   if (global.json) {
@@ -246,7 +272,12 @@ int RunExplain(const std::vector<std::string>& words, const CommandContext& cont
     auto number = ParseInt<uint32_t>(number_text);
     if (!number) return fail("'" + number_text + "' is not an Xid number");
     const XidInfo* xid = catalog.FindXid(*number);
-    if (!xid) return fail(fmt::format("Xid {} is not in the catalog (gpudoctor explain xid lists them all)", *number));
+    if (!xid) {
+      std::vector<std::string> codes;
+      for (const XidInfo& known : catalog.xids()) codes.push_back(std::to_string(known.code));
+      return fail(fmt::format("Xid {} is not in the catalog.{} (gpudoctor explain xid lists them all)", *number,
+                              NearestCodes("Xid", std::to_string(*number), codes)));
+    }
     if (global.json) {
       nlohmann::ordered_json json = XidInfoToJson(*xid);
       json["decoding"] = XidDecodingToJson(catalog.decode(), xid->code);
@@ -268,8 +299,9 @@ int RunExplain(const std::vector<std::string>& words, const CommandContext& cont
     }
     FindingInfo info = DescribeFinding(loaded.config, first);
     if (info.kind.empty()) {
-      return fail("'" + words[0] + "' is neither an event kind nor a finding id (gpudoctor explain lists the kinds; "
-                  "docs/findings.md the finding ids)");
+      return fail("'" + words[0] + "' is neither an event kind nor a finding id." +
+                  DidYouMean(NearestNames(first, ExplainTopics(catalog, loaded.config))) +
+                  " (gpudoctor explain lists the kinds; docs/findings.md the finding ids)");
     }
     if (global.json) std::printf("%s\n", JsonLine(FindingInfoToJson(info)).c_str());
     else PrintFindingInfo(style, info);

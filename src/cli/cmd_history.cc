@@ -24,6 +24,7 @@
 #include "cli/time_option.h"
 #include "common/input_file.h"
 #include "common/json_text.h"
+#include "common/suggest.h"
 #include "common/text.h"
 #include "health/finding_json.h"
 #include "store/sqlite_store.h"
@@ -187,9 +188,11 @@ class HistoryCommand {
   int Series() {
     auto metric = MetricFromName(options_.metric);
     if (!metric) {
-      std::string names;
-      for (const MetricInfo& info : kMetrics) names += (names.empty() ? "" : ", ") + std::string(info.name);
-      return Fail(exit_code::kUsage, "unknown metric '" + options_.metric + "'; one of: " + names);
+      std::vector<std::string> names;
+      for (const MetricInfo& info : kMetrics) names.emplace_back(info.name);
+      return Fail(exit_code::kUsage, "unknown metric '" + options_.metric + "'." +
+                                         DidYouMean(NearestNames(options_.metric, names)) +
+                                         " The metrics: " + QuotedList(names, "and"));
     }
     std::optional<Resolution> resolution;
     if (!ParseResolution(options_.resolution, resolution))

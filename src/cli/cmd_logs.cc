@@ -19,6 +19,7 @@
 #include "cli/commands.h"
 #include "cli/sources.h"
 #include "cli/terminal.h"
+#include "common/suggest.h"
 #include "common/text.h"
 #include "host/command_runner.h"
 #include "host/host_signals.h"
@@ -261,7 +262,10 @@ int RunLogs(const LogsOptions& options, const GlobalOptions& global) {
   filter.min_severity = EventSeverityFromName(options.min_severity).value_or(EventSeverity::kInfo);
   for (const std::string& kind : options.kinds) {
     if (!catalog.FindKind(kind)) {
-      std::fprintf(stderr, "gpudoctor logs: unknown event kind '%s' (see docs/events.md)\n", kind.c_str());
+      std::vector<std::string> kinds;
+      for (const KindInfo& known : catalog.kinds()) kinds.push_back(known.name);
+      std::fprintf(stderr, "gpudoctor logs: unknown event kind '%s'.%s (gpudoctor explain lists them)\n", kind.c_str(),
+                   DidYouMean(NearestNames(kind, kinds)).c_str());
       return exit_code::kUsage;
     }
     filter.kinds.insert(kind);
@@ -369,11 +373,14 @@ int RunLogs(const LogsOptions& options, const GlobalOptions& global) {
     }
     if (!json) PrintSummary(live->path, stats);
   }
+  // "No events" is said only of a whole read: a file that could not be read is an error, not an empty log.
+  bool every_file_read = true;
   for (const std::string& file : options.files) {
     Result<ReadStats> stats = ScanNamedLog(file, read, keep);
     if (!stats) {
       std::fprintf(stderr, "gpudoctor logs: %s\n", stats.error().message.c_str());
       exit_status = exit_code::kNoInput;
+      every_file_read = false;
       continue;
     }
     if (!stats->error.empty()) {
@@ -392,7 +399,7 @@ int RunLogs(const LogsOptions& options, const GlobalOptions& global) {
   } else if (options.events) {
     // written as they were read
   } else if (kept == 0) {
-    std::printf("No GPU or host events found.\n");
+    if (every_file_read) std::printf("No GPU or host events found.\n");
   } else {
     // This machine's PCI bus names the devices of its own live log; a file
     // may come from another machine, so its lines alone name them.

@@ -25,6 +25,7 @@
 #include "cli/terminal.h"
 #include "cli/time_option.h"
 #include "common/json_text.h"
+#include "common/suggest.h"
 #include "common/text.h"
 #include "health/health_config.h"
 #include "health/maintenance.h"
@@ -61,9 +62,9 @@ std::optional<WallTime> DriverBuiltAt() {
   return built ? std::optional<WallTime>(*built) : std::nullopt;
 }
 
-std::string TaskNames(const std::vector<MaintenanceTask>& schedule) {
-  std::string names;
-  for (const MaintenanceTask& task : schedule) names += (names.empty() ? "" : ", ") + task.name;
+std::vector<std::string> TaskNames(const std::vector<MaintenanceTask>& schedule) {
+  std::vector<std::string> names;
+  for (const MaintenanceTask& task : schedule) names.push_back(task.name);
   return names;
 }
 
@@ -127,8 +128,9 @@ int RunDone(const MaintenanceOptions& options, const CommandContext& context) {
   if (loaded.error) return Fail(loaded.error->exit_code, loaded.error->message);
   const MaintenanceTask* task = FindMaintenanceTask(loaded.config.maintenance, options.task);
   if (task == nullptr) {
-    return Fail(exit_code::kUsage, fmt::format("no maintenance task '{}'; the schedule has: {}", options.task,
-                                               TaskNames(loaded.config.maintenance)));
+    const std::vector<std::string> names = TaskNames(loaded.config.maintenance);
+    return Fail(exit_code::kUsage, fmt::format("no maintenance task '{}'.{} The schedule has: {}", options.task,
+                                               DidYouMean(NearestNames(options.task, names)), QuotedList(names, "and")));
   }
   const WallTime now = SystemClock::Instance().Now();
   std::optional<WallTime> at = ParseWhen(options.at, now);

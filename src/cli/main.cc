@@ -18,6 +18,7 @@
 #include "cli/commands.h"
 #include "cli/sources.h"
 #include "cli/terminal_guard.h"
+#include "cli/usage_error.h"
 #include "common/input_file.h"
 #include "common/text.h"
 #include "nvml/probe.h"
@@ -133,6 +134,10 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "gpudoctor: %s\n", e.what());
     return e.get_exit_code();
   } catch (const CLI::ParseError& e) {
+    if (auto message = DescribeUsageError(app, e)) {  // an unknown command or option: the nearest valid ones
+      std::fprintf(stderr, "%s\n", message->c_str());
+      return exit_code::kUsage;
+    }
     int code = app.exit(e);
     return code == 0 ? exit_code::kOk : exit_code::kUsage;
   } catch (const std::exception& e) {

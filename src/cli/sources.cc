@@ -9,7 +9,8 @@
 #include "common/loadable_module.h"
 #include "logs/bug_report.h"
 #include "nvml/probe.h"
-#include "scenario.h"  // the fake NVML library's scenario format
+#include "scenario.h"        // the fake NVML library's scenario format
+#include "scenario_clock.h"  // and its clock
 #include "smi/nvidia_smi.h"
 
 namespace gpudoctor {
@@ -65,15 +66,26 @@ Result<CollectorOptions> CollectorOptionsFor(const CommandContext& context) {
 
 // The --simulate scenario, read as the fake library will read it in the
 // probe, where a mistake would only show as NVML failing to start.
-std::optional<SourceError> CheckScenario(const std::string& path) {
+std::optional<SourceError> CheckScenario(const std::string& path, fake_nvml::Scenario& scenario) {
   InputText text = ReadOptionInput("--simulate", path, fake_nvml::kMaxScenarioFileBytes);
   if (text.error) return text.error;
-  auto scenario = fake_nvml::ParseScenario(text.text, path);
-  if (!scenario) return SourceError{"--simulate: " + scenario.error().message, exit_code::kDataError};
+  auto parsed = fake_nvml::ParseScenario(text.text, path);
+  if (!parsed) return SourceError{"--simulate: " + parsed.error().message, exit_code::kDataError};
+  scenario = std::move(*parsed);
   return std::nullopt;
 }
 
 namespace {
+
+// The scenario's clock as the probes will run it (after CollectorOptionsFor
+// has set the shared epoch); null when scenario time is pinned or runs at 1x.
+Result<std::unique_ptr<const ScaledClock>> ScenarioClockOf(const fake_nvml::Scenario& scenario) {
+  auto clock = fake_nvml::MakeScenarioClock(fake_nvml::ClockOverrides::FromEnvironment(), scenario.time_scale,
+                                            std::chrono::system_clock::now());
+  if (!clock) return clock.error();
+  if (clock->pinned_seconds() || clock->time_scale() == 1.0) return std::unique_ptr<const ScaledClock>();
+  return std::make_unique<const ScaledClock>(FromUnixMillis(clock->epoch_ms()), clock->time_scale());
+}
 
 // The largest decoded nvidia-bug-report.sh log read for its nvidia-smi -q section.
 constexpr size_t kMaxBugReportBytes = size_t{1} << 30;
@@ -104,7 +116,8 @@ Result<std::string> SmiTextOf(std::string capture, bool* from_bug_report) {
 
 }  // namespace
 
-SnapshotSourceResult MakeSnapshotSource(const CommandContext& context, const std::string& from_smi) {
+SnapshotSourceResult MakeSnapshotSource(const CommandContext& context, const std::string& from_smi,
+                                        SnapshotTiming timing) {
   SnapshotSourceResult result;
   if (!from_smi.empty()) {
     InputText capture = ReadOptionInput("--from-smi", from_smi, kMaxNvidiaSmiFileBytes);
@@ -123,14 +136,24 @@ SnapshotSourceResult MakeSnapshotSource(const CommandContext& context, const std
     result.source = std::make_unique<FixedSnapshotSource>(std::move(*snapshot));
     return result;
   }
+  fake_nvml::Scenario scenario;
   if (!context.options.simulate.empty()) {
-    result.error = CheckScenario(context.options.simulate);
+    result.error = CheckScenario(context.options.simulate, scenario);
     if (result.error) return result;
   }
   auto options = CollectorOptionsFor(context);
   if (!options) {
     result.error = SourceError{options.error().message, exit_code::kNoInput};
     return result;
+  }
+  if (timing == SnapshotTiming::kScenario && !context.options.simulate.empty()) {
+    auto clock = ScenarioClockOf(scenario);
+    if (!clock) {
+      result.error = SourceError{"--simulate: " + clock.error().message, exit_code::kUsage};
+      return result;
+    }
+    result.scenario_clock = std::move(*clock);
+    if (result.scenario_clock) options->clock = result.scenario_clock.get();
   }
   result.description = context.options.simulate.empty() ? "live NVML" : "simulated: " + context.options.simulate;
   result.source = std::make_unique<NvmlCollector>(std::move(*options));

@@ -20,12 +20,28 @@ struct SnapshotSourceResult {
   std::unique_ptr<SnapshotSource> source;
   std::string description;  // e.g. "simulated: examples/overheating.toml"
   std::optional<SourceError> error;
+  // With SnapshotTiming::kScenario, the scenario's clock the snapshots are
+  // stamped with; null: the system clock. The command judges by clock().
+  std::unique_ptr<const ScaledClock> scenario_clock;
+  const Clock& clock() const {
+    if (scenario_clock) return *scenario_clock;
+    return SystemClock::Instance();
+  }
+  double time_scale() const { return scenario_clock ? scenario_clock->scale() : 1.0; }
 };
+
+// What a command's snapshots are timed by. kScenario is for a command that
+// watches over time (the agent): under --simulate its clock runs at the
+// scenario's time_scale from the epoch every probe shares (docs/scenarios.md),
+// so the detectors' windows are scenario time, not wall time. Time pinned
+// ($GPUDOCTOR_FAKE_NOW) or a time_scale of 1 keep the system clock.
+enum class SnapshotTiming { kSystem, kScenario };
 
 // `from_smi` empty: live or simulated NVML per the global options. A capture
 // or scenario that cannot be opened is exit 66; one over its size limit or
-// not in its format, 65.
-SnapshotSourceResult MakeSnapshotSource(const CommandContext& context, const std::string& from_smi);
+// not in its format, 65; a malformed $GPUDOCTOR_FAKE_* time setting, 64.
+SnapshotSourceResult MakeSnapshotSource(const CommandContext& context, const std::string& from_smi,
+                                        SnapshotTiming timing = SnapshotTiming::kSystem);
 
 // The collector options the global options imply (library, scenario, deadline).
 Result<CollectorOptions> CollectorOptionsFor(const CommandContext& context);

@@ -19,6 +19,9 @@ class Clock {
   virtual WallTime Now() const = 0;
   // Monotonic time, used for deadlines and rates.
   virtual std::chrono::steady_clock::time_point Steady() const = 0;
+  // This clock's time at the moment the system clock read `system_time`, for
+  // times stamped by the system clock elsewhere (a probe process's events).
+  virtual WallTime FromSystemTime(WallTime system_time) const { return system_time; }
 };
 
 class SystemClock final : public Clock {
@@ -46,6 +49,25 @@ class FakeClock final : public Clock {
 
  private:
   WallTime now_;
+};
+
+// A clock that runs `scale` times as fast as the system clock from `anchor`
+// on: a simulated scenario's time (docs/scenarios.md, time_scale), so windows
+// of minutes pass in seconds. Steady time stays real, as deadlines are.
+class ScaledClock final : public Clock {
+ public:
+  ScaledClock(WallTime anchor, double scale) : anchor_(anchor), scale_(scale) {}
+  WallTime Now() const override { return FromSystemTime(std::chrono::system_clock::now()); }
+  std::chrono::steady_clock::time_point Steady() const override { return std::chrono::steady_clock::now(); }
+  WallTime FromSystemTime(WallTime system_time) const override {
+    const std::chrono::duration<double> real = system_time - anchor_;
+    return anchor_ + std::chrono::duration_cast<WallTime::duration>(real * scale_);
+  }
+  double scale() const { return scale_; }
+
+ private:
+  WallTime anchor_;
+  double scale_;
 };
 
 // Milliseconds since the Unix epoch, the unit used in JSON and the store.

@@ -1,5 +1,5 @@
 // The weekly checklist: the findings of a `check` run folded into the eight
-// lines operators already use ("Every GPU below 80 °C", "Fans turning", ...),
+// lines operators already use ("GPUs below their temperature limits", "Fans turning", ...),
 // followed by every finding not on the checklist.
 //
 // The items and the rules behind each come from data/rules.toml

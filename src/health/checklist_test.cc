@@ -22,7 +22,7 @@ TEST(BuildChecklist, HealthyServerPassesEveryConfiguredItem) {
     // Upkeep is judged from the agent's history, which a run on captured input has none of.
     EXPECT_EQ(item.checked, item.title != "Maintenance up to date") << item.title;
   }
-  EXPECT_EQ(checklist.items[0].summary, "All 8 GPUs below 75 °C (hottest: GPU 7 at 47 °C)");
+  EXPECT_EQ(checklist.items[0].summary, "All 8 GPUs below their warning temperatures (nearest: GPU 7 at 47 °C, warning at 77 °C)");
   EXPECT_FALSE(checklist.other_findings.empty());
   for (size_t index : checklist.other_findings) EXPECT_NE(findings[index].id, "temperature_high");
 }

@@ -52,7 +52,8 @@ std::vector<std::string> FillGpuPlaceholder(const std::vector<std::string>& acti
   for (uint32_t index : gpu_indexes) indexes += (indexes.empty() ? "" : ",") + std::to_string(index);
   std::vector<std::string> filled;
   for (const std::string& action : actions)
-    filled.push_back(indexes.empty() ? ReplaceAll(action, " --gpu {gpu}", "") : ReplaceAll(action, "{gpu}", indexes));
+    filled.push_back(indexes.empty() ? ReplaceAll(ReplaceAll(action, " --gpu {gpu}", ""), "{gpu}", "<index>")
+                                     : ReplaceAll(action, "{gpu}", indexes));
   return filled;
 }
 

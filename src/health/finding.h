@@ -73,7 +73,8 @@ struct Remedy {
 // Remedy actions may name a gpudoctor command for the finding's GPUs as
 // "--gpu {gpu}" ("gpudoctor diag memtest --gpu {gpu}"): filled with their
 // indexes ("--gpu 3", "--gpu 0,2"), or left out when none is known, so that
-// the command covers every GPU.
+// the command covers every GPU. Any other "{gpu}" ("nvidia-smi -r -i {gpu}")
+// is filled the same way, or becomes "<index>" for the operator to fill.
 std::vector<std::string> FillGpuPlaceholder(const std::vector<std::string>& actions,
                                             const std::vector<uint32_t>& gpu_indexes);
 // The same for one finding's GPU.

@@ -17,6 +17,7 @@
 #include "health/cuda_compat.h"
 #include "health/embedded_data.h"
 #include "health/rule_ids.h"
+#include "logs/catalog.h"
 
 namespace gpudoctor {
 namespace {
@@ -47,6 +48,7 @@ std::vector<Binding> ThresholdBindings(RuleThresholds& t) {
   return {
       {"temperature_high", "warning_c", &t.temperature_high.warning_c},
       {"temperature_high", "critical_c", &t.temperature_high.critical_c},
+      {"temperature_high", "use_gpu_limits", &t.temperature_high.use_gpu_limits},
       {"temperature_high", "gpu_limit_margin_c", &t.temperature_high.gpu_limit_margin_c},
       {"fan_failure", "hot_c", &t.fan_failure.hot_c},
       {"power_capped", "over_limit_percent", &t.power_capped.over_limit_percent},
@@ -174,11 +176,28 @@ const Binding* FindBinding(const std::vector<Binding>& bindings, std::string_vie
   return nullptr;
 }
 
+// `advice = "xid 79"`: the actions are the Xid catalog's steps for that Xid,
+// so a rule and the Xid that report the same fault give one advice text.
+Status ApplyAdvice(Remedy& remedy, const toml::node& node, std::string_view origin, std::string_view path) {
+  std::string advice;
+  if (Status status = Assign(&advice, node, origin, path); !status) return status;
+  std::optional<uint32_t> code = XidOfAdvice(advice);
+  const XidInfo* xid = code ? LogCatalog::Builtin().FindXid(*code) : nullptr;
+  if (xid == nullptr)
+    return Error{Where(origin, node, path) + ": expected \"xid N\" naming an Xid the catalog lists, not '" + advice +
+                 "'"};
+  remedy.actions = xid->steps.empty() ? std::vector<std::string>{xid->action} : xid->steps;
+  return {};
+}
+
 Status ApplyRemedyKey(Remedy& remedy, std::string_view key, const toml::node& node, std::string_view origin,
                       std::string_view path) {
   if (key == "cause") return Assign(&remedy.cause, node, origin, path);
+  if (key == "advice") return ApplyAdvice(remedy, node, origin, path);
   return Assign(&remedy.actions, node, origin, path);
 }
+
+bool IsRemedyKey(std::string_view key) { return key == "cause" || key == "actions" || key == "advice"; }
 
 Status ApplyHost(HealthConfig& config, const toml::table& table, std::string_view origin) {
   const std::vector<Binding> bindings = HostBindings(config.host);
@@ -201,15 +220,20 @@ Status ApplyRule(HealthConfig& config, std::string_view rule_id, const toml::tab
       status = Assign(&rule.enabled, node, origin, path);
     } else if (key == "category") {
       status = Assign(&rule.category, node, origin, path);
-    } else if (key == "cause" || key == "actions") {
+      if (status) {
+        if (std::string wrong = CheckRuleCategory(rule.category); !wrong.empty())
+          return Error{Where(origin, node, path) + ": " + wrong};
+      }
+    } else if (IsRemedyKey(key.str())) {
       status = ApplyRemedyKey(rule.remedy, key.str(), node, origin, path);
     } else if (const toml::table* case_table = node.as_table()) {
       if (!IsRuleCase(rule_id, key.str())) return Error{Where(origin, node, path) + ": unknown case"};
       Remedy& remedy = rule.cases[std::string(key.str())];
       for (const auto& [case_key, case_node] : *case_table) {
         const std::string case_path = path + "." + std::string(case_key.str());
-        if (case_key != "cause" && case_key != "actions") {
-          return Error{Where(origin, case_node, case_path) + ": unknown key (a case holds only cause and actions)"};
+        if (!IsRemedyKey(case_key.str())) {
+          return Error{Where(origin, case_node, case_path) +
+                       ": unknown key (a case holds only cause and actions or advice)"};
         }
         if (Status s = ApplyRemedyKey(remedy, case_key.str(), case_node, origin, case_path); !s) return s;
       }
@@ -317,6 +341,15 @@ Status Validate(const HealthConfig& config, std::string_view origin) {
 bool HealthConfig::Enabled(std::string_view rule_id) const {
   auto it = rules.find(rule_id);
   return it == rules.end() || it->second.enabled;
+}
+
+std::string CheckRuleCategory(std::string_view category) {
+  for (std::string_view known : kRuleCategories)
+    if (category == known) return "";
+  std::string known_list;
+  for (std::string_view known : kRuleCategories)
+    known_list += (known_list.empty() ? "" : ", ") + std::string(known);
+  return "'" + std::string(category) + "' is not a category; expected one of " + known_list;
 }
 
 std::string_view HealthConfig::Category(std::string_view rule_id) const {

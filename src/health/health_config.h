@@ -31,9 +31,10 @@ namespace gpudoctor {
 // Thresholds, one struct per rule that has any; names match [rules.<id>] keys.
 struct RuleThresholds {
   struct {
-    double warning_c = 0;
+    double warning_c = 0;   // for a card that reports no limit of its own (or use_gpu_limits = false)
     double critical_c = 0;
-    double gpu_limit_margin_c = 0;
+    bool use_gpu_limits = true;      // judge each card (and its memory) by the limits NVML reports for it
+    double gpu_limit_margin_c = 0;   // warning this far below the card's limit
   } temperature_high;
   struct {
     double hot_c = 0;
@@ -112,6 +113,12 @@ struct RuleThresholds {
     Duration window{};
   } diagnostic_failed;
 };
+
+// The categories a rule or correlation may name: the causes triage weighs.
+inline constexpr std::string_view kRuleCategories[] = {"pcie",   "memory",      "power", "thermal",
+                                                       "driver", "application", "host",  "unknown"};
+// "" when `category` is one of kRuleCategories, else the message that says so.
+std::string CheckRuleCategory(std::string_view category);
 
 // Everything about one rule that is not a threshold.
 struct RuleSettings {

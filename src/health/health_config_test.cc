@@ -6,6 +6,7 @@
 #include <sstream>
 
 #include "health/rule_ids.h"
+#include "logs/catalog.h"
 
 namespace gpudoctor {
 namespace {
@@ -38,7 +39,7 @@ TEST(DefaultHealthConfig, HasTheDocumentedDefaults) {
   EXPECT_TRUE(config.host.ipmi);
   EXPECT_EQ(config.host.command_timeout, std::chrono::seconds(20));
   EXPECT_EQ(config.checklist.size(), 9u);
-  EXPECT_EQ(config.checklist[0].title, "Every GPU below 80 °C");
+  EXPECT_EQ(config.checklist[0].title, "GPUs below their temperature limits");
 }
 
 TEST(DefaultHealthConfig, EveryRuleHasCategoryCauseAndActions) {
@@ -165,7 +166,35 @@ INSTANTIATE_TEST_SUITE_P(
                                 "[detectors]"},
                       BadConfig{"[[checklist]]\ntitle = \"x\"\nrules = [\"job_stall\"]\n",
                                 "'job_stall' is a trend detector of the agent, which `check` does not run"},
-                      BadConfig{"[rules\nbroken", "site.toml:1:"}));
+                      BadConfig{"[rules\nbroken", "site.toml:1:"},
+                      // A category triage does not weigh would leave the finding under no cause.
+                      BadConfig{"[rules.fan_failure]\ncategory = \"cooling\"\n",
+                                "rules.fan_failure.category: 'cooling' is not a category; expected one of pcie, "
+                                "memory, power, thermal, driver, application, host, unknown"},
+                      BadConfig{"[correlations.facility_cooling]\ncategory = \"cooling\"\n",
+                                "'cooling' is not a category"},
+                      BadConfig{"[rules.gpu_lost]\nadvice = \"xid 9999\"\n",
+                                "rules.gpu_lost.advice: expected \"xid N\" naming an Xid the catalog lists"},
+                      BadConfig{"[rules.gpu_lost.someday]\nadvice = \"xid 79\"\n", "unknown case"}));
+
+// A rule and the Xid that report the same fault say the same thing: one text.
+TEST(DefaultHealthConfig, ALostGpuIsAdvisedAsItsXid79) {
+  const XidInfo* xid = LogCatalog::Builtin().FindXid(79);
+  ASSERT_NE(xid, nullptr);
+  EXPECT_EQ(DefaultHealthConfig().RemedyFor("gpu_lost").actions, xid->steps);
+  Result<HealthConfig> site =
+      ApplyHealthConfig(DefaultHealthConfig(), "[rules.gpu_unreachable]\nadvice = \"xid 79\"\n", "site.toml");
+  ASSERT_TRUE(site.ok()) << site.error().message;
+  EXPECT_EQ(site->RemedyFor("gpu_unreachable").actions, xid->steps);
+}
+
+// A stuck driver hangs every NVML call, a reset included: the advice must not
+// say both "nvidia-smi will hang" and "run nvidia-smi -r".
+TEST(DefaultHealthConfig, AStuckDriverIsNeverAdvisedANvidiaSmiReset) {
+  for (std::string_view id : {"nvml_hang", "driver_hang"})
+    for (const std::string& action : DefaultHealthConfig().RemedyFor(id).actions)
+      EXPECT_EQ(action.find("nvidia-smi -r"), std::string::npos) << id << ": " << action;
+}
 
 TEST(LoadHealthConfigFile, MissingFileIsAnError) {
   Result<HealthConfig> config = LoadHealthConfigFile("/nonexistent/gpudoctor.toml");

@@ -105,6 +105,7 @@ inline constexpr RuleCase kRuleCases[] = {
     {"driver_unavailable", "library_not_found"}, {"driver_unavailable", "driver_not_loaded"},
     {"driver_unavailable", "no_permission"},     {"gpu_unreachable", "reset_required"},
     {"gpu_unreachable", "no_permission"},        {"clock_throttle", "power_brake"},
+    {"clock_throttle", "heat"},
     {"diagnostic_failed", "memtest"},            {"diagnostic_failed", "burn"},
     {"diagnostic_failed", "pcie"},
 };

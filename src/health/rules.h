@@ -27,6 +27,7 @@
 #include "health/health_config.h"
 #include "health/maintenance.h"
 #include "host/host_signals.h"
+#include "host/process_command_line.h"
 #include "logs/event.h"
 #include "model/diagnostic.h"
 #include "model/snapshot.h"
@@ -57,6 +58,9 @@ struct HealthInput {
   // The newest `gpudoctor diag` record of each GPU and test, from the agent's
   // history. nullptr: no history read.
   const std::vector<DiagnosticRecord>* diagnostics = nullptr;
+  // Reads a GPU process's command line, for memory_high's `gpudoctor
+  // trace-alloc -- COMMAND`. Empty: not read (a capture from another machine).
+  ProcessCommandLines command_lines;
   WallTime now;                                       // from the caller's Clock
 };
 

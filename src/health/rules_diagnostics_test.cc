@@ -118,6 +118,9 @@ TEST(GpuPlaceholder, NamesTheFindingsGpusOrLeavesTheOptionOut) {
   EXPECT_EQ(FillGpuPlaceholder(actions, std::vector<uint32_t>{0, 2})[0], "Test it: gpudoctor diag memtest --gpu 0,2.");
   EXPECT_EQ(FillGpuPlaceholder(actions, GpuRef{.pci_bus_id = "0000:3b:00.0"})[0], "Test it: gpudoctor diag memtest.");
   EXPECT_EQ(FillGpuPlaceholder(actions, std::nullopt)[0], "Test it: gpudoctor diag memtest.");
+  const std::vector<std::string> reset{"Reset it: nvidia-smi -r -i {gpu}."};
+  EXPECT_EQ(FillGpuPlaceholder(reset, GpuRef{.index = 5})[0], "Reset it: nvidia-smi -r -i 5.");
+  EXPECT_EQ(FillGpuPlaceholder(reset, std::nullopt)[0], "Reset it: nvidia-smi -r -i <index>.");
 }
 
 }  // namespace

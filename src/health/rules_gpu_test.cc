@@ -71,7 +71,7 @@ TEST(HealthyServer, EveryRuleReportsOkAndNothingElse) {
     ok_ids.insert(finding.id);
   }
   for (std::string_view id : kRuleIds) EXPECT_TRUE(ok_ids.count(std::string(id))) << "no ok result from " << id;
-  EXPECT_EQ(Single(findings, "temperature_high").summary, "All 2 GPUs below 75 °C (hottest: GPU 1 at 41 °C)");
+  EXPECT_EQ(Single(findings, "temperature_high").summary, "All 2 GPUs below their warning temperatures (nearest: GPU 1 at 41 °C, warning at 77 °C)");
 }
 
 TEST(HealthyServer, NoInputGivesNoFindings) { EXPECT_TRUE(Evaluate(nullptr).empty()); }
@@ -265,18 +265,45 @@ TEST(FieldError, FailedReadingIsAWarningNamingTheField) {
   EXPECT_TRUE(EvidenceHas(finding, "power_limit_w: Unknown Error"));
 }
 
-TEST(TemperatureHigh, GradesAgainstDefaults) {
+// Each card is judged by the limit NVML reports for it: critical at its
+// maximum operating temperature (87 °C here), warning 10 °C below.
+TEST(TemperatureHigh, GradesAgainstTheCardsOwnLimit) {
   Snapshot snapshot = HealthySnapshot(3);
-  snapshot.gpus[0].temperature_c = Field<uint32_t>::Value(76);
-  snapshot.gpus[1].temperature_c = Field<uint32_t>::Value(81);
+  snapshot.gpus[0].temperature_c = Field<uint32_t>::Value(78);
+  snapshot.gpus[1].temperature_c = Field<uint32_t>::Value(88);
+  snapshot.gpus[2].temperature_c = Field<uint32_t>::Value(76);  // the guides' 75 °C is not this card's line
   std::vector<Finding> findings = WithId(Evaluate(&snapshot), "temperature_high");
   ASSERT_EQ(findings.size(), 2u);
   EXPECT_EQ(findings[0].severity, Severity::kWarning);
   EXPECT_EQ(findings[0].gpu->index, 0u);
-  EXPECT_EQ(findings[0].summary, "GPU 0 at 76 °C (warning at 75 °C)");
+  EXPECT_EQ(findings[0].summary, "GPU 0 at 78 °C (warning at 77 °C)");
+  EXPECT_TRUE(EvidenceHas(findings[0], "from its maximum operating temperature 87 °C"));
   EXPECT_EQ(findings[1].severity, Severity::kCritical);
-  EXPECT_EQ(findings[1].summary, "GPU 1 at 81 °C (critical at 80 °C)");
+  EXPECT_EQ(findings[1].summary, "GPU 1 at 88 °C (critical at 87 °C)");
   EXPECT_NE(findings[1].actions.front().find("dust"), std::string::npos);
+}
+
+// The guides' 75 and 80 °C: for a card that reports no limit, or for every
+// card when the site says so.
+TEST(TemperatureHigh, TheConfiguredFiguresWhereTheCardHasNoBetterOne) {
+  Snapshot snapshot = HealthySnapshot(2);
+  for (GpuSnapshot& gpu : snapshot.gpus) {
+    gpu.temperature_max_operating_c = Field<uint32_t>::NotSupported();
+    gpu.temperature_slowdown_c = Field<uint32_t>::NotSupported();
+  }
+  snapshot.gpus[0].temperature_c = Field<uint32_t>::Value(76);
+  snapshot.gpus[1].temperature_c = Field<uint32_t>::Value(81);
+  std::vector<Finding> findings = WithId(Evaluate(&snapshot), "temperature_high");
+  ASSERT_EQ(findings.size(), 2u);
+  EXPECT_EQ(findings[0].summary, "GPU 0 at 76 °C (warning at 75 °C)");
+  EXPECT_TRUE(EvidenceHas(findings[0], "(the configured figures)"));
+  EXPECT_EQ(findings[1].summary, "GPU 1 at 81 °C (critical at 80 °C)");
+
+  Snapshot limited = HealthySnapshot(1);
+  limited.gpus[0].temperature_c = Field<uint32_t>::Value(76);
+  EXPECT_EQ(Single(Evaluate(&limited), "temperature_high").severity, Severity::kOk);
+  HealthConfig config = ConfigWith("[rules.temperature_high]\nuse_gpu_limits = false\n");
+  EXPECT_EQ(Single(EvaluateWith(config, &limited), "temperature_high").summary, "GPU 0 at 76 °C (warning at 75 °C)");
 }
 
 TEST(TemperatureHigh, LowGpuLimitLowersThresholds) {
@@ -287,16 +314,35 @@ TEST(TemperatureHigh, LowGpuLimitLowersThresholds) {
   snapshot.gpus[0].temperature_slowdown_c = Field<uint32_t>::Value(97);
   Finding finding = Single(Evaluate(&snapshot), "temperature_high");
   EXPECT_EQ(finding.severity, Severity::kWarning);
-  EXPECT_TRUE(EvidenceHas(finding, "warning at 52 °C, critical at 57 °C"));
+  EXPECT_TRUE(EvidenceHas(finding, "warning at 47 °C, critical at 57 °C"));
   EXPECT_TRUE(EvidenceHas(finding, "maximum operating temperature 57 °C"));
   snapshot.gpus[0].temperature_c = Field<uint32_t>::Value(57);
   EXPECT_EQ(Single(Evaluate(&snapshot), "temperature_high").severity, Severity::kCritical);
 }
 
+// HBM has a limit of its own, which NVML reports; a hot memory under a cool
+// GPU die is its own finding (subject "memory").
+TEST(TemperatureHigh, TheMemoryIsJudgedByItsOwnLimit) {
+  Snapshot snapshot = HealthySnapshot(2);
+  for (GpuSnapshot& gpu : snapshot.gpus) gpu.memory_temperature_max_c = Field<uint32_t>::Value(95);
+  snapshot.gpus[1].memory_temperature_c = Field<uint32_t>::Value(96);
+  Finding finding = Single(Evaluate(&snapshot), "temperature_high");
+  EXPECT_EQ(finding.severity, Severity::kCritical);
+  EXPECT_EQ(finding.subject, "memory");
+  EXPECT_EQ(finding.summary, "GPU 1 memory at 96 °C (critical at 95 °C)");
+  EXPECT_TRUE(EvidenceHas(finding, "from its memory's maximum operating temperature 95 °C"));
+  snapshot.gpus[1].memory_temperature_c = Field<uint32_t>::Value(60);
+  Finding ok = Single(Evaluate(&snapshot), "temperature_high");
+  EXPECT_EQ(ok.severity, Severity::kOk);
+  EXPECT_TRUE(EvidenceHas(ok, "memory judged on 2 GPUs"));
+}
+
 TEST(TemperatureHigh, ConfigOverridesThresholds) {
   Snapshot snapshot = HealthySnapshot(1);
   snapshot.gpus[0].temperature_c = Field<uint32_t>::Value(61);
-  HealthConfig config = ConfigWith("[rules.temperature_high]\nwarning_c = 60\n");
+  HealthConfig config = ConfigWith("[rules.temperature_high]\ngpu_limit_margin_c = 30\n");
+  EXPECT_EQ(Single(EvaluateWith(config, &snapshot), "temperature_high").severity, Severity::kWarning);
+  config = ConfigWith("[rules.temperature_high]\nuse_gpu_limits = false\nwarning_c = 60\n");
   EXPECT_EQ(Single(EvaluateWith(config, &snapshot), "temperature_high").severity, Severity::kWarning);
 }
 
@@ -511,6 +557,37 @@ TEST(MemoryHigh, AboveNinetyPercentIsAWarning) {
   EXPECT_EQ(finding.severity, Severity::kWarning);
   EXPECT_EQ(finding.summary, "GPU 0 memory 97.5% used");
   EXPECT_TRUE(EvidenceHas(finding, "pid 4242 python3: 77.0 GiB"));
+  // Without the process's command line, the action still names trace-alloc.
+  EXPECT_EQ(finding.actions.back(),
+            "If the memory keeps growing, find the calls that allocate it and never free it: run the program again "
+            "as gpudoctor trace-alloc -- COMMAND");
+}
+
+TEST(MemoryHigh, TheActionRunsTheLargestProcessUnderTraceAlloc) {
+  Snapshot snapshot = HealthySnapshot();
+  snapshot.gpus[0].memory_used_bytes = Field<uint64_t>::Value(78ull << 30);
+  snapshot.gpus[0].processes = Field<std::vector<ProcessInfo>>::Value(
+      {{17, "sidecar", Field<uint64_t>::Value(1ull << 30)}, {4242, "python3", Field<uint64_t>::Value(76ull << 30)}});
+  HealthInput input;
+  input.snapshot = &snapshot;
+  input.now = kNow;
+  std::vector<std::pair<uint32_t, std::string>> asked;
+  input.command_lines = [&asked](uint32_t pid, const std::string& name) {
+    asked.emplace_back(pid, name);
+    return std::vector<std::string>{"python3", "train.py", "--run", "my run"};
+  };
+  Finding finding = Single(EvaluateRules(input, DefaultHealthConfig()), "memory_high");
+  EXPECT_EQ(asked, (std::vector<std::pair<uint32_t, std::string>>{{4242, "python3"}})) << "the largest only";
+  EXPECT_TRUE(EvidenceHas(finding, "pid 4242 command line: python3 train.py --run 'my run'"));
+  EXPECT_EQ(finding.actions.back(),
+            "If the memory keeps growing, find the calls that allocate it and never free it: run the program again "
+            "as gpudoctor trace-alloc -- python3 train.py --run 'my run'");
+
+  snapshot.source = "nvidia-smi:capture.xml";  // another machine's processes: /proc here says nothing of them
+  asked.clear();
+  finding = Single(EvaluateRules(input, DefaultHealthConfig()), "memory_high");
+  EXPECT_TRUE(asked.empty());
+  EXPECT_NE(finding.actions.back().find("trace-alloc -- COMMAND"), std::string::npos);
 }
 
 TEST(PcieLinkDegraded, NarrowLinkIsAWarning) {

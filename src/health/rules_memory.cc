@@ -172,8 +172,22 @@ void MemoryHigh(RuleContext& context) {
                                            : std::string("memory not reported")));
       }
     }
-    context.Report("memory_high", Severity::kWarning, RefFor(*gpu),
-                   fmt::format("{} memory {}% used", GpuLabel(*gpu), FormatNumber(percent)), std::move(evidence));
+    // The process holding the most names the program for trace-alloc ({command} in the actions).
+    const ProcessInfo* largest = nullptr;
+    if (gpu->processes.has_value())
+      for (const ProcessInfo& process : gpu->processes.value())
+        if (!largest || process.used_memory_bytes.value_or(0) > largest->used_memory_bytes.value_or(0))
+          largest = &process;
+    std::vector<std::string> command;
+    if (largest && context.input.command_lines && !context.SnapshotCaptured())
+      command = context.input.command_lines(largest->pid, largest->name);
+    if (!command.empty())
+      evidence.push_back(fmt::format("pid {} command line: {}", largest->pid, ShellQuote(command)));
+    Finding& finding =
+        context.Report("memory_high", Severity::kWarning, RefFor(*gpu),
+                       fmt::format("{} memory {}% used", GpuLabel(*gpu), FormatNumber(percent)), std::move(evidence));
+    for (std::string& action : finding.actions)
+      action = ReplaceAll(action, "{command}", command.empty() ? "COMMAND" : ShellQuote(command));
     reported = true;
   }
   if (!reported && checked > 0) {

@@ -1,5 +1,6 @@
 // Rules about heat, fans and power.
 #include <algorithm>
+#include <optional>
 
 #include "common/text.h"
 #include "health/rule_context.h"
@@ -43,29 +44,51 @@ Severity FromSensorStatus(SensorStatus status) {
   }
 }
 
-// The temperatures at which a GPU is too hot: the configured ones, lowered
-// to the GPU's own slowdown or max-operating limit when that is lower.
+// The temperatures a GPU (or its memory) is judged against, and where they
+// come from.
 struct TemperatureLimits {
   double warning_c;
   double critical_c;
-  std::string lowered_by;  // empty when the configured limits apply
+  std::string from;  // "its maximum operating temperature 87 °C", or "" for the configured figures
 };
 
+// The card's own limit when it reports one (the lower of its maximum
+// operating and slowdown temperatures), the warning gpu_limit_margin_c below
+// it; the configured warning_c and critical_c otherwise.
 TemperatureLimits LimitsFor(const GpuSnapshot& gpu, const RuleThresholds& thresholds) {
   const auto& config = thresholds.temperature_high;
   TemperatureLimits limits{config.warning_c, config.critical_c, ""};
-  auto lower_to = [&](const Field<uint32_t>& gpu_limit, std::string_view name) {
-    if (!gpu_limit.has_value() || gpu_limit.value() == 0) return;
-    const double limit = gpu_limit.value();
-    if (limit < limits.critical_c) {
-      limits.critical_c = limit;
-      limits.warning_c = std::min(config.warning_c, limit - config.gpu_limit_margin_c);
-      limits.lowered_by = fmt::format("{} {} °C", name, gpu_limit.value());
-    }
+  if (!config.use_gpu_limits) return limits;
+  std::optional<uint32_t> limit;
+  auto consider = [&](const Field<uint32_t>& gpu_limit, std::string_view name) {
+    if (!gpu_limit.has_value() || gpu_limit.value() == 0 || (limit && gpu_limit.value() >= *limit)) return;
+    limit = gpu_limit.value();
+    limits.from = fmt::format("{} {} °C", name, gpu_limit.value());
   };
-  lower_to(gpu.temperature_slowdown_c, "its slowdown temperature");
-  lower_to(gpu.temperature_max_operating_c, "its maximum operating temperature");
+  consider(gpu.temperature_max_operating_c, "its maximum operating temperature");
+  consider(gpu.temperature_slowdown_c, "its slowdown temperature");
+  if (limit) {
+    limits.critical_c = *limit;
+    limits.warning_c = *limit - config.gpu_limit_margin_c;
+  }
   return limits;
+}
+
+// The memory's limits: only a card that reports its memory's maximum
+// operating temperature is judged (no guide gives one figure for all memory).
+std::optional<TemperatureLimits> MemoryLimitsFor(const GpuSnapshot& gpu, const RuleThresholds& thresholds) {
+  const auto& config = thresholds.temperature_high;
+  if (!config.use_gpu_limits || !gpu.memory_temperature_max_c.has_value() || gpu.memory_temperature_max_c.value() == 0)
+    return std::nullopt;
+  const double limit = gpu.memory_temperature_max_c.value();
+  return TemperatureLimits{limit - config.gpu_limit_margin_c, limit,
+                           fmt::format("its memory's maximum operating temperature {} °C", limit)};
+}
+
+Severity Judge(double temperature, const TemperatureLimits& limits) {
+  return temperature >= limits.critical_c  ? Severity::kCritical
+         : temperature >= limits.warning_c ? Severity::kWarning
+                                           : Severity::kOk;
 }
 
 // A GPU cooled by the chassis airflow: NVML reports no fan for it.
@@ -90,9 +113,10 @@ std::string WhyNoChassisFan(const HostSignals* host) {
 }  // namespace
 
 void TemperatureHigh(RuleContext& context) {
-  size_t checked = 0;
-  bool reported = false, any_lowered = false;
+  size_t checked = 0, own_limits = 0, memories = 0;
+  bool reported = false;
   const GpuSnapshot* hottest = nullptr;
+  double hottest_margin = 0;  // how far the hottest GPU is below its warning
   for (const GpuSnapshot* gpu : context.ReadableGpus()) {
     if (gpu->temperature_c.failed()) {
       context.Report("temperature_high", Severity::kUnknown, RefFor(*gpu),
@@ -104,43 +128,73 @@ void TemperatureHigh(RuleContext& context) {
     if (!gpu->temperature_c.has_value()) continue;
     ++checked;
     const uint32_t temperature = gpu->temperature_c.value();
-    if (hottest == nullptr || temperature > hottest->temperature_c.value()) hottest = gpu;
     const TemperatureLimits limits = LimitsFor(*gpu, context.thresholds);
-    any_lowered |= !limits.lowered_by.empty();
-    Severity severity = temperature >= limits.critical_c  ? Severity::kCritical
-                        : temperature >= limits.warning_c ? Severity::kWarning
-                                                          : Severity::kOk;
-    if (severity == Severity::kOk) continue;
-    std::vector<std::string> evidence{fmt::format("{} temperature: {} °C", GpuLabel(*gpu), temperature),
-                                      fmt::format("warning at {} °C, critical at {} °C", FormatNumber(limits.warning_c),
-                                                  FormatNumber(limits.critical_c))};
-    if (!limits.lowered_by.empty()) evidence.push_back("limits lowered to " + limits.lowered_by);
-    if (gpu->temperature_slowdown_c.has_value()) {
-      evidence.push_back(fmt::format("slowdown at {} °C", gpu->temperature_slowdown_c.value()));
+    own_limits += !limits.from.empty();
+    const double margin = limits.warning_c - temperature;
+    if (hottest == nullptr || margin < hottest_margin) {
+      hottest = gpu;
+      hottest_margin = margin;
     }
-    if (gpu->temperature_shutdown_c.has_value()) {
-      evidence.push_back(fmt::format("shutdown at {} °C", gpu->temperature_shutdown_c.value()));
+    auto limits_line = [](const TemperatureLimits& l) {
+      return fmt::format("warning at {} °C, critical at {} °C ({})", FormatNumber(l.warning_c),
+                         FormatNumber(l.critical_c), l.from.empty() ? "the configured figures" : "from " + l.from);
+    };
+    if (Severity severity = Judge(temperature, limits); severity != Severity::kOk) {
+      std::vector<std::string> evidence{fmt::format("{} temperature: {} °C", GpuLabel(*gpu), temperature),
+                                        limits_line(limits)};
+      if (gpu->temperature_slowdown_c.has_value())
+        evidence.push_back(fmt::format("slowdown at {} °C", gpu->temperature_slowdown_c.value()));
+      if (gpu->temperature_shutdown_c.has_value())
+        evidence.push_back(fmt::format("shutdown at {} °C", gpu->temperature_shutdown_c.value()));
+      if (gpu->fan_speeds_percent.has_value() && !gpu->fan_speeds_percent.value().empty()) {
+        std::vector<std::string> fans;
+        for (uint32_t speed : gpu->fan_speeds_percent.value()) fans.push_back(fmt::format("{}%", speed));
+        evidence.push_back("fans: " + JoinWithAnd(fans));
+      }
+      context.Report("temperature_high", severity, RefFor(*gpu),
+                     fmt::format("{} at {} °C ({} at {} °C)", GpuLabel(*gpu), temperature,
+                                 severity == Severity::kCritical ? "critical" : "warning",
+                                 FormatNumber(severity == Severity::kCritical ? limits.critical_c : limits.warning_c)),
+                     std::move(evidence));
+      reported = true;
     }
-    if (gpu->fan_speeds_percent.has_value() && !gpu->fan_speeds_percent.value().empty()) {
-      std::vector<std::string> fans;
-      for (uint32_t speed : gpu->fan_speeds_percent.value()) fans.push_back(fmt::format("{}%", speed));
-      evidence.push_back("fans: " + JoinWithAnd(fans));
+    const std::optional<TemperatureLimits> memory = MemoryLimitsFor(*gpu, context.thresholds);
+    if (!memory || !gpu->memory_temperature_c.has_value()) continue;
+    ++memories;
+    const uint32_t memory_c = gpu->memory_temperature_c.value();
+    if (Severity severity = Judge(memory_c, *memory); severity != Severity::kOk) {
+      Finding& finding = context.Report(
+          "temperature_high", severity, RefFor(*gpu),
+          fmt::format("{} memory at {} °C ({} at {} °C)", GpuLabel(*gpu), memory_c,
+                      severity == Severity::kCritical ? "critical" : "warning",
+                      FormatNumber(severity == Severity::kCritical ? memory->critical_c : memory->warning_c)),
+          {fmt::format("{} memory temperature: {} °C", GpuLabel(*gpu), memory_c), limits_line(*memory),
+           fmt::format("GPU temperature: {} °C", temperature)});
+      finding.subject = "memory";
+      reported = true;
     }
-    context.Report("temperature_high", severity, RefFor(*gpu),
-                   fmt::format("{} at {} °C ({} at {} °C)", GpuLabel(*gpu), temperature,
-                               severity == Severity::kCritical ? "critical" : "warning",
-                               FormatNumber(severity == Severity::kCritical ? limits.critical_c : limits.warning_c)),
-                   std::move(evidence));
-    reported = true;
   }
   if (reported || checked == 0) return;
-  std::string below = any_lowered ? std::string("their warning limits")
-                                  : FormatNumber(context.thresholds.temperature_high.warning_c) + " °C";
+  std::vector<std::string> evidence;
+  if (own_limits < checked)
+    evidence.push_back(fmt::format("{} report no temperature limit: judged at the configured {} °C warning",
+                                   Plural(checked - own_limits, "GPU", "GPUs"),
+                                   FormatNumber(context.thresholds.temperature_high.warning_c)));
+  if (memories > 0) evidence.push_back(fmt::format("memory judged on {}", Plural(memories, "GPU", "GPUs")));
+  const std::string below =
+      own_limits == 0 ? FormatNumber(context.thresholds.temperature_high.warning_c) + " °C"
+                      : std::string(checked == 1 ? "its warning temperature" : "their warning temperatures");
+  const std::string hottest_line = fmt::format("{} °C, warning at {} °C", hottest->temperature_c.value(),
+                                               FormatNumber(hottest->temperature_c.value() + hottest_margin));
   context.Pass("temperature_high",
-               checked == 1
-                   ? fmt::format("GPU {} below {} ({} °C)", hottest->index, below, hottest->temperature_c.value())
-                   : fmt::format("All {} GPUs below {} (hottest: {} at {} °C)", checked, below, GpuLabel(*hottest),
-                                 hottest->temperature_c.value()));
+               checked == 1 ? fmt::format("GPU {} below {} ({})", hottest->index, below,
+                                          own_limits == 0 ? fmt::format("{} °C", hottest->temperature_c.value())
+                                                          : hottest_line)
+                            : fmt::format("All {} GPUs below {} (nearest: {} at {})", checked, below,
+                                          GpuLabel(*hottest),
+                                          own_limits == 0 ? fmt::format("{} °C", hottest->temperature_c.value())
+                                                          : hottest_line),
+               std::move(evidence));
 }
 
 void FanFailure(RuleContext& context) {
@@ -222,9 +276,14 @@ void ClockThrottle(RuleContext& context) {
       evidence.push_back(fmt::format("power: {} W of {} W", FormatNumber(gpu->power_draw_w.value()),
                                      FormatNumber(gpu->power_limit_w.value())));
     }
+    // The slowdown's source picks the advice: the power system's brake, the
+    // GPU's own heat (cooled by temperature_high's steps), or a board signal.
+    const char* source = (reasons & clock_event::kHwPowerBrakeSlowdown) ? "power_brake"
+                         : (reasons & (clock_event::kSwThermalSlowdown | clock_event::kHwThermalSlowdown)) ? "heat"
+                                                                                                            : "";
     context.Report("clock_throttle", hardware ? Severity::kCritical : Severity::kWarning, RefFor(*gpu),
                    fmt::format("{} clocks slowed: {}", GpuLabel(*gpu), JoinWithAnd(names)), std::move(evidence),
-                   (reasons & clock_event::kHwPowerBrakeSlowdown) ? "power_brake" : "");
+                   source);
     reported = true;
   }
   if (!reported && checked > 0) {

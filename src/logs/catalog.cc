@@ -197,6 +197,7 @@ Result<LogCatalog> LogCatalog::FromToml(std::string_view text, std::string_view 
   }
   TomlReader reader{std::string(origin)};
   LogCatalog catalog;
+  std::vector<std::pair<std::string, std::string>> kind_advice;  // kind, "xid N"
 
   if (const toml::table* kinds = root["kinds"].as_table()) {
     for (const auto& [key, node] : *kinds) {
@@ -209,7 +210,11 @@ Result<LogCatalog> LogCatalog::FromToml(std::string_view text, std::string_view 
       info.severity = reader.Severity(kind["severity"], where + ".severity", EventSeverity::kWarning);
       info.causes = reader.Causes(kind["causes"], where + ".causes");
       info.cause = reader.String(kind["cause"], where + ".cause", true);
-      info.action = reader.String(kind["action"], where + ".action", true);
+      // `advice = "xid 79"`: the Xid's steps, resolved once the Xids are read.
+      std::string advice = reader.String(kind["advice"], where + ".advice", false);
+      if (advice.empty()) info.action = reader.String(kind["action"], where + ".action", true);
+      else if (kind["action"]) reader.Fail(where + " gives both advice and action: one advice text per fault");
+      else kind_advice.emplace_back(name, advice);
       std::string scope = reader.String(kind["scope"], where + ".scope", false);
       if (scope == "host") {
         info.scope = EventScope::kHost;
@@ -242,12 +247,29 @@ Result<LogCatalog> LogCatalog::FromToml(std::string_view text, std::string_view 
       info.severity = reader.Severity(entry["severity"], where + " severity", EventSeverity::kWarning);
       info.causes = reader.Causes(entry["causes"], where + " causes");
       info.also_kinds = reader.Strings(entry["also"], where + " also");
-      info.action = reader.String(entry["action"], where + " action", true);
+      info.steps = reader.Strings(entry["steps"], where + " steps");
+      if (info.steps.empty()) {
+        info.action = reader.String(entry["action"], where + " action", true);
+      } else if (entry["action"]) {
+        reader.Fail(where + " gives both steps and action: one advice text per fault");
+      } else {
+        for (const std::string& step : info.steps) info.action += (info.action.empty() ? "" : " ") + step;
+      }
       catalog.xids_.push_back(std::move(info));
     }
   }
   std::sort(catalog.xids_.begin(), catalog.xids_.end(),
             [](const XidInfo& a, const XidInfo& b) { return a.code < b.code; });
+  for (const auto& [kind, advice] : kind_advice) {
+    std::optional<uint32_t> code = XidOfAdvice(advice);
+    const XidInfo* xid = code ? catalog.FindXid(*code) : nullptr;
+    if (xid == nullptr) {
+      reader.Fail("kinds." + kind + ".advice must name a listed Xid as \"xid N\", not '" + advice + "'");
+      continue;
+    }
+    for (KindInfo& info : catalog.kinds_)
+      if (info.name == kind) info.action = xid->action;
+  }
   catalog.sxids_ = ReadSxids(root, reader);
   catalog.decode_ = ReadDecodeTables(root, reader);
 
@@ -338,6 +360,11 @@ EventSeverity LogCatalog::SeverityOf(std::string_view kind, std::optional<uint32
   }
   const KindInfo* info = FindKind(kind);
   return info ? info->severity : EventSeverity::kWarning;
+}
+
+std::optional<uint32_t> XidOfAdvice(std::string_view advice) {
+  if (!StartsWith(advice, "xid ")) return std::nullopt;
+  return ParseInt<uint32_t>(advice.substr(4));
 }
 
 std::string LogCatalog::TitleOf(std::string_view kind, std::optional<uint32_t> xid) const {

@@ -34,10 +34,19 @@ struct XidInfo {
   EventSeverity severity = EventSeverity::kWarning;
   std::vector<std::string> causes;      // cause tags
   std::vector<std::string> also_kinds;  // extra event kinds an Xid line yields, e.g. "gpu_off_bus"
+  // What to do, as ordered steps when the catalog gives them (`steps`): the
+  // one advice text for this fault, which the rules that judge the same fault
+  // share (`advice = "xid 79"` in data/rules.toml). `action` is the steps as
+  // one paragraph, or the catalog's `action` when it gives no steps.
+  std::vector<std::string> steps;
   std::string action;
 
   bool operator==(const XidInfo&) const = default;
 };
+
+// The Xid an `advice = "xid 79"` key names (data/events.toml kinds,
+// data/rules.toml rules); nullopt when it is not of that form.
+std::optional<uint32_t> XidOfAdvice(std::string_view advice);
 
 // An NVSwitch error code (SXid) from NVIDIA's Fabric Manager User Guide.
 struct SxidInfo {

@@ -8,11 +8,11 @@ namespace gpudoctor {
 namespace {
 
 // Bump when a catalog struct gains, loses or reorders a field.
-constexpr std::string_view kMagic = "gpudoctor-catalog-1\n";
+constexpr std::string_view kMagic = "gpudoctor-catalog-2\n";
 
 // Each catalog struct lists its fields once; writing and reading both walk them.
 template <class V, class T> void Fields(V& v, T& x) requires std::is_same_v<std::remove_const_t<T>, XidInfo> {
-  v(x.code, x.name, x.mnemonic, x.severity, x.causes, x.also_kinds, x.action);
+  v(x.code, x.name, x.mnemonic, x.severity, x.causes, x.also_kinds, x.steps, x.action);
 }
 template <class V, class T> void Fields(V& v, T& x) requires std::is_same_v<std::remove_const_t<T>, SxidInfo> {
   v(x.code, x.name, x.severity, x.action);

@@ -131,6 +131,39 @@ TEST(Catalog, OverrideFileLoadsAndAddingAnXidIsOneLine) {
   EXPECT_NE(extended->FindXid(200), nullptr);
 }
 
+// An Xid's steps are its one advice text: `action` is them as a paragraph,
+// and a kind that reports the same fault takes them with `advice = "xid N"`.
+TEST(Catalog, StepsAreTheOneAdviceAKindCanShare) {
+  std::string text = kMinimal;
+  text.replace(text.find("action = \"reseat\""), 17, "steps = [\"Power-cycle it.\", \"Reseat it.\"]");
+  text += "[kinds.gpu_off_bus]\ntitle = \"off\"\ncause = \"c\"\nadvice = \"xid 79\"\n";
+  auto catalog = LogCatalog::FromToml(text, "steps.toml");
+  ASSERT_TRUE(catalog) << catalog.error().message;
+  EXPECT_EQ(catalog->FindXid(79)->steps, (std::vector<std::string>{"Power-cycle it.", "Reseat it."}));
+  EXPECT_EQ(catalog->FindXid(79)->action, "Power-cycle it. Reseat it.");
+  EXPECT_EQ(catalog->FindKind("gpu_off_bus")->action, "Power-cycle it. Reseat it.");
+
+  std::string both = text;
+  both.replace(both.find("steps = "), 0, "action = \"x\", ");
+  auto refused = LogCatalog::FromToml(both, "both.toml");
+  ASSERT_FALSE(refused);
+  EXPECT_NE(refused.error().message.find("xid 79 gives both steps and action"), std::string::npos)
+      << refused.error().message;
+  std::string unknown = text;
+  unknown.replace(unknown.find("\"xid 79\""), 8, "\"xid 9999\"");
+  refused = LogCatalog::FromToml(unknown, "unknown.toml");
+  ASSERT_FALSE(refused);
+  EXPECT_NE(refused.error().message.find("kinds.gpu_off_bus.advice must name a listed Xid"), std::string::npos)
+      << refused.error().message;
+}
+
+TEST(Catalog, TheBuiltinXid79AndItsKindGiveOneAdvice) {
+  const LogCatalog& catalog = LogCatalog::Builtin();
+  ASSERT_NE(catalog.FindXid(79), nullptr);
+  EXPECT_FALSE(catalog.FindXid(79)->steps.empty());
+  EXPECT_EQ(catalog.FindKind("gpu_off_bus")->action, catalog.FindXid(79)->action);
+}
+
 TEST(Catalog, BadDataIsRejectedWithTheReason) {
   auto expect_error = [](std::string text, const std::string& needle) {
     auto catalog = LogCatalog::FromToml(text, "bad.toml");

@@ -42,6 +42,7 @@ inline constexpr std::tuple kScalarGpuFields = {
     ScalarGpuField{"temperature_slowdown_c", &GpuSnapshot::temperature_slowdown_c},
     ScalarGpuField{"temperature_shutdown_c", &GpuSnapshot::temperature_shutdown_c},
     ScalarGpuField{"temperature_max_operating_c", &GpuSnapshot::temperature_max_operating_c},
+    ScalarGpuField{"memory_temperature_max_c", &GpuSnapshot::memory_temperature_max_c},
     ScalarGpuField{"fan_speeds_percent", &GpuSnapshot::fan_speeds_percent},
     ScalarGpuField{"power_draw_w", &GpuSnapshot::power_draw_w},
     ScalarGpuField{"power_limit_w", &GpuSnapshot::power_limit_w},

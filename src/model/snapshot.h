@@ -121,6 +121,7 @@ struct GpuSnapshot {
   Field<uint32_t> temperature_slowdown_c;
   Field<uint32_t> temperature_shutdown_c;
   Field<uint32_t> temperature_max_operating_c;
+  Field<uint32_t> memory_temperature_max_c;  // the memory's (HBM's) maximum operating temperature
   Field<std::vector<uint32_t>> fan_speeds_percent;  // one entry per fan
   Field<double> power_draw_w;
   Field<double> power_limit_w;          // enforced

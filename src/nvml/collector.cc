@@ -344,6 +344,7 @@ void NvmlCollector::CollectInto(Snapshot& snapshot) {
       snapshot.driver_message = std::move(failed->message);
     } else if (auto* xid = std::get_if<XidEvent>(&message)) {
       snapshot.xid_events.push_back(*xid);
+      snapshot.xid_events.back().time = options.clock->FromSystemTime(xid->time);  // the probe stamps system time
     } else if (std::holds_alternative<ProbeDone>(message)) {
       done = true;
     }

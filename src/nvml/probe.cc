@@ -268,6 +268,8 @@ class GpuReader {
                                                          int{NVML_TEMPERATURE_THRESHOLD_SHUTDOWN});
     Call<&GpuSnapshot::temperature_max_operating_c, unsigned>(gpu, threshold_name, threshold,
                                                               int{NVML_TEMPERATURE_THRESHOLD_GPU_MAX});
+    Call<&GpuSnapshot::memory_temperature_max_c, unsigned>(gpu, threshold_name, threshold,
+                                                           int{NVML_TEMPERATURE_THRESHOLD_MEM_MAX});
     ReadFans(gpu);
   }
 

@@ -280,10 +280,15 @@ class Correlation {
   }
 
   void SharedCause(const CorrelationRule& rule) {
+    std::set<std::string> explained;  // GPUs whose own fault explains what they show
+    for (const Finding& finding : findings_)
+      if (Contains(rule.explained_by, finding.id) && finding.gpu && IsProblem(finding))
+        explained.insert(GpuToken(*finding.gpu));
     std::map<std::string, std::vector<size_t>> by_gpu;  // the GPUs that count, with their findings
     for (size_t i = 0; i < findings_.size(); ++i) {
       const Finding& finding = findings_[i];
-      if (Contains(rule.gpu_rules, finding.id) && finding.gpu && IsProblem(finding) && finding.part_of.empty())
+      if (Contains(rule.gpu_rules, finding.id) && finding.gpu && IsProblem(finding) && finding.part_of.empty() &&
+          !explained.contains(GpuToken(*finding.gpu)))
         by_gpu[GpuToken(*finding.gpu)].push_back(i);
     }
     std::vector<size_t> host_members;

@@ -122,6 +122,20 @@ TEST(FacilityCooling, HalfTheGpusHotIsEnoughButAFewAreTheirOwnProblem) {
   for (const Finding& finding : findings) EXPECT_TRUE(finding.part_of.empty()) << finding.id;
 }
 
+// A card whose own fan stopped is hot because of its fan: it is no evidence
+// against the room, however many of its neighbours are warm.
+TEST(FacilityCooling, AGpuWhoseOwnFanStoppedIsNoEvidenceAgainstTheRoom) {
+  Server server(4);
+  server.Overheat(0);
+  server.Overheat(1);
+  EXPECT_TRUE(Has(server.Judge(), "facility_cooling"));
+  server.snapshot.gpus[1].fan_speeds_percent = Field<std::vector<uint32_t>>::Value({0});
+  std::vector<Finding> findings = server.Judge();
+  ASSERT_NE(Find(findings, "fan_failure"), nullptr);
+  EXPECT_EQ(Find(findings, "facility_cooling"), nullptr);
+  for (const Finding& finding : findings) EXPECT_TRUE(finding.part_of.empty()) << finding.id;
+}
+
 TEST(FacilityCooling, AnInletOutOfRangeMakesEvenOneHotGpuTheFacilitysAndJoinsIt) {
   Server server(8);
   server.Overheat(5);

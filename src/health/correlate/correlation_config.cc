@@ -8,6 +8,7 @@
 #include <array>
 
 #include "common/text.h"
+#include "health/health_config.h"
 #include "health/rule_ids.h"
 #include "health/toml_table_reader.h"
 
@@ -46,6 +47,8 @@ Status ReadBurstCases(const toml::node& node, const std::string& where, std::vec
     reader.Read("category", burst_case.category);
     ReadRemedy(reader, burst_case.remedy);
     if (burst_case.tag.empty()) reader.Fail("tag", "every case needs the cause tag it applies to");
+    if (std::string wrong = CheckRuleCategory(burst_case.category); !burst_case.category.empty() && !wrong.empty())
+      reader.Fail("category", wrong);
     if (auto error = reader.Finish()) return *error;
   }
   cases = std::move(read);
@@ -53,6 +56,8 @@ Status ReadBurstCases(const toml::node& node, const std::string& where, std::vec
 }
 
 Status CheckRule(const CorrelationRule& rule, TomlTableReader& reader) {
+  if (std::string wrong = CheckRuleCategory(rule.category); !rule.category.empty() && !wrong.empty())
+    reader.Fail("category", wrong);
   if (rule.min_share <= 0 || rule.min_share > 1) reader.Fail("min_share", "expected a share above 0 and at most 1");
   if (rule.min_gpus == 0) reader.Fail("min_gpus", "expected at least 1");
   if (rule.within <= Duration::zero()) reader.Fail("within", "expected a duration above 0");
@@ -96,6 +101,7 @@ Status ApplyCorrelation(const std::string& id, const toml::node& node, const std
   reader.Read("gpu_rules", rule.gpu_rules);
   reader.Read("companion_rules", rule.companion_rules);
   reader.Read("host_rules", rule.host_rules);
+  reader.Read("explained_by", rule.explained_by);
   reader.Read("symptom", rule.symptom);
   reader.Read("min_share", rule.min_share);
   reader.Read("min_gpus", rule.min_gpus);

@@ -47,6 +47,10 @@ struct CorrelationRule {
   std::vector<std::string> gpu_rules;
   std::vector<std::string> companion_rules;
   std::vector<std::string> host_rules;
+  // A GPU with a problem finding of one of these counts not: its own fault
+  // explains what it shows (a card whose fan stopped is hot for that reason,
+  // not because of the room).
+  std::vector<std::string> explained_by;
   std::string symptom;     // what those GPUs show, in the root's summary: "past a thermal limit at once"
   double min_share = 0.5;  // of the server's GPUs, unless a host_rules finding is there
   uint32_t min_gpus = 2;   // shared_cause and event_burst

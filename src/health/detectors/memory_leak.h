@@ -15,6 +15,7 @@
 
 #include "health/detectors/gpu_track.h"
 #include "health/detectors/trend_config.h"
+#include "host/process_command_line.h"
 
 namespace gpudoctor {
 
@@ -36,10 +37,6 @@ bool IsLeak(const GrowthAnalysis& growth, const MemoryLeakConfig& config);
 // and `gpudoctor trace-alloc`): "rate 12.0 MiB/min over 30m, peak 10.5 GiB,
 // now 10.4 GiB, unreleased between phases 270.0 MiB".
 std::string DescribeGrowth(const GrowthAnalysis& growth);
-
-// The command line of a running process (pid, and the name NVML gave it),
-// or empty when it cannot be read or is not that process any more.
-using ProcessCommandLines = std::function<std::vector<std::string>(uint32_t pid, const std::string& name)>;
 
 // One finding per GPU naming its leaking processes, the fastest first. With
 // `command_lines`, the evidence carries each one's command line and the first
