@@ -1,6 +1,6 @@
 // The parent's reading of a diagnostic worker's output (one JSON line at a
-// time) and the worker's command line: arbitrary bytes must never crash, and
-// a settled outcome must be consistent.
+// time), the worker's command line and a child diag's summary line: arbitrary
+// bytes must never crash, and a settled outcome must be consistent.
 #include <cstddef>
 #include <cstdint>
 #include <string>
@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "diag/diag_run.h"
+#include "diag/diag_summary.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const std::string_view input(reinterpret_cast<const char*>(data), size);
@@ -33,5 +34,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     start = end + 1;
   }
   (void)gpudoctor::ParseDiagWorkerArguments(arguments);
+  // The same bytes as a child diag's output, read for its summary line.
+  (void)gpudoctor::FindDiagSummary(input);
   return 0;
 }

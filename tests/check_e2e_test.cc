@@ -507,8 +507,8 @@ TEST(UsageEndToEnd, AnUnknownCommandAtAnyLevelNamesTheNearest) {
   ExpectUsage("diag memtst", "gpudoctor diag: unknown command 'memtst'. Did you mean 'memtest'?");
   ExpectUsage("fleet ofenders", "gpudoctor fleet: unknown command 'ofenders'. Did you mean 'offenders'?");
   ExpectUsage("maintenance dnoe dust_cleaning", "gpudoctor maintenance: unknown command 'dnoe'. Did you mean 'done'?");
-  ExpectUsage("diag", "gpudoctor diag: a command is required: 'memtest', 'burn', 'pcie' or 'all' (gpudoctor diag "
-                      "--help describes them).");
+  ExpectUsage("diag", "gpudoctor diag: a command or a level is required: 'memtest', 'burn', 'pcie', 'all' or "
+                      "--level 1|2|3 (gpudoctor diag --help describes them).");
 }
 
 TEST(UsageEndToEnd, AnUnknownOptionNamesTheNearestGlobalOrOwnOption) {

@@ -12,6 +12,7 @@
 #include <filesystem>
 #include <fstream>
 #include <set>
+#include <sstream>
 
 #include "common/scratch_dir.h"
 #include "tests/run_binary.h"
@@ -47,6 +48,22 @@ class Diag : public ::testing::Test {
       if (value.is_object()) lines_.push_back(std::move(value));
     }
     return result;
+  }
+
+  json Summary() const {
+    for (const json& line : lines_)
+      if (line.value("event", "") == "summary") return line;
+    ADD_FAILURE() << "no summary line";
+    return json::object();
+  }
+
+  // The summary's row for `gpu` and `test`.
+  json Row(int gpu, const std::string& test) const {
+    const json summary = Summary();  // kept: the loop walks a part of it
+    for (const json& row : summary["results"])
+      if (row["gpu"] == gpu && row["test"] == test) return row;
+    ADD_FAILURE() << "no summary row for GPU " << gpu << " " << test;
+    return json::object();
   }
 
   std::vector<json> Results() const {
@@ -320,11 +337,95 @@ TEST_F(Diag, TheBadCardsExampleFindsEachCardsFaultAndNoOther) {
     const bool expected = faulty.count({result["gpu"].get<int>(), result["test"].get<std::string>()}) > 0;
     EXPECT_EQ(result["state"], expected ? "faulty" : "passed") << result.dump();
   }
+  // The summary, last, says the same in one line and one row per GPU and test, with the key figures.
+  EXPECT_EQ(lines_.back()["event"], "summary");
+  const json summary = Summary();
+  EXPECT_EQ(summary["exit_code"], 2);
+  EXPECT_EQ(summary["level"], nullptr);
+  EXPECT_EQ(summary["passed"], 9);
+  EXPECT_EQ(summary["faulty"], 3);
+  EXPECT_EQ(summary["results"].size(), 12u);
+  EXPECT_NE(summary["line"].get<std::string>().find("9 passed, 3 FAULTY (GPU 1 memtest, GPU 2 burn, GPU 3 pcie)"),
+            std::string::npos)
+      << summary.dump();
+  EXPECT_EQ(Row(1, "memtest")["unit"], "errors");
+  EXPECT_EQ(Row(1, "memtest")["value"], ResultOf(1, "memtest")["error_count"]);
+  EXPECT_EQ(Row(2, "burn")["unit"], "wrong products");
+  EXPECT_NE(Row(2, "burn")["reason"].get<std::string>().find("wrong matrix product"), std::string::npos);
+  EXPECT_EQ(Row(0, "burn")["unit"], "TFLOP/s");
+  EXPECT_EQ(Row(0, "memtest")["unit"], "GB/s");
+  EXPECT_NEAR(Row(0, "pcie")["value"].get<double>(), ResultOf(0, "pcie")["device_to_host_gb_per_s"].get<double>(),
+              0.01);
+  EXPECT_EQ(Row(0, "pcie")["reason"], "");
   // The memtest's words are all 100% of the same-run copy on the fake's clock.
   const json good_memtest = ResultOf(0, "memtest");
   for (const json& pattern : good_memtest["patterns"])
     EXPECT_NEAR(pattern["share_of_copy"].get<double>(), 1.0, 0.01) << pattern.dump();
   EXPECT_EQ(ResultOf(1, "memtest")["errors"][0]["xor"], "0x00002000");
+}
+
+// A loaded host makes every launch slow on the wall clock (launch_delay_ms):
+// the burn's first progress line comes after more time than the stall
+// timeout allows silence, but each launch counts as progress, so the workers
+// are slow, not hung, and GPU 2's wrong product is found where it is.
+TEST_F(Diag, OnASlowHostTheBadCardsAreStillFoundAndNoGpuIsHung) {
+  REQUIRE_KERNELS();
+  std::ifstream example(testing::Example("diag-bad-cards.toml"));
+  std::stringstream text;
+  text << example.rdbuf();
+  std::string slow = text.str();
+  const std::string table = "[cuda]\nmemory_mib = 16\n";
+  ASSERT_NE(slow.find(table), std::string::npos);
+  // 10 launches to the first verified product (fills, baseline): 6 s, past the 4 s stall timeout.
+  slow.replace(slow.find(table), table.size(), table + "launch_delay_ms = 600\n");
+  const std::string scenario = dir_.Write("slow-bad-cards.toml", slow);
+  RunResult r = Run(scenario, "burn --precision bf16 --matrix 64 --duration 0s --stall-timeout 4s");
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  ASSERT_EQ(Results().size(), 4u) << r.output;
+  for (const json& result : Results()) EXPECT_NE(result["state"], "hung") << result.dump();
+  const json bad = ResultOf(2, "burn");
+  EXPECT_EQ(bad["state"], "faulty") << bad.dump();
+  ASSERT_FALSE(bad["errors"].empty());
+  EXPECT_EQ(bad["errors"][0]["rows"], json::array({17}));
+  EXPECT_EQ(bad["errors"][0]["cols"], json::array({42}));
+  EXPECT_EQ(Summary()["hung"], 0);
+  // The bar moved before the verified products: the preparation and the baseline report too.
+  std::set<std::string> steps;
+  for (const json& line : lines_)
+    if (line["event"] == "progress" && line["gpu"] == 0) steps.insert(line["step"].get<std::string>());
+  EXPECT_TRUE(steps.count("bf16 preparing") && steps.count("bf16 alone") && steps.count("bf16")) << r.output;
+}
+
+TEST_F(Diag, ALevelRunsItsTestsWithItsPatternsAndAnOptionBesideItWins) {
+  REQUIRE_KERNELS();
+  const std::string scenario = Scenario(2, "[cuda]\nmemory_mib = 4\npcie_gbps = 14\np2p_gbps = 14\n");
+  // Level 1's memtest patterns and copies; --duration and --matrix beside it keep the test short.
+  RunResult r = Run(scenario, "--level 1 --duration 0s --matrix 16 --precision fp32");
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  ASSERT_EQ(Results().size(), 6u) << r.output;
+  std::vector<std::string> patterns;
+  const json memtest = ResultOf(0, "memtest");
+  for (const json& pattern : memtest["patterns"]) patterns.push_back(pattern["name"]);
+  EXPECT_EQ(patterns, (std::vector<std::string>{"own_address", "moving_inversions_ones", "moving_inversions_zeros",
+                                                "random_sequence"}));
+  EXPECT_EQ(Summary()["level"], 1);
+  EXPECT_EQ(Summary()["passed"], 6);
+  // `diag all --level 1` is the same run; --pattern beside it wins over the level's patterns.
+  r = Run(scenario, "all --level 1 --pattern walking_ones --duration 0s --matrix 16 --precision fp32 --no-peers");
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  ASSERT_EQ(ResultOf(1, "memtest")["patterns"].size(), 1u);
+  EXPECT_EQ(ResultOf(1, "memtest")["patterns"][0]["name"], "walking_ones");
+  EXPECT_TRUE(ResultOf(0, "pcie")["peers"].empty());
+  // The text output ends with the table and its line.
+  RunResult text = RunGpudoctor("--simulate " + scenario + " diag memtest --level 1 --gpu 1");
+  EXPECT_EQ(text.exit_code, 0) << text.output;
+  EXPECT_NE(text.output.find("Summary (level 1)\n  GPU  test     state"), std::string::npos) << text.output;
+  EXPECT_NE(text.output.find("\n  1    memtest  PASSED "), std::string::npos) << text.output;
+  EXPECT_NE(text.output.find("\n1 GPU, 1 result: 1 passed\n"), std::string::npos) << text.output;
+  // --quiet: the summary alone.
+  r = Run(scenario, "memtest --level 1 --quiet");
+  ASSERT_EQ(lines_.size(), 1u) << r.output;
+  EXPECT_EQ(lines_[0]["event"], "summary");
 }
 
 TEST_F(Diag, ResultsGoToTheAgentsHistoryWhereStatusAndCheckShowThem) {
@@ -371,6 +472,21 @@ TEST_F(Diag, BadCommandLinesAreUsageErrors) {
   EXPECT_EQ(RunGpudoctor("--simulate " + scenario + " diag memtest --pattern nope").exit_code, 64);
   EXPECT_EQ(RunGpudoctor("--simulate " + scenario + " diag burn --duration soon").exit_code, 64);
   EXPECT_EQ(RunGpudoctor("--simulate " + scenario + " diag").exit_code, 64);
+  EXPECT_EQ(RunGpudoctor("--simulate " + scenario + " diag --level 4").exit_code, 64);
+  EXPECT_EQ(RunGpudoctor("--simulate " + scenario + " diag all --level 0").exit_code, 64);
+  EXPECT_EQ(RunGpudoctor("--simulate " + scenario + " diag pcie --transfer-size 0").exit_code, 64);
+  RunResult none = RunGpudoctor("--simulate " + scenario + " diag", Stderr::kCapture);
+  EXPECT_NE(none.output.find("a command or a level is required"), std::string::npos)
+      << none.output;
+}
+
+TEST_F(Diag, HelpSaysWhatEachLevelRunsAndHowLong) {
+  RunResult help = RunGpudoctor("diag --help");
+  EXPECT_EQ(help.exit_code, 0);
+  for (const char* line : {"--level 1  about 20 s: memtest (4 patterns over 50% of free memory, one pass)",
+                           "--level 2  about 3 min:", "--level 3  about 1 h: memtest (every pattern over 90% of "
+                           "free memory, repeated for 20 min), a 40 min verified burn, pcie (1024 MiB copies)"})
+    EXPECT_NE(help.output.find(line), std::string::npos) << line << "\n" << help.output;
 }
 
 TEST_F(Diag, WithoutADriverItCouldNotRun) {

@@ -49,6 +49,8 @@ std::vector<std::string> Lines(const std::string& text) {
   return lines;
 }
 
+bool StartsWith(const std::string& text, const std::string& prefix) { return text.rfind(prefix, 0) == 0; }
+
 json Parse(const std::string& text) {
   auto parsed = json::parse(text, nullptr, false);
   EXPECT_FALSE(parsed.is_discarded()) << text;
@@ -212,6 +214,38 @@ TEST_F(FakeSlurm, PrologExitStatuses) {
   std::filesystem::remove(Path("sinfo.argv"));
   EXPECT_EQ(Slurm(kHealthy, "--prolog --drain").exit_code, 0);
   EXPECT_FALSE(std::filesystem::exists(Path("sinfo.argv")));
+}
+
+// --diag-level: the GPUs are stressed after the check. GPU 1 computes a
+// wrong product: a critical finding that fails the prolog and drains the
+// node; GPU 0 runs a job's process: not tested, and not a fault.
+TEST_F(FakeSlurm, ADiagLevelStressesTheGpusAndAWrongProductFailsTheProlog) {
+  const std::string scenario = Path("wrong-product.toml");
+  WriteFile(scenario,
+            "gpu_count = 2\n[gpu.0]\nprocesses = [{ pid = 4242, name = \"python\", used_memory_mib = 100 }]\n"
+            "[cuda]\nmemory_mib = 8\n[[cuda.fault]]\ngpu = 1\nwrong_product = { row = 3, col = 7, delta = 1.0 }\n");
+  RunResult result = testing::RunGpudoctor("--json slurm --simulate " + scenario +
+                                           " --no-host --no-logs --node node1 --sinfo " + Path("sinfo") +
+                                           " --scontrol " + Path("scontrol") +
+                                           " --prolog --drain --max-drain-share 1 --diag-level 1");
+  EXPECT_EQ(result.exit_code, 1) << result.output;
+  const json outcome = Parse(result.output);
+  EXPECT_EQ(outcome["diag"]["level"], 1);
+  EXPECT_EQ(outcome["diag"]["ran"], true);
+  EXPECT_NE(outcome["diag"]["summary"].get<std::string>().find("FAULTY (GPU 1 burn)"), std::string::npos)
+      << outcome.dump(2);
+  EXPECT_NE(outcome["diag"]["notes"].dump().find("GPU 0 memtest could_not_run: 1 process is running on it"),
+            std::string::npos)
+      << outcome.dump(2);
+  const json& finding = outcome["findings"][0];
+  EXPECT_EQ(finding["id"], "diagnostic_failed");
+  EXPECT_EQ(finding["severity"], "critical");
+  EXPECT_EQ(finding["gpu"], 1);
+  EXPECT_EQ(ScontrolArgv().at(2), "state=drain");
+  EXPECT_TRUE(StartsWith(ScontrolArgv().at(3), "reason=gpudoctor: diagnostic_failed gpu 1: failed gpudoctor diag burn "
+                                               "(level 1): "))
+      << ScontrolArgv().at(3);
+  EXPECT_NE(ScontrolArgv().at(3).find("wrong matrix product"), std::string::npos) << ScontrolArgv().at(3);
 }
 
 TEST_F(FakeSlurm, SlurmProgramsMissingOrFailingAre69) {

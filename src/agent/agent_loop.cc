@@ -28,6 +28,7 @@ AgentLoop::AgentLoop(AgentLoopParts parts, AgentConfig config)
 void AgentLoop::Reconfigure(AgentConfig config) {
   config_ = std::move(config);
   detectors_.Reconfigure(config_.trends);
+  if (parts_.diag) parts_.diag->Reconfigure(config_.diag);
   parts_.history.set_events_window(HistoryWindow());
   parts_.history.set_remediations_window(HistoryWindow());
 }
@@ -65,6 +66,9 @@ void AgentLoop::RunCycle() {
   }
   identities_.Observe(*snapshot);
   identities_.Recall(*snapshot);
+  // A scheduled run's results are in the history by the time the rules read it.
+  if (parts_.diag && parts_.diag->Tick(*snapshot, now, parts_.history.LatestDiagnostics(now)))
+    parts_.history.DiagnosticsChanged();
   RecentEvents arrived;
   arrived.nvml_xids = snapshot->xid_events;
   if (parts_.log) {

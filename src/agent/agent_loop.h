@@ -1,7 +1,8 @@
 // AgentLoop: one sampling cycle of `gpudoctor agent`, run every interval.
 //
 // A cycle collects a snapshot (the hang-proof probe), the host signals and
-// the kernel-log events that arrived, runs the rules, trend detectors and
+// the kernel-log events that arrived, starts a scheduled diagnostic on the
+// idle GPUs when one is due (or takes the end of the one under way), runs the rules, trend detectors and
 // escalations over the history, tells one story per incident (the
 // correlation step), hands the findings to the HistoryRecorder (which decides
 // the incidents at once and writes the history when the disk lets it), sends
@@ -26,6 +27,7 @@
 #include "agent/agent_state.h"
 #include "agent/alert_config.h"
 #include "agent/alert_hub.h"
+#include "agent/diag_schedule.h"
 #include "agent/history_recorder.h"
 #include "agent/kernel_log_follower.h"
 #include "common/clock.h"
@@ -41,11 +43,13 @@
 
 namespace gpudoctor {
 
-// The one --config file feeds the rules, the detectors and the alerts.
+// The one --config file feeds the rules, the detectors, the alerts and the
+// diagnostics schedule.
 struct AgentConfig {
   HealthConfig health;
   TrendConfig trends;
   AlertConfig alerts;
+  DiagScheduleConfig diag;
 };
 
 // What a cycle reads from and writes to; everything must outlive the loop.
@@ -59,6 +63,7 @@ struct AgentLoopParts {
   const Clock& clock;
   std::function<void(const std::string&)> note;  // what the agent tells its operator (stderr)
   std::string hostname;  // reported instead of the machine's own name when set (--hostname)
+  DiagScheduler* diag = nullptr;  // null: no scheduled diagnostics
 };
 
 class AgentLoop {

@@ -20,9 +20,12 @@ class ScriptedSource final : public SnapshotSource {
   Snapshot Collect() override {
     Snapshot snapshot = SyntheticSnapshot(2, clock_.Now());
     snapshot.xid_events = std::exchange(next_xids, {});
+    if (idle)
+      for (GpuSnapshot& gpu : snapshot.gpus) gpu.processes = Field<std::vector<ProcessInfo>>::Value({});
     return snapshot;
   }
   std::vector<XidEvent> next_xids;
+  bool idle = false;  // no compute process on any GPU
 
  private:
   const Clock& clock_;
@@ -45,14 +48,20 @@ AgentConfig XidWindowConfig(Duration window) {
 // One agent run over a shared history; a second run is a restart.
 struct AgentRun {
   AgentRun(FakeClock& clock, std::shared_ptr<HistoryStore> store, Duration window,
-           std::optional<BootRecord> boot = std::nullopt)
+           std::optional<BootRecord> boot = std::nullopt, DiagScheduler* diag = nullptr)
       : source(clock),
         history([store]() -> Result<std::shared_ptr<HistoryStore>> { return store; },
                 {.path = "history.db", .boot = std::move(boot)}),
         state(clock.Now()),
         alerts(clock),
         host(scratch.File(""), commands),
-        loop({.source = source, .history = history, .state = state, .alerts = alerts, .host = host, .clock = clock},
+        loop({.source = source,
+              .history = history,
+              .state = state,
+              .alerts = alerts,
+              .host = host,
+              .clock = clock,
+              .diag = diag},
              XidWindowConfig(window)) {}
 
   // The open incident with this id (and subject), or nullopt.
@@ -265,6 +274,61 @@ TEST(AgentLoop, AnAcknowledgementInTheHistoryResolvesTheIncidentUntilTheFaultRet
   std::optional<StoredFinding> again = run.Open("xid_recent", "48");
   ASSERT_TRUE(again) << "a new Xid after the acknowledgement opens a new incident";
   EXPECT_GT(again->incident_id, xid->incident_id);
+}
+
+// A scheduled diag as `gpudoctor diag --db` would run it: GPU 1's burn finds
+// a wrong product, and the record lands in the agent's history.
+class FaultyBurnLauncher final : public DiagLauncher {
+ public:
+  FaultyBurnLauncher(std::shared_ptr<HistoryStore> store, const Clock& clock)
+      : store_(std::move(store)), clock_(clock) {}
+  Status Start(const DiagRequest& request) override {
+    requests.push_back(request);
+    return {};
+  }
+  std::optional<DiagRunEnd> Poll() override {
+    if (requests.empty() || ended_) return std::nullopt;
+    ended_ = true;
+    for (int gpu : requests.back().gpus) {
+      DiagnosticRecord record{.finished_at = clock_.Now(),
+                              .gpu_index = static_cast<uint32_t>(gpu),
+                              .test = "burn",
+                              .state = gpu == 1 ? "faulty" : "passed",
+                              .summary = gpu == 1 ? "1 wrong matrix product" : "TFLOP/s fp64 50",
+                              .command = "gpudoctor diag burn --gpu " + std::to_string(gpu)};
+      EXPECT_TRUE(store_->RecordDiagnostic(record));
+    }
+    return DiagRunEnd{.exit_code = 2, .summary = "2 GPUs, 2 results: 1 passed, 1 FAULTY (GPU 1 burn)"};
+  }
+  void Stop() override {}
+  std::vector<DiagRequest> requests;
+
+ private:
+  std::shared_ptr<HistoryStore> store_;
+  const Clock& clock_;
+  bool ended_ = false;
+};
+
+// The loop starts a scheduled diag on the idle GPUs and judges, in the cycle
+// the run ends, what it kept in the history.
+TEST(AgentLoop, AScheduledDiagsFaultIsJudgedFromTheHistoryInTheCycleItEnds) {
+  FakeClock clock;
+  auto store = std::make_shared<MemoryHistoryStore>();
+  FaultyBurnLauncher launcher(store, clock);
+  DiagScheduler scheduler(*ParseDiagSchedule("24h"), launcher, clock.Now(), [](const std::string&) {});
+  AgentRun run(clock, store, 1h, std::nullopt, &scheduler);
+  run.source.idle = true;
+  run.loop.RunCycle();  // starts the run
+  ASSERT_EQ(launcher.requests.size(), 1u);
+  EXPECT_EQ(launcher.requests[0].gpus, (std::vector<int>{0, 1}));
+  EXPECT_FALSE(run.Open("diagnostic_failed"));
+  clock.Advance(5s);
+  run.loop.RunCycle();  // the run ended
+  std::optional<StoredFinding> failed = run.Open("diagnostic_failed", "burn");
+  ASSERT_TRUE(failed);
+  EXPECT_EQ(failed->finding.gpu->index, 1u);
+  EXPECT_EQ(failed->finding.severity, Severity::kCritical);
+  EXPECT_EQ(launcher.requests.size(), 1u) << "the next run is a day away";
 }
 
 }  // namespace

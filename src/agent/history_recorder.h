@@ -104,6 +104,8 @@ class HistoryRecorder {
   // into the history from its own process), read from the store at most once
   // a minute; empty until the store opens, and the last read while it fails.
   const std::vector<DiagnosticRecord>& LatestDiagnostics(WallTime now);
+  // A run wrote new diagnostics: the next LatestDiagnostics reads them.
+  void DiagnosticsChanged() { diagnostics_read_at_.reset(); }
   // The open store, for readers on other threads (the HTTP history API); null
   // until it opens.
   std::shared_ptr<const HistoryStore> store() const;

@@ -182,11 +182,17 @@ Result<ProcessOutcome> RunProcess(const ProcessSpec& spec) {
   size_t written = 0;
   int status = 0;
   bool exited = false;
-  const auto deadline = std::chrono::steady_clock::now() + spec.timeout;
+  auto deadline = std::chrono::steady_clock::now() + spec.timeout;
+  bool cancelled = false;
   char buffer[4096];
   while (!exited) {
     exited = ::waitpid(pid, &status, WNOHANG) == pid;
     const auto now = std::chrono::steady_clock::now();
+    if (!exited && !cancelled && spec.cancel != nullptr && spec.cancel->load()) {
+      cancelled = true;
+      ::kill(-pid, SIGTERM);
+      deadline = std::min(deadline, now + kCancelGrace);
+    }
     if (!exited && now >= deadline) {
       ::kill(-pid, SIGKILL);
       ::waitpid(pid, &status, 0);

@@ -12,6 +12,7 @@
 //   if (r && r->Succeeded()) ...
 #pragma once
 
+#include <atomic>
 #include <chrono>
 #include <cstddef>
 #include <string>
@@ -28,7 +29,12 @@ struct ProcessSpec {
   std::string stdin_data;         // then stdin is closed
   Duration timeout = std::chrono::seconds(10);
   size_t max_output_bytes = 4096;  // stdout and stderr together; the rest is discarded
+  // Set from another thread: the child's group gets SIGTERM, and SIGKILL
+  // kCancelGrace later if it has not ended (the agent stopping).
+  const std::atomic<bool>* cancel = nullptr;
 };
+
+inline constexpr auto kCancelGrace = std::chrono::seconds(10);
 
 struct ProcessOutcome {
   bool timed_out = false;  // killed (SIGKILL to its process group) at the deadline

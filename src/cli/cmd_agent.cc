@@ -28,6 +28,7 @@
 #include "agent/agent_state.h"
 #include "agent/alert_config.h"
 #include "agent/alert_hub.h"
+#include "agent/diag_schedule.h"
 #include "agent/history_recorder.h"
 #include "agent/http_server.h"
 #include "agent/kernel_log_follower.h"
@@ -118,8 +119,8 @@ std::optional<std::string> Unreadable(const std::string& path) {
   return file.error().message.substr(path.size() + 2);  // the reason, after "PATH: "
 }
 
-// Reads `path` once for all three parts, so a reload never mixes two
-// versions of the file. Empty `path`: every default.
+// Reads `path` once for every part, so a reload never mixes two versions of
+// the file. Empty `path`: every default.
 Result<AgentConfig> LoadAgentConfig(const std::string& path) {
   AgentConfig config{.health = DefaultHealthConfig()};
   if (path.empty()) return config;
@@ -131,9 +132,12 @@ Result<AgentConfig> LoadAgentConfig(const std::string& path) {
   if (!trends) return Error{path + ": " + trends.error().message};
   auto alerts = ParseAlertConfig(*text);
   if (!alerts) return Error{path + ": " + alerts.error().message};
+  auto diag = ParseDiagScheduleConfig(*text);
+  if (!diag) return Error{path + ": " + diag.error().message};
   config.health = std::move(*health);
   config.trends = std::move(*trends);
   config.alerts = std::move(*alerts);
+  config.diag = *diag;
   return config;
 }
 
@@ -253,6 +257,18 @@ int RunAgent(CommandContext& context, const AgentOptions& options) {
       {.view = state, .history = &history_source, .alert_counters = [&alerts] { return alerts.Counters(); }},
       server_options, clock);
 
+  // Scheduled diagnostics: `gpudoctor diag` as a child, with the options that chose these GPUs.
+  const GlobalOptions& global = context.options;
+  std::vector<std::string> diag_command = {context.executable_path};
+  if (!global.nvml_library.empty()) diag_command.insert(diag_command.end(), {"--nvml-lib", global.nvml_library});
+  if (!global.simulate.empty()) diag_command.insert(diag_command.end(), {"--simulate", global.simulate});
+  ChildDiagLauncher diag_launcher(diag_command, options.db_path);
+  DiagScheduler diag_scheduler(config->diag, diag_launcher, SystemClock::Instance().Now(), Say);
+  if (config->diag.kind != DiagScheduleConfig::Kind::kOff && !options.once) {
+    Say(fmt::format("diag --level {} scheduled {} on idle GPUs", config->diag.level,
+                    DescribeDiagSchedule(config->diag)));
+  }
+
   AgentLoop loop({.source = *made.source,
                   .history = history,
                   .state = state,
@@ -261,7 +277,8 @@ int RunAgent(CommandContext& context, const AgentOptions& options) {
                   .host = host_env,
                   .clock = clock,
                   .note = Say,
-                  .hostname = options.hostname},
+                  .hostname = options.hostname,
+                  .diag = options.once ? nullptr : &diag_scheduler},
                  std::move(*config));
   if (options.once) {
     loop.RunCycle();
@@ -315,6 +332,7 @@ int RunAgent(CommandContext& context, const AgentOptions& options) {
     }
   }
   server.Stop();
+  diag_launcher.Stop();  // a scheduled run under way is interrupted: its GPUs are freed
   if (log) log->Stop();
   alerts.Stop();
   if (size_t unwritten = history.Flush(clock.Now()); unwritten > 0) {
@@ -352,7 +370,9 @@ void RegisterAgentCommand(CLI::App& app, CommandContext& context) {
                       "own (gethostname), which may be short where the fleet knows the FQDN");
   command->footer(
       "Serves /metrics (Prometheus), /api/v1/ (JSON), /healthz and a dashboard at /.\n"
-      "SIGTERM or SIGINT stop it; SIGHUP reloads --config (rules, [detectors], [alerts]).\n"
+      "SIGTERM or SIGINT stop it; SIGHUP reloads --config (rules, [detectors], [alerts], [diag]).\n"
+      "[diag] schedule = \"daily 03:00\" (or \"24h\"), level = 1 runs `gpudoctor diag --level N` on the idle\n"
+      "GPUs (no compute process), one run at a time, its results kept in the history (docs/agent.md).\n"
       "The history (--db) is a record, not a gate: when it cannot be opened or written, sampling,\n"
       "findings, alerts and metrics go on, history_store_failing is reported and writes wait in memory.\n"
       "Exit status: 0 after a clean stop, 64 bad options, 65 bad config or empty token file,\n"

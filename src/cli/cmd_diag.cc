@@ -1,8 +1,10 @@
-// `gpudoctor diag memtest|burn|pcie|all`: prove a GPU good or bad under
-// stress. The GPU work runs in worker processes (diag/diag_run.h) through the
-// CUDA driver, with the kernels this build compiled to PTX; this command
-// watches them, reads NVML before, during and after, follows the kernel log,
-// draws the progress, and judges (cli/diag_judge.h).
+// `gpudoctor diag memtest|burn|pcie|all` and `gpudoctor diag --level 1|2|3`:
+// prove a GPU good or bad under stress. The GPU work runs in worker processes
+// (diag/diag_run.h) through the CUDA driver, with the kernels this build
+// compiled to PTX; this command watches them, reads NVML before, during and
+// after, follows the kernel log, draws the progress, judges
+// (cli/diag_judge.h), and ends with a table of every GPU and test
+// (diag/diag_summary.h). A level (diag/diag_levels.h) sets the run's length.
 // Exit: 0 every GPU passed, 2 a GPU is faulty or hung, 3 a GPU could not be
 // tested, 130 interrupted (docs/exit-codes.md).
 #include <signal.h>
@@ -27,6 +29,7 @@
 #include "common/json_text.h"
 #include "common/suggest.h"
 #include "common/text.h"
+#include "diag/diag_levels.h"
 #include "diag/diag_lock.h"
 #include "diag/diag_run.h"
 
@@ -40,16 +43,20 @@ inline constexpr int kDiagFaulty = 2;        // a GPU is faulty or hung
 inline constexpr int kDiagCouldNotRun = 3;   // a GPU could not be tested
 inline constexpr int kDiagInterrupted = 130;  // stopped by SIGINT or SIGTERM
 
+// What the command line says; an option left out takes the level's value
+// (diag/diag_levels.h), or the plan without a level.
 struct DiagOptions {
+  int level = 0;     // --level; 0: none
   std::string gpus;  // "0,2"; empty: every GPU
-  std::string duration;  // empty: the test's default
-  std::string size = "90%";
+  std::string duration;  // empty: the level's
+  std::string size;      // empty: the level's share for the memtest, 90% for the burn
   std::vector<std::string> patterns;
   std::vector<std::string> precisions;
   uint64_t matrix = 0;
   std::string cublas_library;
-  uint64_t transfer_mib = 256;
+  int64_t transfer_mib = -1;  // -1: the level's
   bool no_peers = false;
+  bool quiet = false;  // only the summary
   std::string stall_timeout = "60s";
   std::string cuda_library;
   std::string log_file;
@@ -132,8 +139,11 @@ Result<double> ParseShare(const std::string& text) {
   return percent / 100.0;
 }
 
-// The command that runs `test` on `gpu` again, as the history shows it.
-std::string CommandFor(DiagTest test, int gpu) { return fmt::format("gpudoctor diag {} --gpu {}", DiagTestName(test), gpu); }
+// The command that runs `test` on `gpu` again, as the history shows it: at the same level.
+std::string CommandFor(DiagTest test, int gpu, int level) {
+  return fmt::format("gpudoctor diag {} --gpu {}{}", DiagTestName(test), gpu,
+                     level != 0 ? fmt::format(" --level {}", level) : "");
+}
 
 // Conclusive results (passed, faulty, hung) go to the agent's history when it
 // has one, so status, check and the dashboard show them.
@@ -154,7 +164,7 @@ void KeepInHistory(const std::vector<std::pair<const DiagVerdict*, const DiagOut
                             .test = DiagTestName(verdict->test),
                             .state = DiagStateName(verdict->state),
                             .summary = verdict->problems.empty() ? verdict->summary : verdict->problems.front(),
-                            .command = CommandFor(verdict->test, verdict->gpu)};
+                            .command = CommandFor(verdict->test, verdict->gpu, options.level)};
     if (const GpuSnapshot* gpu = before.FindGpu(static_cast<uint32_t>(verdict->gpu))) {
       record.uuid = gpu->uuid.value_or("");
       record.pci_bus_id = gpu->pci_bus_id.value_or("");
@@ -173,6 +183,7 @@ void RunDiag(const std::vector<DiagTest>& tests, const DiagOptions& options, Com
     std::fprintf(stderr, "gpudoctor diag: %s\n", message.c_str());
     context.exit_code = code;
   };
+  const DiagPlan& plan = options.level != 0 ? *FindDiagLevel(options.level) : DefaultDiagPlan();
   std::optional<Duration> duration;
   if (!options.duration.empty()) {
     duration = ParseDuration(options.duration);
@@ -182,7 +193,7 @@ void RunDiag(const std::vector<DiagTest>& tests, const DiagOptions& options, Com
   auto stall = ParseDuration(options.stall_timeout);
   if (!stall || stall->count() <= 0)
     return fail(exit_code::kUsage, "--stall-timeout: not a duration: " + options.stall_timeout);
-  auto share = ParseShare(options.size);
+  auto share = options.size.empty() ? Result<double>(plan.memtest_share) : ParseShare(options.size);
   if (!share) return fail(exit_code::kUsage, share.error().message);
   for (const std::string& pattern : options.patterns) {
     const auto& names = MemtestPatternNames();
@@ -200,7 +211,9 @@ void RunDiag(const std::vector<DiagTest>& tests, const DiagOptions& options, Com
   }
   if (options.matrix != 0 && (options.matrix < 16 || options.matrix > 32768))
     return fail(exit_code::kUsage, fmt::format("--matrix: {} is outside 16 to 32768", options.matrix));
-  if (options.transfer_mib == 0 || options.transfer_mib > 16384)
+  const uint64_t transfer_mib =
+      options.transfer_mib < 0 ? plan.transfer_mib : static_cast<uint64_t>(options.transfer_mib);
+  if (transfer_mib == 0 || transfer_mib > 16384)
     return fail(exit_code::kUsage, "--transfer-size: between 1 and 16384 MiB");
 
   // The GPUs, their processes, links and PCI order come from NVML through the hang-proof probe.
@@ -275,11 +288,11 @@ void RunDiag(const std::vector<DiagTest>& tests, const DiagOptions& options, Com
   run.worker_options.cuda_library = options.cuda_library;
   run.worker_options.cublas_library = options.cublas_library;
   run.worker_options.memtest.free_share = *share;
-  run.worker_options.memtest.patterns = options.patterns;
-  run.worker_options.burn.free_share = *share;
+  run.worker_options.memtest.patterns = options.patterns.empty() ? plan.memtest_patterns : options.patterns;
+  if (!options.size.empty()) run.worker_options.burn.free_share = *share;
   run.worker_options.burn.precisions = precisions;
   run.worker_options.burn.matrix = options.matrix;
-  run.worker_options.pcie.transfer_bytes = options.transfer_mib << 20;
+  run.worker_options.pcie.transfer_bytes = transfer_mib << 20;
   run.worker_options.pcie.peers = !options.no_peers;
   run.extra_env.push_back("CUDA_DEVICE_ORDER=PCI_BUS_ID");  // CUDA's ordinals in NVML's order
   std::string log_file = options.log_file;
@@ -301,6 +314,7 @@ void RunDiag(const std::vector<DiagTest>& tests, const DiagOptions& options, Com
   sigaction(SIGINT, &action, nullptr);
   sigaction(SIGTERM, &action, nullptr);
   const bool json_lines = context.options.json;
+  const bool quiet = options.quiet;
 
   struct Done {
     DiagTest test;
@@ -313,21 +327,19 @@ void RunDiag(const std::vector<DiagTest>& tests, const DiagOptions& options, Com
   for (DiagTest test : tests) {
     if (g_interrupted.load() || tested.empty()) break;
     run.worker_options.test = test;
-    const Duration test_duration =
-        duration.value_or(test == DiagTest::kBurn ? Duration(std::chrono::minutes(1)) : Duration::zero());
-    run.worker_options.memtest.duration = test_duration;
-    run.worker_options.burn.duration = test_duration;
+    run.worker_options.memtest.duration = duration.value_or(plan.memtest_duration);
+    run.worker_options.burn.duration = duration.value_or(plan.burn_duration);
     Done& current = done.emplace_back(Done{.test = test});
     std::optional<DiagLogWatch> log_watch;
     if (follow_log) log_watch.emplace(log_file, notes);
     ProgressBoard board(test, test == DiagTest::kPcie ? std::vector<int>{tested.front()} : tested,
-                        !json_lines && isatty(STDERR_FILENO));
+                        !json_lines && !quiet && isatty(STDERR_FILENO));
     {
       DiagSampler sampler(*made.source, current.readings);
       current.outcomes = RunDiagWorkers(
           run,
           [&](int device, const DiagProgress& progress) {
-            if (json_lines) {
+            if (json_lines && !quiet) {
               json line{{"event", "progress"}, {"gpu", device},        {"test", DiagTestName(test)},
                         {"step", progress.step}, {"pass", progress.pass}, {"fraction", progress.fraction},
                         {"rate", progress.rate}, {"unit", RateUnit(test)}};
@@ -371,11 +383,12 @@ void RunDiag(const std::vector<DiagTest>& tests, const DiagOptions& options, Com
     faulty |= verdict->state == DiagState::kFaulty || verdict->state == DiagState::kHung;
     could_not_run |= verdict->state == DiagState::kCouldNotRun;
     interrupted |= verdict->state == DiagState::kInterrupted;
+    if (quiet) continue;
     if (json_lines) std::printf("%s\n", ToJsonText(DiagVerdictJson(*verdict, outcome, before, after)).c_str());
     else PrintDiagVerdict(*verdict, outcome, before, after);
   }
   KeepInHistory(results, before, options, context, notes);
-  for (const std::string& note : notes) {
+  for (const std::string& note : quiet ? std::vector<std::string>{} : notes) {
     if (json_lines) std::printf("%s\n", ToJsonText(json{{"event", "note"}, {"message", note}}).c_str());
     else std::printf("note: %s\n", note.c_str());
   }
@@ -383,13 +396,30 @@ void RunDiag(const std::vector<DiagTest>& tests, const DiagOptions& options, Com
                       : interrupted    ? kDiagInterrupted
                       : could_not_run  ? kDiagCouldNotRun
                                        : exit_code::kOk;
+  const DiagSummary summary = SummarizeDiag(
+      results, context.exit_code, options.level != 0 ? std::optional<int>(options.level) : std::nullopt);
+  if (json_lines) std::printf("%s\n", DiagSummaryJsonText(summary).c_str());
+  else {
+    if (!quiet) std::printf("\n");
+    PrintDiagSummary(stdout, summary);
+  }
 }
 
 // Options every diag subcommand takes.
 void AddCommonOptions(CLI::App* command, DiagOptions& options) {
+  std::string lengths;
+  for (int level = 1; level <= kDiagLevelCount; ++level)
+    lengths += fmt::format("{}{} {}", level == 1 ? "" : ", ", level, FindDiagLevel(level)->about);
+  command->add_option("--level", options.level,
+                      "Run length, as dcgmi diag -r: " + lengths +
+                          " (what each runs: gpudoctor diag --help); an option given beside it wins")
+      ->check(CLI::Range(1, kDiagLevelCount));
+  command->add_flag("--quiet", options.quiet,
+                    "Print only the summary: the table and its line (with --json, the summary line alone)");
   command->add_option("--gpu", options.gpus, "GPUs to test, by NVML index: 0,2 (default: all)");
   command->add_option("--stall-timeout", options.stall_timeout,
-                      "A GPU silent this long is reported hung and its worker ended")
+                      "A GPU whose work stops advancing this long (or 20 times its slowest step, when longer) is "
+                      "reported hung and its worker ended")
       ->capture_default_str();
   command->add_option("--cuda-lib", options.cuda_library, "CUDA driver library to load instead of libcuda.so.1");
   command->add_option("--logs", options.log_file,
@@ -402,7 +432,8 @@ void AddCommonOptions(CLI::App* command, DiagOptions& options) {
 }
 
 void AddMemtestOptions(CLI::App* command, DiagOptions& options) {
-  command->add_option("--size", options.size, "Share of each GPU's free memory to test")->capture_default_str();
+  command->add_option("--size", options.size,
+                      "Share of each GPU's free memory to test (default: the level's; 90% without one)");
   command->add_option("--pattern", options.patterns, "Run only these patterns (repeat the option): " + [] {
     std::string names;
     for (std::string_view name : MemtestPatternNames()) names += (names.empty() ? "" : ", ") + std::string(name);
@@ -418,8 +449,20 @@ void AddBurnOptions(CLI::App* command, DiagOptions& options) {
 }
 
 void AddPcieOptions(CLI::App* command, DiagOptions& options) {
-  command->add_option("--transfer-size", options.transfer_mib, "MiB per copy")->capture_default_str();
+  command->add_option("--transfer-size", options.transfer_mib,
+                      "MiB per copy (default: the level's; 256 without one)");
   command->add_flag("--no-peers", options.no_peers, "Skip the GPU-to-GPU copies");
+}
+
+// memtest, burn and pcie's options together: `diag all` and `diag --level N`.
+void AddAllOptions(CLI::App* command, DiagOptions& options) {
+  AddCommonOptions(command, options);
+  AddMemtestOptions(command, options);
+  AddBurnOptions(command, options);
+  AddPcieOptions(command, options);
+  command->add_option("--duration", options.duration,
+                      "How long the memtest repeats and the burn runs (default: the level's; one memtest pass and a "
+                      "1m burn without one)");
 }
 
 constexpr const char* kExitCodes =
@@ -443,26 +486,44 @@ int RunDiagWorkerCommandLine(int argc, char** argv) {
 void RegisterDiagCommand(CLI::App& app, CommandContext& context) {
   auto* diag = app.add_subcommand(
       "diag", "Stress GPUs to prove them good or bad: memory test, compute burn, PCIe and peer bandwidth");
-  diag->require_subcommand(1);
+  diag->require_subcommand(0, 1);
   diag->footer(
-      "Each GPU is tested by its own worker process, all at once; a GPU that stops answering is reported hung\n"
-      "and its worker ended, so the command always returns. NVML is read before, during and after, and the\n"
-      "kernel log is followed: new uncorrectable ECC errors, retired pages, row remaps or an Xid during a test\n"
-      "make the GPU faulty. Results go to the agent's history when it has one (`status` and `check` show them).\n\n"
+      "Levels (memtest, burn and pcie in turn, like dcgmi diag -r 1|2|3; `diag all --level N` is the same):\n" +
+      DescribeDiagLevels() +
+      "An option given beside --level (--duration, --size, --pattern, --transfer-size...) overrides its value.\n\n"
+      "Each GPU is tested by its own worker process, all at once. A worker reports how far its work got every\n"
+      "second; one whose work stops advancing for --stall-timeout (or 20 times its slowest step, on a slow or\n"
+      "loaded host) is ended and its GPU reported hung, so the command always returns. NVML is read before,\n"
+      "during and after, and the kernel log is followed: new uncorrectable ECC errors, retired pages, row\n"
+      "remaps or an Xid during a test make the GPU faulty. The run ends with a table of every GPU and test and\n"
+      "a summary line. Results go to the agent's history when it has one (`status` and `check` show them).\n\n"
       "Examples:\n"
+      "  gpudoctor diag --level 1                    seconds: is every GPU working?\n"
+      "  gpudoctor diag --level 3 --gpu 3            an hour of stress on a suspect GPU\n"
       "  gpudoctor diag memtest                      every GPU, one pass of every pattern\n"
       "  gpudoctor diag burn --gpu 3 --duration 10m\n"
       "  gpudoctor diag pcie\n"
-      "  gpudoctor diag all --json                   JSON lines: progress, then one result per GPU and test\n\n" +
+      "  gpudoctor diag all --json                   JSON lines: progress, one result per GPU and test, a summary\n\n" +
       std::string(kExitCodes));
   auto options = std::make_shared<DiagOptions>();
+  AddAllOptions(diag, *options);
+  diag->callback([diag, options, &context] {
+    if (!diag->get_subcommands().empty()) return;  // a test ran
+    if (options->level == 0) {
+      std::fprintf(stderr, "gpudoctor diag: a command or a level is required: 'memtest', 'burn', 'pcie', 'all' or "
+                           "--level 1|2|3 (gpudoctor diag --help describes them).\n");
+      context.exit_code = exit_code::kUsage;
+      return;
+    }
+    RunDiag({DiagTest::kMemtest, DiagTest::kBurn, DiagTest::kPcie}, *options, context);
+  });
 
   auto* memtest = diag->add_subcommand(
       "memtest", "Write and check patterns over most of each GPU's free memory; report every bad word");
   AddCommonOptions(memtest, *options);
   AddMemtestOptions(memtest, *options);
   memtest->add_option("--duration", options->duration,
-                      "Repeat the patterns for this long (30m, 2h); default: one pass of every pattern");
+                      "Repeat the patterns for this long (30m, 2h); default: the level's, one pass without one");
   memtest->footer(
       "Patterns: walking ones and zeros, own address, moving inversions (ones, zeros, 8-bit, random, 32-bit\n"
       "shifting), a random sequence, modulo 20 and a stress phase, every access coalesced. Each bad word is\n"
@@ -475,9 +536,9 @@ void RegisterDiagCommand(CLI::App& app, CommandContext& context) {
       "burn", "Matrix products in FP64, FP32, TF32 and BF16 at full load, every result verified");
   AddCommonOptions(burn, *options);
   AddBurnOptions(burn, *options);
-  burn->add_option("--size", options->size, "Share of each GPU's free memory the matrices may take")
-      ->capture_default_str();
-  burn->add_option("--duration", options->duration, "How long to burn, split over the precisions (default 1m)");
+  burn->add_option("--size", options->size, "Share of each GPU's free memory the matrices may take (default 90%)");
+  burn->add_option("--duration", options->duration,
+                   "How long to burn, split over the precisions (default: the level's; 1m without one)");
   burn->footer(
       "Products run through cuBLAS when it is installed (libcublas.so.12 or .11, /usr/local/cuda, or a Python\n"
       "environment's nvidia-cublas wheel), else through gpudoctor's own kernels on the CUDA cores; the result\n"
@@ -499,13 +560,8 @@ void RegisterDiagCommand(CLI::App& app, CommandContext& context) {
   pcie->callback([options, &context] { RunDiag({DiagTest::kPcie}, *options, context); });
 
   auto* all = diag->add_subcommand("all", "memtest, then burn, then pcie");
-  AddCommonOptions(all, *options);
-  AddMemtestOptions(all, *options);
-  AddBurnOptions(all, *options);
-  AddPcieOptions(all, *options);
-  all->add_option("--duration", options->duration,
-                  "How long the memtest repeats and the burn runs (default: one memtest pass, a 1m burn)");
-  all->footer(std::string(kExitCodes));
+  AddAllOptions(all, *options);
+  all->footer("Levels:\n" + DescribeDiagLevels() + "\n" + std::string(kExitCodes));
   all->callback([options, &context] {
     RunDiag({DiagTest::kMemtest, DiagTest::kBurn, DiagTest::kPcie}, *options, context);
   });

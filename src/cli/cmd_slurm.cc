@@ -1,8 +1,10 @@
 // `gpudoctor slurm`: the node check as Slurm's HealthCheckProgram or prolog.
 // A critical finding drains the node (with --drain; a dry run otherwise)
 // unless the circuit breaker holds; a node gpudoctor drained is resumed once
-// it is healthy. Decisions are src/slurm's; this file runs the programs and
-// tells what it did. docs/slurm.md is the operator's guide.
+// it is healthy. With --diag-level N the node's GPUs are stressed after the
+// check (cli/node_diag.h) and a GPU that fails is a finding like the others.
+// Decisions are src/slurm's; this file runs the programs and tells what it
+// did. docs/slurm.md is the operator's guide.
 
 #include <unistd.h>
 
@@ -16,9 +18,11 @@
 
 #include "cli/commands.h"
 #include "cli/node_check.h"
+#include "cli/node_diag.h"
 #include "cli/terminal.h"
 #include "common/json_text.h"
 #include "common/text.h"
+#include "diag/diag_levels.h"
 #include "host/command_runner.h"
 #include "slurm/slurm_control.h"
 
@@ -41,6 +45,7 @@ struct SlurmOptions {
   bool prolog = false;
   std::string scontrol = "scontrol";
   std::string sinfo = "sinfo";
+  int diag_level = 0;  // --diag-level; 0: no stress test
 };
 
 std::string DefaultNodeName() {
@@ -80,7 +85,20 @@ struct SlurmOutcome {
   SlurmPlan plan;
   bool dry_run = true;
   bool prolog = false;
+  int diag_level = 0;
+  std::optional<NodeDiagResult> diag;  // set when the GPUs were stressed
+  std::string diag_skipped;            // why they were not, with --diag-level
 };
+
+nlohmann::json DiagToJson(const SlurmOutcome& outcome) {
+  if (outcome.diag_level == 0) return nullptr;
+  nlohmann::json notes = outcome.diag ? nlohmann::json(outcome.diag->notes) : nlohmann::json::array();
+  if (!outcome.diag_skipped.empty()) notes.push_back(outcome.diag_skipped);
+  return {{"level", outcome.diag_level},
+          {"ran", outcome.diag && outcome.diag->ran},
+          {"summary", outcome.diag && outcome.diag->ran ? nlohmann::json(outcome.diag->line) : nlohmann::json(nullptr)},
+          {"notes", notes}};
+}
 
 nlohmann::json BreakerToJson(const std::optional<SlurmBreaker>& breaker) {
   if (!breaker) return nullptr;
@@ -102,7 +120,8 @@ nlohmann::json OutcomeToJson(const SlurmOutcome& outcome) {
           {"message", outcome.plan.explanation},
           {"breaker", BreakerToJson(outcome.plan.breaker)},
           {"dry_run", outcome.dry_run},
-          {"prolog", outcome.prolog}};
+          {"prolog", outcome.prolog},
+          {"diag", DiagToJson(outcome)}};
 }
 
 // The line that says what gpudoctor did or would do.
@@ -132,6 +151,11 @@ void PrintOutcome(std::FILE* out, const Style& style, const SlurmOutcome& outcom
     std::fprintf(out, "  %-*s %s%s: %s\n", style.color() ? 19 : 8, style.Severity(f.severity).c_str(), f.id.c_str(),
                  gpu.c_str(), SummaryAfterGpu(f).c_str());
   }
+  if (outcome.diag && outcome.diag->ran)
+    std::fprintf(out, "  diag --level %d: %s\n", outcome.diag_level, outcome.diag->line.c_str());
+  for (const std::string& note : outcome.diag ? outcome.diag->notes : std::vector<std::string>{})
+    std::fprintf(out, "  diag note: %s\n", note.c_str());
+  if (!outcome.diag_skipped.empty()) std::fprintf(out, "  diag note: %s\n", outcome.diag_skipped.c_str());
   std::fprintf(out, "%s\n", ActionLine(outcome).c_str());
 }
 
@@ -157,6 +181,15 @@ std::optional<int> Decide(const CommandContext& context, const SlurmOptions& opt
     std::fprintf(stderr, "gpudoctor slurm: %s\n", outcome.check.error->message.c_str());
     return outcome.check.error->exit_code;
   }
+  SubprocessRunner runner;
+  outcome.diag_level = options.diag_level;
+  if (options.diag_level != 0 && outcome.check.worst == Severity::kCritical) {
+    // The node goes out of service anyway; a stress test would only delay that.
+    outcome.diag_skipped = "the GPUs were not stressed: the node check already found a critical problem";
+  } else if (options.diag_level != 0) {
+    outcome.diag = RunNodeDiag(context, options.diag_level, outcome.check.config, runner);
+    AddNodeProblems(outcome.check, outcome.diag->findings);
+  }
   const bool critical = outcome.check.worst == Severity::kCritical;
   // A prolog runs before a job on a node Slurm gave it: there is nothing to resume.
   if (options.prolog && !critical) {
@@ -164,7 +197,6 @@ std::optional<int> Decide(const CommandContext& context, const SlurmOptions& opt
     return std::nullopt;
   }
 
-  SubprocessRunner runner;
   auto sinfo_output = RunSlurmProgram(runner, SinfoCommand(options.sinfo), "--sinfo");
   auto rows = sinfo_output ? ParseSinfoNodes(*sinfo_output) : Result<std::vector<SlurmNodeRow>>(sinfo_output.error());
   if (!rows) {
@@ -243,6 +275,10 @@ void RegisterSlurmCommand(CLI::App& app, CommandContext& context) {
   command->add_flag("--prolog", options->prolog,
                     "Prolog mode: exit 1 on a critical finding so Slurm drains the node and requeues the job "
                     "(exit 0 while the circuit breaker holds)");
+  command->add_option("--diag-level", options->diag_level,
+                      "After the check, stress the node's GPUs with `gpudoctor diag --level N` (1: about 20 s, 2: "
+                      "minutes, 3: an hour); a GPU faulty or hung in it is a finding, diagnostic_failed")
+      ->check(CLI::Range(1, kDiagLevelCount));
   command->add_option("--scontrol", options->scontrol, "scontrol to run")->capture_default_str();
   command->add_option("--sinfo", options->sinfo, "sinfo to run")->capture_default_str();
   command->footer(
@@ -255,11 +291,15 @@ void RegisterSlurmCommand(CLI::App& app, CommandContext& context) {
       "Without --drain it only says what it would do (\"would drain node1: ...\").\n"
       "Circuit breaker: it drains only while (nodes gpudoctor drained + 1) / nodes <= --max-drain-share\n"
       "in every partition of the node, so a bad rule or config cannot empty a cluster; it says so when it holds.\n"
+      "--diag-level N stresses the GPUs after the check (`gpudoctor diag --level N`, ended at the level's\n"
+      "deadline): a GPU faulty in memtest or burn, or hung, is critical (diagnostic_failed); a pcie fault is a\n"
+      "warning; a GPU that could not be tested (busy with a job's processes) is a note, not a fault.\n"
       "\n"
       "Examples:\n"
       "  gpudoctor slurm                                       dry run: what would happen to this node\n"
       "  gpudoctor slurm --drain                               slurm.conf HealthCheckProgram (a wrapper script)\n"
       "  gpudoctor slurm --prolog --drain                      slurm.conf Prolog\n"
+      "  gpudoctor slurm --prolog --drain --diag-level 1       Prolog that also proves the GPUs work (~20 s)\n"
       "  gpudoctor slurm --simulate examples/gpu-fallen-off-bus.toml --node node1   rehearse a fault\n"
       "\n"
       "Exit status: 0 no critical finding (resumed or not), 2 a critical finding (drained, would drain, held\n"
@@ -268,7 +308,8 @@ void RegisterSlurmCommand(CLI::App& app, CommandContext& context) {
       "that cannot be used, 69 sinfo or scontrol missing, failing or not knowing the node.\n"
       "JSON (--json): node, healthy, worst_severity, findings [{id, severity, gpu, summary}], action\n"
       "(none, drain, would_drain, held_by_breaker, resume, would_resume), reason, message, breaker\n"
-      "{partition, nodes, drained_by_gpudoctor, max_share, allowed}, dry_run, prolog. See docs/slurm.md.");
+      "{partition, nodes, drained_by_gpudoctor, max_share, allowed}, dry_run, prolog, diag {level, ran, summary,\n"
+      "notes} or null. See docs/slurm.md.");
   command->callback([&context, options] {
     SlurmOutcome outcome;
     if (std::optional<int> failed = Decide(context, *options, outcome)) {

@@ -4,6 +4,8 @@
 
 #include <map>
 
+#include "common/text.h"
+
 namespace gpudoctor {
 
 namespace {
@@ -200,11 +202,10 @@ std::string Advice(const DiagVerdict& verdict) {
 
 void PrintDiagVerdict(const DiagVerdict& verdict, const DiagOutcome* outcome, const Snapshot& snapshot,
                       const Snapshot& after) {
-  static const char* kLabels[] = {"PASSED", "FAULTY", "HUNG", "COULD NOT RUN", "INTERRUPTED"};
   std::string who = fmt::format("GPU {}", verdict.gpu);
   if (const GpuSnapshot* gpu = snapshot.FindGpu(static_cast<uint32_t>(verdict.gpu)))
     who += fmt::format(" ({}, {})", gpu->name.value_or("?"), gpu->pci_bus_id.value_or("?"));
-  std::printf("%s: %s %s%s\n", who.c_str(), DiagTestName(verdict.test), kLabels[static_cast<int>(verdict.state)],
+  std::printf("%s: %s %s%s\n", who.c_str(), DiagTestName(verdict.test), DiagStateLabel(verdict.state),
               verdict.summary.empty() ? "" : (": " + verdict.summary).c_str());
   for (const std::string& problem : verdict.problems) std::printf("  problem: %s\n", problem.c_str());
   if (outcome != nullptr) PrintDetails(verdict, *outcome);
@@ -216,6 +217,73 @@ void PrintDiagVerdict(const DiagVerdict& verdict, const DiagOutcome* outcome, co
   for (const std::string& note : verdict.notes) std::printf("  note: %s\n", note.c_str());
   if (verdict.state == DiagState::kFaulty || verdict.state == DiagState::kHung)
     std::printf("  What to do: %s.\n", Advice(verdict).c_str());
+}
+
+namespace {
+
+// The key figure of one GPU's test, from what its worker measured.
+void Figure(const DiagVerdict& verdict, const DiagOutcome& outcome, DiagSummaryRow& row) {
+  auto set = [&](double value, std::string unit, std::string figure) {
+    row.value = value;
+    row.unit = std::move(unit);
+    row.figure = std::move(figure);
+  };
+  if (outcome.memtest) {
+    const MemtestResult& r = *outcome.memtest;
+    if (r.error_count > 0) {
+      set(static_cast<double>(r.error_count), "errors",
+          fmt::format("{} error{}", r.error_count, r.error_count == 1 ? "" : "s"));
+      return;
+    }
+    const MemtestPatternResult* slowest = nullptr;
+    for (const MemtestPatternResult& p : r.patterns)
+      if (p.gb_per_s > 0 && (!slowest || p.gb_per_s < slowest->gb_per_s)) slowest = &p;
+    if (slowest) set(slowest->gb_per_s, "GB/s", fmt::format("{:.1f} GB/s", slowest->gb_per_s));
+  } else if (outcome.burn) {
+    int wrong = 0;
+    const BurnPrecisionResult* slowest = nullptr;
+    for (const BurnPrecisionResult& p : outcome.burn->precisions) {
+      wrong += p.wrong_iterations;
+      if (p.tflops > 0 && (!slowest || p.tflops < slowest->tflops)) slowest = &p;
+    }
+    if (wrong > 0) set(wrong, "wrong products", fmt::format("{} wrong product{}", wrong, wrong == 1 ? "" : "s"));
+    else if (slowest)
+      set(slowest->tflops, "TFLOP/s", fmt::format("{} {:.4g} TFLOP/s", slowest->precision, slowest->tflops));
+  } else if (outcome.pcie) {
+    for (const PcieLinkResult& link : outcome.pcie->links) {
+      if (link.device != verdict.gpu || !link.error.empty()) continue;
+      const double slower = std::min(link.host_to_device_gb_per_s, link.device_to_host_gb_per_s);
+      set(slower, "GB/s", fmt::format("{:.1f} GB/s", slower));
+    }
+  }
+}
+
+}  // namespace
+
+DiagSummary SummarizeDiag(const std::vector<std::pair<const DiagVerdict*, const DiagOutcome*>>& results,
+                          int exit_code, std::optional<int> level) {
+  DiagSummary summary{.exit_code = exit_code, .level = level};
+  for (const auto& [verdict, outcome] : results) {
+    DiagSummaryRow row{.gpu = verdict->gpu, .test = verdict->test, .state = verdict->state};
+    if (outcome != nullptr && verdict->state != DiagState::kHung) Figure(*verdict, *outcome, row);
+    if (!verdict->problems.empty()) row.reason = verdict->problems.front();
+    summary.rows.push_back(std::move(row));
+  }
+  CountDiagSummary(summary);
+  return summary;
+}
+
+void PrintDiagSummary(std::FILE* out, const DiagSummary& summary) {
+  std::fprintf(out, "Summary%s\n", summary.level ? fmt::format(" (level {})", *summary.level).c_str() : "");
+  std::fprintf(out, "  %-4s %-8s %-14s %-24s %s\n", "GPU", "test", "state", "figure", "reason");
+  for (const DiagSummaryRow& row : summary.rows) {
+    std::string line = fmt::format("  {:<4} {:<8} {:<14} {:<24} {}", row.gpu, DiagTestName(row.test),
+                                   DiagStateLabel(row.state), row.figure.empty() ? "-" : row.figure,
+                                   FitOneLine(row.reason, 120));
+    while (!line.empty() && line.back() == ' ') line.pop_back();
+    std::fprintf(out, "%s\n", line.c_str());
+  }
+  std::fprintf(out, "%s\n", summary.line.c_str());
 }
 
 }  // namespace gpudoctor

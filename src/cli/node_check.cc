@@ -23,8 +23,22 @@ NodeCheckResult RunNodeCheck(const CommandContext& context, const CheckOptions& 
   }
   result.hostname = run.gathered.snapshot.hostname;
   result.worst = run.assessment.worst;
-  for (const Finding* finding : run.assessment.Problems()) result.problems.push_back(*finding);
+  result.config = std::move(run.config);
+  AddNodeProblems(result, std::move(run.assessment.findings));
   return result;
+}
+
+void AddNodeProblems(NodeCheckResult& result, std::vector<Finding> findings) {
+  for (Finding& finding : findings) {
+    if (finding.severity != Severity::kCritical && finding.severity != Severity::kWarning) continue;
+    if (SeverityRank(finding.severity) > SeverityRank(result.worst)) result.worst = finding.severity;
+    result.problems.push_back(std::move(finding));
+  }
+  // Worst first; among equals, what stands alone or is a root before what is told under a root.
+  std::stable_sort(result.problems.begin(), result.problems.end(), [](const Finding& a, const Finding& b) {
+    if (a.severity != b.severity) return SeverityRank(a.severity) > SeverityRank(b.severity);
+    return a.part_of.empty() && !b.part_of.empty();
+  });
 }
 
 std::vector<const Finding*> HeadlineProblems(const NodeCheckResult& result, Severity at_least) {

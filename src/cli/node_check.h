@@ -38,9 +38,14 @@ struct NodeCheckResult {
   // The critical and warning findings: worst first, and among equals a root
   // cause or a finding that stands alone before the findings told under it.
   std::vector<Finding> problems;
+  HealthConfig config;  // what judged them (--config over the defaults)
 };
 
 NodeCheckResult RunNodeCheck(const CommandContext& context, const CheckOptions& options);
+
+// Adds findings found after the check (a stress test's) in their place among
+// the problems, and makes `worst` count them.
+void AddNodeProblems(NodeCheckResult& result, std::vector<Finding> findings);
 
 // The problems at `at_least` or worse that stand on their own (a finding
 // told under a root is counted through its root), most important first: the

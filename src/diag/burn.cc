@@ -255,7 +255,13 @@ Result<BurnResult> RunBurn(const CudaDriver& cuda, const Cublas* cublas, std::st
 
   const auto share = options.duration / static_cast<int64_t>(precisions.size());
   const auto started = SteadyClock::now();
-  const double total_seconds = std::max(1e-9, std::chrono::duration<double>(options.duration).count());
+  // Each precision is its share of the bar: a slow host that overruns one
+  // precision's time does not make the bar jump to the end.
+  auto fraction = [&](size_t p, SteadyClock::time_point begun, SteadyClock::time_point deadline) {
+    const auto now = SteadyClock::now();
+    const double within = deadline > begun ? std::chrono::duration<double>(now - begun) / (deadline - begun) : 1.0;
+    return (static_cast<double>(p) + std::clamp(within, 0.0, 1.0)) / static_cast<double>(precisions.size());
+  };
   for (size_t p = 0; p < precisions.size(); ++p) {
     const Precision precision = precisions[p];
     size_t free_bytes = 0, total_bytes = 0;
@@ -265,17 +271,35 @@ Result<BurnResult> RunBurn(const CudaDriver& cuda, const Cublas* cublas, std::st
                            : MatrixOrderFor(precision, static_cast<uint64_t>(static_cast<double>(free_bytes) *
                                                                              std::clamp(options.free_share, 0.0, 1.0)));
     if (n == 0) return Error{fmt::format("too little free memory for a {} burn ({} bytes free)", PrecisionName(precision), free_bytes)};
+    const auto deadline = started + share * static_cast<int64_t>(p + 1);
+    const double base = static_cast<double>(p) / static_cast<double>(precisions.size());
+    auto preparing = [&](const char* phase, double tflops) {
+      if (progress)
+        progress({.precision = PrecisionName(precision), .phase = phase, .fraction = base, .tflops = tflops});
+    };
     Burner burner(session, *kernels, cublas, handle, precision, n);
     if (Status s = burner.Prepare(static_cast<unsigned>(2 * p + 1)); !s) return s.error();
+    preparing("preparing", 0);
 
     BurnPrecisionResult entry{.precision = PrecisionName(precision), .engine = engine, .matrix = n};
     // The same product alone: the baseline, after one product to warm up.
     if (Status s = burner.Multiply(); !s) return s.error();
-    auto alone = burner.TimeProducts(3);
-    if (!alone) return alone.error();
-    entry.baseline_tflops = Tflops(n, *alone / 3);
+    preparing("alone", 0);
+    double alone = 0;
+    constexpr int kAloneProducts = 3;
+    for (int i = 0; i < kAloneProducts; ++i) {
+      if (stop && stop()) {
+        result.interrupted = true;
+        return result;
+      }
+      auto took = burner.TimeProducts(1);
+      if (!took) return took.error();
+      alone += *took;
+      preparing("alone", Tflops(n, *took));
+    }
+    entry.baseline_tflops = Tflops(n, alone / kAloneProducts);
 
-    const auto deadline = started + share * static_cast<int64_t>(p + 1);
+    const auto begun = SteadyClock::now();
     double busy = 0;  // seconds of products and their verification, on the device's clock
     do {
       if (stop && stop()) {
@@ -302,9 +326,8 @@ Result<BurnResult> RunBurn(const CudaDriver& cuda, const Cublas* cublas, std::st
         if (result.errors.size() < 100) result.errors.push_back(std::move(error));
       }
       if (progress) {
-        const double elapsed = std::chrono::duration<double>(SteadyClock::now() - started).count();
         progress({.precision = entry.precision,
-                  .fraction = std::min(1.0, elapsed / total_seconds),
+                  .fraction = fraction(p, begun, deadline),
                   .iteration = entry.iterations,
                   .tflops = Tflops(n, *took)});
       }

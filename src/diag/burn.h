@@ -35,8 +35,11 @@ struct BurnOptions {
   double free_share = 0.9;             // of free memory the matrices may take
 };
 
+// Reported after every product: the preparation and the baseline too, so a
+// slow product still shows the burn advancing.
 struct BurnProgress {
   std::string precision;
+  std::string phase;    // "preparing", "alone" (the baseline); empty in the verified loop
   double fraction = 0;  // of the whole burn
   int iteration = 0;
   double tflops = 0;    // the last product's

@@ -4,6 +4,8 @@
 
 #include <algorithm>
 
+#include "diag/progress_pulse.h"
+
 namespace gpudoctor {
 
 DeviceSession::~DeviceSession() {
@@ -17,6 +19,7 @@ DeviceSession::~DeviceSession() {
 }
 
 Status DeviceSession::Call(CUresult status, std::string_view what) const {
+  ProcessWorkPulse().Beat();  // the driver answered: one unit of work done
   if (status == CUDA_SUCCESS) return {};
   return Error{fmt::format("{}: {}", what, cuda_.ErrorMessage(status))};
 }

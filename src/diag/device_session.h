@@ -35,6 +35,7 @@ class DeviceSession {
   DeviceSession& operator=(const DeviceSession&) = delete;
 
   // An error naming `what` and the driver's words when `status` is not success.
+  // Each call counts as a unit of work done (diag/progress_pulse.h).
   Status Call(CUresult status, std::string_view what) const;
 
   // Initialises the driver, and retains and makes current the primary context of `ordinal`.

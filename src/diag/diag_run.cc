@@ -10,12 +10,18 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <atomic>
 #include <cerrno>
+#include <cmath>
+#include <condition_variable>
 #include <cstring>
+#include <mutex>
+#include <thread>
 
 #include "common/json_text.h"
 #include "common/text.h"
+#include "diag/progress_pulse.h"
 
 extern char** environ;
 
@@ -43,6 +49,54 @@ void WriteLine(int fd, const json& line) {
   }
 }
 
+double Seconds(Duration duration) { return std::chrono::duration<double>(duration).count(); }
+
+// The worker's output: whole lines from the test's thread and the heartbeat's.
+class WorkerOutput {
+ public:
+  explicit WorkerOutput(int fd) : fd_(fd) {}
+  void Write(const json& line) {
+    std::lock_guard lock(mutex_);
+    WriteLine(fd_, line);
+  }
+
+ private:
+  int fd_;
+  std::mutex mutex_;
+};
+
+// Sends the pulse's count every kHeartbeatInterval from its own thread, so the
+// parent hears how far the work got while a long kernel runs, or never returns.
+class Heartbeat {
+ public:
+  explicit Heartbeat(WorkerOutput& out) : out_(out), thread_([this] { Loop(); }) {}
+  ~Heartbeat() {
+    {
+      std::lock_guard lock(mutex_);
+      done_ = true;
+    }
+    wake_.notify_all();
+    thread_.join();
+  }
+  Heartbeat(const Heartbeat&) = delete;
+  Heartbeat& operator=(const Heartbeat&) = delete;
+
+ private:
+  void Loop() {
+    std::unique_lock lock(mutex_);
+    while (!wake_.wait_for(lock, kHeartbeatInterval, [this] { return done_; })) {
+      const PulseReading pulse = ProcessWorkPulse().Read();
+      out_.Write({{"event", "heartbeat"}, {"units", pulse.units}, {"slowest_unit_s", Seconds(pulse.slowest_unit)}});
+    }
+  }
+
+  WorkerOutput& out_;
+  std::mutex mutex_;
+  std::condition_variable wake_;
+  bool done_ = false;
+  std::thread thread_;
+};
+
 }  // namespace
 
 // How results cross the pipe from the worker: every field by name, a missing
@@ -68,7 +122,7 @@ struct Worker {
   pid_t pid = -1;
   int fd = -1;
   std::string pending;  // bytes of a line not yet ended
-  SteadyClock::time_point last_heard;
+  StallWatch watch{Duration::zero(), SteadyClock::time_point{}};
   DiagOutcome outcome;
   bool done = false;  // a result or a failure arrived
 };
@@ -117,7 +171,7 @@ Result<Worker> Spawn(const DiagRunOptions& options, const std::vector<int>& devi
   worker.devices = devices;
   worker.pid = pid;
   worker.fd = pipe_fds[0];
-  worker.last_heard = SteadyClock::now();
+  worker.watch = StallWatch(options.stall_timeout, SteadyClock::now());
   worker.outcome.test = options.worker_options.test;
   worker.outcome.devices = devices;
   return worker;
@@ -162,12 +216,16 @@ void Judge(DiagOutcome& outcome) {
   outcome.state = interrupted ? DiagState::kInterrupted : DiagState::kPassed;
 }
 
-void Take(Worker& worker, std::string_view line, const std::function<void(int, const DiagProgress&)>& progress) {
+void Take(Worker& worker, std::string_view line, SteadyClock::time_point now,
+          const std::function<void(int, const DiagProgress&)>& progress) {
   DiagProgress step;
   switch (ReadWorkerLine(line, worker.outcome, step)) {
     case WorkerLine::kProgress:
+      worker.watch.Progressed(now);
+      worker.watch.Pulse(step.units, step.slowest_unit, now);
       if (progress) progress(worker.devices.front(), step);
       break;
+    case WorkerLine::kHeartbeat: worker.watch.Pulse(step.units, step.slowest_unit, now); break;
     case WorkerLine::kFinal: worker.done = true; break;
     case WorkerLine::kIgnored: break;
   }
@@ -189,12 +247,19 @@ WorkerLine ReadWorkerLine(std::string_view line, DiagOutcome& outcome, DiagProgr
   // Fields are read with their types checked: a progress line of the wrong
   // shape is ignored, and a result of the wrong shape is unreadable; no
   // exception leaves here.
-  if (*event == "progress") {
+  if (*event == "progress" || *event == "heartbeat") {
     try {
-      progress = {.step = value.value("step", ""),
-                  .fraction = value.value("fraction", 0.0),
-                  .pass = value.value("pass", 1),
-                  .rate = value.value("rate", 0.0)};
+      const double slowest = value.value("slowest_unit_s", 0.0);
+      const auto units = value.find("units");
+      if (units != value.end() && !units->is_number_unsigned()) return WorkerLine::kIgnored;
+      progress.units = units != value.end() ? units->get<uint64_t>() : 0;
+      progress.slowest_unit = std::chrono::duration_cast<Duration>(
+          std::chrono::duration<double>(std::isfinite(slowest) ? std::clamp(slowest, 0.0, 1e9) : 0.0));
+      if (*event == "heartbeat") return WorkerLine::kHeartbeat;
+      progress.step = value.value("step", "");
+      progress.fraction = value.value("fraction", 0.0);
+      progress.pass = value.value("pass", 1);
+      progress.rate = value.value("rate", 0.0);
       return WorkerLine::kProgress;
     } catch (const json::exception&) {
       return WorkerLine::kIgnored;
@@ -348,17 +413,20 @@ int RunDiagWorker(const DiagWorkerOptions& options, int out_fd) {
   action.sa_handler = OnStopSignal;
   sigaction(SIGINT, &action, nullptr);
   sigaction(SIGTERM, &action, nullptr);
+  WorkerOutput out(out_fd);
   auto cuda = CudaDriver::Load(options.cuda_library);
   if (!cuda) {
-    WriteLine(out_fd, {{"event", "failed"}, {"started", false}, {"message", cuda.error().message}});
+    out.Write({{"event", "failed"}, {"started", false}, {"message", cuda.error().message}});
     return 1;
   }
   bool started = false;
   auto report = [&](std::string step, double fraction, int pass, double rate) {
     started = true;
-    WriteLine(out_fd, {{"event", "progress"}, {"step", std::move(step)}, {"fraction", fraction}, {"pass", pass},
-                       {"rate", rate}});
+    const PulseReading pulse = ProcessWorkPulse().Read();
+    out.Write({{"event", "progress"}, {"step", std::move(step)}, {"fraction", fraction}, {"pass", pass},
+               {"rate", rate}, {"units", pulse.units}, {"slowest_unit_s", Seconds(pulse.slowest_unit)}});
   };
+  std::optional<Heartbeat> heartbeat(std::in_place, out);
   auto stop = [] { return g_worker_stop.load(); };
   Result<json> result = Error{""};
   switch (options.test) {
@@ -379,7 +447,10 @@ int RunDiagWorker(const DiagWorkerOptions& options, int out_fd) {
       }
       auto burn = RunBurn(
           **cuda, cublas.get(), kBurnPtx, options.burn,
-          [&](const BurnProgress& p) { report(p.precision, p.fraction, p.iteration, p.tflops); }, stop);
+          [&](const BurnProgress& p) {
+            report(p.phase.empty() ? p.precision : p.precision + " " + p.phase, p.fraction, p.iteration, p.tflops);
+          },
+          stop);
       if (burn && burn->engine_note.empty()) burn->engine_note = note;
       result = burn ? Result<json>(json(*burn)) : Result<json>(burn.error());
       break;
@@ -391,11 +462,12 @@ int RunDiagWorker(const DiagWorkerOptions& options, int out_fd) {
       break;
     }
   }
+  heartbeat.reset();  // the result is the last line
   if (!result) {
-    WriteLine(out_fd, {{"event", "failed"}, {"started", started}, {"message", result.error().message}});
+    out.Write({{"event", "failed"}, {"started", started}, {"message", result.error().message}});
     return 1;
   }
-  WriteLine(out_fd, {{"event", "result"}, {"result", std::move(*result)}});
+  out.Write({{"event", "result"}, {"result", std::move(*result)}});
   return 0;
 }
 
@@ -442,28 +514,32 @@ std::vector<DiagOutcome> RunDiagWorkers(const DiagRunOptions& options,
         char buffer[65536];
         const ssize_t n = read(worker.fd, buffer, sizeof buffer);
         if (n > 0) {
-          worker.last_heard = now;
           worker.pending.append(buffer, static_cast<size_t>(n));
           for (size_t end; (end = worker.pending.find('\n')) != std::string::npos;) {
-            Take(worker, worker.pending.substr(0, end), progress);
+            Take(worker, worker.pending.substr(0, end), now, progress);
             worker.pending.erase(0, end + 1);
           }
+        } else if (n == 0 || errno != EINTR) {
+          close(worker.fd);  // the worker ended
+          worker.fd = -1;
           continue;
         }
-        if (n < 0 && errno == EINTR) continue;
-        close(worker.fd);  // the worker ended
-        worker.fd = -1;
-        continue;
       }
-      if (now - worker.last_heard > options.stall_timeout) {
+      // Heartbeats arrive while a kernel never returns: judged by progress, not by lines.
+      if (worker.watch.Hung(now)) {
         kill(worker.pid, SIGKILL);
         close(worker.fd);
         worker.fd = -1;
         worker.done = true;
         worker.outcome.state = DiagState::kHung;
+        const Duration slowest = worker.watch.slowest_unit();
         worker.outcome.message = fmt::format(
-            "no answer from the GPU for {}: a kernel or driver call never returned (the worker was ended)",
-            FormatDuration(options.stall_timeout));
+            "no progress from the GPU for {}{}: a kernel or driver call never returned (the worker was ended)",
+            FormatDuration(worker.watch.deadline()),
+            slowest > Duration::zero()
+                ? fmt::format(" ({} times its slowest step so far, {:.2g} s, or --stall-timeout)", kSlowUnitFactor,
+                              Seconds(slowest))
+                : "");
       }
     }
   }

@@ -1,8 +1,10 @@
 // Running diagnostics without ever hanging the command: the GPU work runs in
-// worker processes (`gpudoctor __diag-worker`), which report progress and
-// their result as JSON lines on their standard output. The parent runs them
-// in parallel and ends a worker that has said nothing for `stall_timeout`: a
-// launch that never returns is the GPU's fault (`hung`), never a hung command.
+// worker processes (`gpudoctor __diag-worker`), which report progress, a
+// heartbeat with their count of work done, and their result as JSON lines on
+// their standard output. The parent runs them in parallel and ends a worker
+// whose work has not advanced for its deadline (diag/progress_pulse.h): a
+// launch that never returns is the GPU's fault (`hung`), never a hung command,
+// and a worker slowed by a loaded host is slow, not hung.
 //
 // memtest and burn run one worker per GPU; pcie runs one worker for all the
 // GPUs, which copies between them and times each link alone.
@@ -40,10 +42,11 @@ struct DiagWorkerOptions {
   PcieOptions pcie;
 };
 
-// Runs one test and writes JSON lines to `out_fd`: {"event":"progress",...},
-// then {"event":"result",...} or {"event":"failed","started":bool,
-// "message":...}. Returns the exit status. SIGINT and SIGTERM stop it between
-// kernels, with everything freed.
+// Runs one test and writes JSON lines to `out_fd`: {"event":"progress",...}
+// after each step, {"event":"heartbeat","units":N,"slowest_unit_s":S} every
+// kHeartbeatInterval (diag/progress_pulse.h), then {"event":"result",...} or
+// {"event":"failed","started":bool,"message":...}. Returns the exit status.
+// SIGINT and SIGTERM stop it between kernels, with everything freed.
 int RunDiagWorker(const DiagWorkerOptions& options, int out_fd);
 
 // The worker's command line (after the executable), and its parser.
@@ -62,12 +65,16 @@ enum class DiagState {
 const char* DiagStateName(DiagState state);  // "passed", "faulty", "hung", "could_not_run", "interrupted"
 
 // Progress of any test: the step (a pattern, a precision, a link), how far
-// the whole test is, and the last rate (GB/s, or TFLOP/s for the burn).
+// the whole test is, and the last rate (GB/s, or TFLOP/s for the burn); and
+// the worker's count of units of work done (diag/progress_pulse.h), which
+// heartbeats carry alone.
 struct DiagProgress {
   std::string step;
   double fraction = 0;
   int pass = 1;
   double rate = 0;
+  uint64_t units = 0;
+  Duration slowest_unit{};
 };
 
 // What one worker came back with. The state is the worker's own: the burn's
@@ -84,9 +91,10 @@ struct DiagOutcome {
 };
 
 // How the parent reads one line of a worker's output: a progress line fills
-// `progress`; a result or a failure settles `outcome` (a result of the wrong
-// shape makes it could_not_run); anything else, garbage included, is ignored.
-enum class WorkerLine { kIgnored, kProgress, kFinal };
+// `progress`; a heartbeat fills its units and slowest_unit; a result or a
+// failure settles `outcome` (a result of the wrong shape makes it
+// could_not_run); anything else, garbage included, is ignored.
+enum class WorkerLine { kIgnored, kProgress, kHeartbeat, kFinal };
 WorkerLine ReadWorkerLine(std::string_view line, DiagOutcome& outcome, DiagProgress& progress);
 
 struct DiagRunOptions {
@@ -94,6 +102,7 @@ struct DiagRunOptions {
   std::vector<std::string> extra_env;  // NAME=value for the workers (the simulated scenario)
   DiagWorkerOptions worker_options;    // the device fields are set per worker
   std::vector<int> devices;
+  // The least time without progress before a worker is hung (StallWatch).
   Duration stall_timeout = std::chrono::seconds(60);
 };
 

@@ -123,6 +123,46 @@ TEST_F(Workers, ASilentWorkerIsEndedAsHung) {
   }
 }
 
+TEST(WorkerLines, AHeartbeatCarriesTheCountOfWorkDoneAndNothingElse) {
+  DiagOutcome outcome{.test = DiagTest::kMemtest, .devices = {0}};
+  DiagProgress progress{.step = "own_address"};
+  EXPECT_EQ(ReadWorkerLine("{\"event\":\"heartbeat\",\"units\":42,\"slowest_unit_s\":1.5}", outcome, progress),
+            WorkerLine::kHeartbeat);
+  EXPECT_EQ(progress.units, 42u);
+  EXPECT_EQ(progress.slowest_unit, std::chrono::milliseconds(1500));
+  EXPECT_EQ(progress.step, "own_address");  // not a step
+  EXPECT_EQ(ReadWorkerLine("{\"event\":\"heartbeat\",\"units\":-1}", outcome, progress), WorkerLine::kIgnored);
+  EXPECT_EQ(ReadWorkerLine("{\"event\":\"heartbeat\",\"units\":1,\"slowest_unit_s\":-5}", outcome, progress),
+            WorkerLine::kHeartbeat);
+  EXPECT_EQ(progress.slowest_unit, Duration::zero());
+  EXPECT_EQ(ReadWorkerLine("{\"event\":\"heartbeat\",\"units\":1,\"slowest_unit_s\":1e300}", outcome, progress),
+            WorkerLine::kHeartbeat);
+  EXPECT_LE(progress.slowest_unit, std::chrono::hours(24 * 365 * 100));
+}
+
+// The heartbeat goes on while a kernel never returns: the count, not the
+// line, says whether the work advances.
+TEST_F(Workers, AWorkerWhoseCountStopsIsHungThoughItsHeartbeatGoesOn) {
+  auto outcomes = Run(
+      "echo '{\"event\":\"heartbeat\",\"units\":5,\"slowest_unit_s\":0.001}'\n"
+      "for i in 1 2 3 4 5 6 7 8 9 10; do sleep 0.2; echo '{\"event\":\"heartbeat\",\"units\":5}'; done\n"
+      "echo '{\"event\":\"result\",\"result\":{\"passes\":1}}'\n",
+      std::chrono::milliseconds(500));
+  for (const DiagOutcome& outcome : outcomes) EXPECT_EQ(outcome.state, DiagState::kHung) << outcome.message;
+}
+
+// Once a unit has taken 0.15 s, units 1.4 s apart outlast the 1 s stall
+// timeout but not 20 times the slowest unit: the worker finishes.
+TEST_F(Workers, AWorkerWhoseCountKeepsGrowingSlowlyIsNeverHung) {
+  auto outcomes = Run(
+      "echo '{\"event\":\"heartbeat\",\"units\":1,\"slowest_unit_s\":0.15}'\n"
+      "for n in 2 3; do sleep 0.7; echo '{\"event\":\"heartbeat\",\"units\":1,\"slowest_unit_s\":0.15}';\n"
+      "  sleep 0.7; echo \"{\\\"event\\\":\\\"heartbeat\\\",\\\"units\\\":$n,\\\"slowest_unit_s\\\":1.4}\"; done\n"
+      "echo '{\"event\":\"result\",\"result\":{\"passes\":1}}'\n",
+      std::chrono::seconds(1));
+  for (const DiagOutcome& outcome : outcomes) EXPECT_EQ(outcome.state, DiagState::kPassed) << outcome.message;
+}
+
 TEST_F(Workers, AFailureBeforeTheTestCouldNotRunAndOneDuringItIsFaulty) {
   auto outcomes = Run(
       "if [ \"$4\" = 0 ]; then echo '{\"event\":\"failed\",\"started\":false,\"message\":\"no driver\"}';\n"

@@ -69,6 +69,11 @@ struct HealthInput {
 // finding.
 std::vector<Finding> EvaluateRules(const HealthInput& input, const HealthConfig& config);
 
+// The finding diagnostic_failed makes of a faulty or hung `record` (its
+// severity, evidence, cause and actions), for a caller that judges a run it
+// just made (`gpudoctor slurm --diag-level`) as the agent's history will.
+Finding DiagnosticFailedFinding(const DiagnosticRecord& record, const HealthConfig& config, WallTime now);
+
 // Why a rule that had nothing to judge judged nothing, where it can say
 // ("the GPUs are passively cooled and no chassis fan sensor can be read"):
 // `check` shows it on the checklist line that stays unchecked.

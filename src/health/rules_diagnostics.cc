@@ -9,10 +9,11 @@ namespace {
 
 constexpr std::string_view kRuleId = "diagnostic_failed";
 
-// A faulty memory or a GPU that fails under load loses jobs; a marginal PCIe
-// link mostly slows them down.
+// A faulty memory, a GPU that fails under load or one that stops answering
+// loses jobs; a marginal PCIe link mostly slows them down.
 Severity SeverityOf(const DiagnosticRecord& record) {
-  return record.test == "memtest" || record.test == "burn" ? Severity::kCritical : Severity::kWarning;
+  return record.test == "memtest" || record.test == "burn" || record.state == "hung" ? Severity::kCritical
+                                                                                       : Severity::kWarning;
 }
 
 GpuRef DiagnosedGpu(const DiagnosticRecord& record) {
@@ -81,3 +82,16 @@ void DiagnosticFailed(RuleContext& context) {
 }
 
 }  // namespace gpudoctor::rules_internal
+
+namespace gpudoctor {
+
+Finding DiagnosticFailedFinding(const DiagnosticRecord& record, const HealthConfig& config, WallTime now) {
+  const HealthInput input{.now = now};
+  std::vector<Finding> findings;
+  std::vector<UncheckedRule> unchecked;
+  rules_internal::RuleContext context(input, config, findings, unchecked);
+  rules_internal::ReportFault(context, record);
+  return std::move(findings.front());
+}
+
+}  // namespace gpudoctor

@@ -69,6 +69,28 @@ TEST(DiagnosticFailed, AHungBurnIsCriticalAndAFaultyPcieTestAWarning) {
   EXPECT_TRUE(ActionsHave(findings[1], "gpudoctor diag pcie --gpu 0 --duration 10m"));
 }
 
+TEST(DiagnosticFailed, AGpuHungInThePcieTestIsCriticalToo) {
+  const Snapshot snapshot = HealthySnapshot(1);
+  const std::vector<DiagnosticRecord> diagnostics{Record(0, "pcie", "hung", 1h)};
+  const std::vector<Finding> findings = WithId(EvaluateWith(&diagnostics, &snapshot), "diagnostic_failed");
+  ASSERT_EQ(findings.size(), 1u);
+  EXPECT_EQ(findings[0].severity, Severity::kCritical);
+}
+
+// A run just made (gpudoctor slurm --diag-level) is judged as the history will judge it.
+TEST(DiagnosticFailed, ARunJustMadeGetsTheFindingTheHistoryWouldGive) {
+  const Snapshot snapshot = HealthySnapshot(2);
+  const DiagnosticRecord record = Record(1, "burn", "faulty", 0h);
+  const std::vector<DiagnosticRecord> diagnostics{record};
+  const Finding from_history = Single(EvaluateWith(&diagnostics, &snapshot), "diagnostic_failed");
+  const Finding made = DiagnosticFailedFinding(record, DefaultHealthConfig(), record.finished_at);
+  EXPECT_EQ(made.severity, from_history.severity);
+  EXPECT_EQ(made.cause, from_history.cause);
+  EXPECT_EQ(made.actions, from_history.actions);
+  EXPECT_EQ(made.subject, "burn");
+  EXPECT_EQ(made.gpu->index, 1u);
+}
+
 TEST(DiagnosticFailed, OlderFaultsPassedRunsAndBoardsThatLeftAreNoFinding) {
   const Snapshot snapshot = HealthySnapshot(2);
   DiagnosticRecord replaced = Record(1, "memtest", "faulty", 1h);

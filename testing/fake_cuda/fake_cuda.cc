@@ -12,6 +12,7 @@
 
 #include <toml++/toml.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
@@ -89,6 +90,9 @@ struct State {
   std::vector<FakeDevice> devices;
   int current = -1;
   bool peer_access = true;
+  // A loaded host: every kernel launch and product also waits this long on
+  // the wall clock (never on the device's clock, so rates stay the scenario's).
+  std::chrono::milliseconds launch_delay{0};
 };
 
 std::mutex g_mutex;
@@ -124,8 +128,8 @@ constexpr const char* kKernelNames[kKindCount] = {
 // scenario: said on stderr, and cuInit fails.
 Status CheckKeys(const toml::table* cuda, const char* path) {
   if (cuda == nullptr) return {};
-  static const std::set<std::string> kCuda = {"memory_mib", "sms",         "gemm_ms", "memory_gbps",
-                                              "pcie_gbps",  "p2p_gbps",    "peer_access", "fault"};
+  static const std::set<std::string> kCuda = {"memory_mib", "sms",      "gemm_ms",     "memory_gbps",    "pcie_gbps",
+                                              "p2p_gbps",   "peer_access", "fault", "launch_delay_ms"};
   static const std::set<std::string> kFault = {"gpu",           "stuck_bits",     "flip_rate",   "hang_at_launch",
                                                "lost_at_launch", "free_mib",      "wrong_product", "slow_factor",
                                                "memory_gbps",    "pcie_gbps",     "corrupt_copies", "seed"};
@@ -173,6 +177,7 @@ CUresult Load() {
   const double pcie_gbps = cuda ? (*cuda)["pcie_gbps"].value_or(0.0) : 0.0;
   const double p2p_gbps = cuda ? (*cuda)["p2p_gbps"].value_or(0.0) : 0.0;
   g_state.peer_access = cuda ? (*cuda)["peer_access"].value_or(true) : true;
+  g_state.launch_delay = std::chrono::milliseconds(cuda ? (*cuda)["launch_delay_ms"].value_or<int64_t>(0) : 0);
   for (const GpuSpec& gpu : scenario->gpus) {
     FakeDevice device;
     device.name = gpu.Text(GpuField::kName);
@@ -291,17 +296,28 @@ void AfterProduct(FakeDevice& device, T* c, uint64_t n) {
   TakesModelled(std::chrono::duration<double, std::milli>(device.gemm_ms * device.slow_factor));
 }
 
-// C = A B, column-major n x n, entries loaded as Acc.
+// C = A B, column-major n x n, entries loaded as Acc. Each column of C is
+// built from A's columns, read in order: the entries are small integers, so
+// the sums are exact in any order and the CPU's caches decide the speed.
 template <typename Stored, typename Acc, typename Load>
 void Product(FakeDevice& device, const Stored* a, const Stored* b, Acc* c, uint64_t n, Load load) {
+  std::vector<Acc> a_column(n);
   for (uint64_t col = 0; col < n; ++col) {
-    for (uint64_t row = 0; row < n; ++row) {
-      Acc sum = 0;
-      for (uint64_t k = 0; k < n; ++k) sum += load(a[row + k * n]) * load(b[k + col * n]);
-      c[row + col * n] = sum;
+    Acc* c_column = c + col * n;
+    std::fill(c_column, c_column + n, Acc(0));
+    for (uint64_t k = 0; k < n; ++k) {
+      const Acc b_entry = load(b[k + col * n]);
+      if (b_entry == Acc(0)) continue;
+      const Stored* a_k = a + k * n;
+      for (uint64_t row = 0; row < n; ++row) c_column[row] += load(a_k[row]) * b_entry;
     }
   }
   AfterProduct(device, c, n);
+}
+
+// What a loaded host does to every launch: its wall time grows.
+void LoadedHostDelay(std::chrono::milliseconds delay) {
+  if (delay.count() > 0) std::this_thread::sleep_for(delay);
 }
 
 void RunBurnKernel(FakeDevice& device, Kind kind, void** params) {
@@ -619,6 +635,9 @@ FAKE_CUDA_EXPORT CUresult cuLaunchKernel(CUfunction function, unsigned int, unsi
     RunBurnKernel(*device, kind, params);
     TakesModelled(std::chrono::duration<double>(0));  // fills and sums: small next to a product
   }
+  const auto delay = g_state.launch_delay;
+  lock.unlock();
+  LoadedHostDelay(delay);
   return CUDA_SUCCESS;
 }
 
@@ -703,7 +722,7 @@ FAKE_CUDA_EXPORT cublasStatus_t cublasGetVersion_v2(cublasHandle_t, int* version
 FAKE_CUDA_EXPORT cublasStatus_t cublasGemmEx(cublasHandle_t, int transa, int transb, int m, int n, int k,
                                              const void*, const void* a, int a_type, int lda, const void* b, int,
                                              int ldb, const void*, void* c, int c_type, int ldc, int, int) {
-  std::lock_guard lock(g_mutex);
+  std::unique_lock lock(g_mutex);
   FakeDevice* device = Current();
   // The fake does what the burn asks: square, untransposed, alpha 1 and beta 0.
   if (device == nullptr || transa != 0 || transb != 0 || m != n || n != k || lda != n || ldb != n || ldc != n)
@@ -721,5 +740,8 @@ FAKE_CUDA_EXPORT cublasStatus_t cublasGemmEx(cublasHandle_t, int transa, int tra
   } else {
     return 15;  // CUBLAS_STATUS_NOT_SUPPORTED
   }
+  const auto delay = g_state.launch_delay;
+  lock.unlock();
+  LoadedHostDelay(delay);
   return 0;
 }
