@@ -27,11 +27,12 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "assess/assessment_json.h"
+#include "assess/recent_history.h"
 #include "assess/verdict.h"
 #include "cli/check_inputs.h"
 #include "cli/commands.h"
 #include "cli/terminal.h"
-#include "assess/recent_history.h"
 #include "common/json_text.h"
 #include "common/text.h"
 #include "health/catalog_event_grader.h"
@@ -283,6 +284,9 @@ void RegisterTriageCommand(CLI::App& app, CommandContext& context) {
       json["history"] = RecentHistoryToJson(history);
       json["verdict"] = VerdictToJson(verdict);
       json["findings"] = FindingsToJson(run.assessment.findings);
+      json["not_checked"] = NotCheckedToJson(run.assessment.unchecked);
+      json["gpus"] = GpuVerdictsToJson(run.assessment,
+                                       run.gathered.diagnostics ? &*run.gathered.diagnostics : nullptr);
       std::printf("%s\n", ToJsonText(json, 2).c_str());
     } else {
       PrintTriage(stdout, Style(context.options.color, stdout), run, hosts, history, verdict);

@@ -8,8 +8,10 @@
 #include <climits>
 #include <cstdio>
 #include <cstdlib>
+#include <chrono>
 #include <exception>
 #include <iostream>
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -91,7 +93,13 @@ int main(int argc, char** argv) {
   app.add_option("--simulate", options.simulate,
                  "Run against the fake NVML library driven by this scenario file (see docs/scenarios.md)");
   app.add_option("--probe-timeout", options.probe_deadline_s,
-                 "Seconds an NVML probe may take before it is reported as hung")
+                 "How long an NVML probe may take before it is reported as hung: seconds, or 500ms, 2s, 1m")
+      ->transform([](std::string value) {
+        // A duration ("2s") becomes seconds; a plain number is seconds already.
+        if (std::optional<Duration> duration = ParseDuration(value); duration && !ParseDouble(value))
+          return fmt::format("{}", std::chrono::duration<double>(*duration).count());
+        return value;
+      })
       ->check(CLI::Range(0.1, 3600.0))
       ->capture_default_str();
   app.add_flag("--json", options.json, "Print machine-readable JSON");
