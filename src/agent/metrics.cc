@@ -528,7 +528,7 @@ class Renderer {
                   {{"name", Identity(gpu.name, &KnownGpuIdentity::name, gpu)},
                    {"serial", Identity(gpu.serial, &KnownGpuIdentity::serial, gpu)},
                    {"slot", options_.machine.SlotOf(Identity(gpu.pci_bus_id, &KnownGpuIdentity::pci_bus_id, gpu))},
-                   {"identity", gpu.last_known && IdentityUnreadable(gpu) ? "last_known" : "read"},
+                   {"identity", IdentityKnowledgeName(IdentityKnowledgeOf(gpu))},
                    {"vbios_version", FieldText(gpu.vbios_version)},
                    {"driver_version", FieldText(input_.snapshot->driver_version)}},
                   1);

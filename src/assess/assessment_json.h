@@ -8,6 +8,10 @@
 //             "diagnostics": [...]}],
 //   "sources": [{"source": "kernel log", "status": "read", "detail": "..."}],
 //   "not_checked": [{"rule": "fan_failure", "reason": "..."}]
+//
+// "identity" is "read" (from the card now), "last_known" (remembered: the card
+// no longer answers) or "unknown" (nothing names the card: no UUID, serial or
+// PCI address was ever read, and no history or log line recalls one).
 #pragma once
 
 #include <span>

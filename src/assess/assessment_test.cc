@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include "assess/assessment_json.h"
+#include "assess/identity.h"
 #include "health/catalog_event_grader.h"
 #include "health/health_test_support.h"
 #include "logs/catalog.h"
@@ -84,6 +86,27 @@ TEST(Assess, ALostGpuKeepsItsIdentityAndItsXidIsPartOfTheLoss) {
     if (other.index == 3) continue;
     EXPECT_EQ(other.health, Severity::kOk) << "GPU " << other.index;
   }
+}
+
+// Every output labels how a GPU's identity is known; a GPU that never
+// answered and that nothing recalls is "unknown", never "read".
+TEST(Assess, TheJsonSaysHowEachIdentityIsKnown) {
+  Snapshot snapshot = HealthySnapshot(3);
+  const std::string uuid = snapshot.gpus[1].uuid.value(), bus = snapshot.gpus[1].pci_bus_id.value();
+  snapshot.gpus[1].MarkUnreadable(AccessError::kGpuLost, "GPU is lost");
+  snapshot.gpus[1].last_known = KnownGpuIdentity{.uuid = uuid, .pci_bus_id = bus, .source = "the kernel log"};
+  snapshot.gpus[2].MarkUnreadable(AccessError::kGpuLost, "GPU is lost");
+  const Assessment assessment = AssessWith({.snapshot = &snapshot, .now = kNow});
+  const nlohmann::json gpus = GpuVerdictsToJson(assessment, nullptr);
+  ASSERT_EQ(gpus.size(), 3u);
+  EXPECT_EQ(gpus[0]["identity"], "read");
+  EXPECT_EQ(gpus[1]["identity"], "last_known");
+  EXPECT_EQ(gpus[1]["identity_source"], "the kernel log");
+  EXPECT_EQ(gpus[2]["identity"], "unknown");
+  EXPECT_TRUE(gpus[2]["uuid"].is_null());
+  EXPECT_STREQ(IdentityKnowledgeName(IdentityKnowledgeOf(snapshot.gpus[0])), "read");
+  EXPECT_STREQ(IdentityKnowledgeName(IdentityKnowledgeOf(snapshot.gpus[1])), "last_known");
+  EXPECT_STREQ(IdentityKnowledgeName(IdentityKnowledgeOf(snapshot.gpus[2])), "unknown");
 }
 
 TEST(Assess, ProblemsComeWorstFirstAndRootsBeforeWhatTheyTell) {

@@ -39,6 +39,23 @@ bool IdentityUnreadable(const GpuSnapshot& gpu) {
   return gpu.access_error != AccessError::kNone || (!gpu.uuid.has_value() && !gpu.pci_bus_id.has_value());
 }
 
+const char* IdentityKnowledgeName(IdentityKnowledge knowledge) {
+  switch (knowledge) {
+    case IdentityKnowledge::kRead: return "read";
+    case IdentityKnowledge::kLastKnown: return "last_known";
+    case IdentityKnowledge::kUnknown: return "unknown";
+  }
+  return "unknown";
+}
+
+IdentityKnowledge IdentityKnowledgeOf(const GpuSnapshot& gpu) {
+  if (!IdentityUnreadable(gpu)) return IdentityKnowledge::kRead;
+  if (gpu.last_known) return IdentityKnowledge::kLastKnown;
+  // Unreadable now, yet a serial or address read before the failure still names the card.
+  const bool named = gpu.uuid.has_value() || gpu.serial.has_value() || gpu.pci_bus_id.has_value();
+  return named ? IdentityKnowledge::kRead : IdentityKnowledge::kUnknown;
+}
+
 void IdentityMemory::Observe(const Snapshot& snapshot) {
   for (const GpuSnapshot& gpu : snapshot.gpus) {
     if (IdentityUnreadable(gpu)) continue;

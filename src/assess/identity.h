@@ -26,6 +26,13 @@ namespace gpudoctor {
 // True when the GPU cannot say which card it is now.
 bool IdentityUnreadable(const GpuSnapshot& gpu);
 
+// How a GPU's identity is known, as every output labels it ("identity"):
+// read from the card now, remembered from before it stopped answering, or
+// not known at all (a GPU that never answered, with nothing that names it).
+enum class IdentityKnowledge { kRead, kLastKnown, kUnknown };
+const char* IdentityKnowledgeName(IdentityKnowledge knowledge);  // "read", "last_known", "unknown"
+IdentityKnowledge IdentityKnowledgeOf(const GpuSnapshot& gpu);
+
 class IdentityMemory {
  public:
   // Remembers each GPU that answers, by index.

@@ -56,9 +56,16 @@ void PrintFindings(std::FILE* out, const Style& style, const std::vector<Finding
 void PrintRememberedIdentities(std::FILE* out, const Style& style, const Assessment& assessment) {
   bool header = false;
   for (const GpuVerdict& gpu : assessment.gpus) {
-    if (!gpu.identity_from_memory) continue;
-    if (!header) std::fprintf(out, "\n%s\n", style.Bold("GPUs that do not answer, by what they were last seen as").c_str());
+    const bool unknown = !gpu.identity_from_memory && gpu.identity.uuid.empty() && gpu.identity.serial.empty() &&
+                         gpu.identity.pci_bus_id.empty();
+    if (!gpu.identity_from_memory && !unknown) continue;
+    if (!header) std::fprintf(out, "\n%s\n", style.Bold("GPUs that do not answer, named as they were last seen").c_str());
     header = true;
+    if (unknown) {
+      std::fprintf(out, "  GPU %-3u identity unknown: it answered nothing, and no history or kernel log line names it "
+                   "(a running agent remembers each card for next time)\n", gpu.index);
+      continue;
+    }
     std::vector<std::string> parts;
     if (!gpu.name.empty()) parts.push_back(gpu.name);
     if (!gpu.identity.serial.empty()) parts.push_back("serial " + gpu.identity.serial);

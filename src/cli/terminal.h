@@ -30,7 +30,8 @@ void PrintFindings(std::FILE* out, const Style& style, const std::vector<Finding
 
 // "GPU 3 does not answer; last known as NVIDIA H100 80GB HBM3, serial 1320..., at
 // 0000:61:00.0 (the agent's history)" for each GPU named by what it was last
-// seen as: the card to pull. Nothing when every GPU says which card it is.
+// seen as: the card to pull; a GPU that nothing names is said to be of
+// unknown identity. Nothing when every GPU says which card it is.
 void PrintRememberedIdentities(std::FILE* out, const Style& style, const Assessment& assessment);
 
 }  // namespace gpudoctor
