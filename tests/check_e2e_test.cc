@@ -193,6 +193,17 @@ TEST(CheckEndToEnd, ExitStatusFollowsTheWorstFinding) {
   EXPECT_EQ(Gpudoctor("check --from-smi " + Sample("011.txt")).exit_code, 1);  // remapped rows pending: warning
 }
 
+// --from is the name for every pasted output; --from-smi stays.
+TEST(CheckEndToEnd, FromReadsTheListsAndWarningsOperatorsPaste) {
+  const std::string reports = std::string(GPUDOCTOR_SOURCE_DIR) + "/testdata/health/nvidia_smi/";
+  auto nvlink = Gpudoctor("--json check --from " + reports + "101.txt");
+  EXPECT_EQ(nvlink.exit_code, 2) << nvlink.output;
+  EXPECT_NE(nvlink.output.find("\"nvlink_down\""), std::string::npos) << nvlink.output;
+  auto inforom = Gpudoctor("--json check --from-smi " + reports + "102.txt");
+  EXPECT_EQ(inforom.exit_code, 1) << inforom.output;
+  EXPECT_NE(inforom.output.find("\"inforom_corrupted\""), std::string::npos) << inforom.output;
+}
+
 TEST(CheckEndToEnd, JsonHasTheDocumentedShape) {
   auto result = Gpudoctor("--json check --no-host --no-logs --simulate " + Example("overheating.toml"));
   json check = Parse(result.output);

@@ -13,9 +13,10 @@ std::string AgentHistoryPath(const CommandContext& context, const CheckOptions& 
 }
 
 void AddCheckInputOptions(CLI::App* command, CheckOptions& options) {
-  command->add_option("--from-smi", options.from_smi,
-                      "Judge a captured nvidia-smi output (-q -x, -q, table or csv) instead of NVML; nothing of "
-                      "this machine (host, kernel log, agent history) is mixed in");
+  command->add_option("--from,--from-smi", options.from_smi,
+                      "Judge a captured output instead of NVML: nvidia-smi's table, -q, -q -x, --query-gpu csv, -L, "
+                      "nvlink -s or its messages and warnings, nvidia-debugdump --list, or an nvidia-bug-report log; "
+                      "nothing of this machine (host, kernel log, agent history) is mixed in");
   command->add_option("--logs", options.log_files,
                       "Captured kernel or system logs (.gz decoded) instead of this machine's kernel log")
       ->expected(1, -1);

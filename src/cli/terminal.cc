@@ -59,11 +59,11 @@ void PrintRememberedIdentities(std::FILE* out, const Style& style, const Assessm
     const bool unknown = !gpu.identity_from_memory && gpu.identity.uuid.empty() && gpu.identity.serial.empty() &&
                          gpu.identity.pci_bus_id.empty();
     if (!gpu.identity_from_memory && !unknown) continue;
-    if (!header) std::fprintf(out, "\n%s\n", style.Bold("GPUs that do not answer, named as they were last seen").c_str());
+    if (!header) std::fprintf(out, "\n%s\n", style.Bold("GPUs that could not say which card they are").c_str());
     header = true;
     if (unknown) {
-      std::fprintf(out, "  GPU %-3u identity unknown: it answered nothing, and no history or kernel log line names it "
-                   "(a running agent remembers each card for next time)\n", gpu.index);
+      std::fprintf(out, "  GPU %-3u identity unknown: no UUID, serial or PCI address was read, and no history or kernel log "
+                   "line names it (a running agent remembers each card for next time)\n", gpu.index);
       continue;
     }
     std::vector<std::string> parts;

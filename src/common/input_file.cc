@@ -1,6 +1,7 @@
 #include "common/input_file.h"
 
 #include <fcntl.h>
+#include <sys/sysmacros.h>
 #include <unistd.h>
 
 #include <cctype>
@@ -22,12 +23,18 @@ Refusal RefusalForErrno(int error) {
   return {InputFailure::kUnreadable, ErrnoMessage(error)};
 }
 
-// Why a file of this type is not read, or nothing for a regular file.
-std::optional<Refusal> RefusalForType(mode_t mode) {
+// The null device: always empty, and opening it has no effect.
+bool IsNullDevice(const struct stat& status) {
+  return S_ISCHR(status.st_mode) && major(status.st_rdev) == 1 && minor(status.st_rdev) == 3;
+}
+
+// Why a file of this type is not read, or nothing for a regular file (and the null device).
+std::optional<Refusal> RefusalForType(const struct stat& status) {
   auto not_regular = [](const char* what) {
     return Refusal{InputFailure::kNotRegularFile, std::string("is a ") + what + ", not a regular file"};
   };
-  if (S_ISREG(mode)) return std::nullopt;
+  const mode_t mode = status.st_mode;
+  if (S_ISREG(mode) || IsNullDevice(status)) return std::nullopt;
   if (S_ISDIR(mode)) return Refusal{InputFailure::kNotRegularFile, "is a directory"};
   if (S_ISFIFO(mode)) return not_regular("FIFO");
   if (S_ISSOCK(mode)) return not_regular("socket");
@@ -53,13 +60,13 @@ Result<InputFile> InputFile::Open(const std::string& path, InputFailure* failure
   // descriptor, in case the name was replaced in between.
   struct stat by_name {};
   if (::stat(path.c_str(), &by_name) != 0) return Refuse(path, RefusalForErrno(errno), failure);
-  if (auto refusal = RefusalForType(by_name.st_mode)) return Refuse(path, *refusal, failure);
+  if (auto refusal = RefusalForType(by_name)) return Refuse(path, *refusal, failure);
 
   const int fd = ::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
   if (fd < 0) return Refuse(path, RefusalForErrno(errno), failure);
   InputFile file(path, fd, by_name);
   if (::fstat(fd, &file.status_) != 0) return Refuse(path, RefusalForErrno(errno), failure);
-  if (auto refusal = RefusalForType(file.status_.st_mode)) return Refuse(path, *refusal, failure);
+  if (auto refusal = RefusalForType(file.status_)) return Refuse(path, *refusal, failure);
   // Reads of a regular file never block; followers wait with poll or sleep.
   ::fcntl(fd, F_SETFL, ::fcntl(fd, F_GETFL) & ~O_NONBLOCK);
   return file;

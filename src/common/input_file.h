@@ -2,7 +2,8 @@
 // config, a scenario, a captured nvidia-smi output, a kernel log, an event
 // catalog, a token, a history database).
 //
-// A named input must be a regular file. Its type is checked before it is
+// A named input must be a regular file, or /dev/null, which reads as an empty
+// file (as grep reads it). Its type is checked before it is
 // opened (opening a device can have effects) and again on the open
 // descriptor, which is opened with O_NONBLOCK so that a FIFO without a writer
 // can never hang a command. Its size is capped by the caller. Standard input

@@ -36,6 +36,13 @@ TEST(InputFile, FollowsSymbolicLinksToRegularFiles) {
   EXPECT_EQ(*text, "data");
 }
 
+// The null device is the one device read, as an empty file (grep reads it too).
+TEST(InputFile, TheNullDeviceReadsAsAnEmptyFile) {
+  auto text = ReadInputFile("/dev/null", 1024);
+  ASSERT_TRUE(text.ok()) << text.error().message;
+  EXPECT_EQ(*text, "");
+}
+
 // Each refused kind names the path, says why, and reports which rule it broke.
 TEST(InputFile, RefusesEveryPathThatIsNotARegularFile) {
   input_testing::RefusedInputs refused;

@@ -116,7 +116,7 @@ class RefusedInputs {
   RefusedInput Fifo() const { return {"FIFO", dir_.File("fifo"), "is a FIFO, not a regular file"}; }
   RefusedInput Socket() const { return {"socket", dir_.File("socket"), "is a socket, not a regular file"}; }
   RefusedInput CharacterDevice() const {
-    return {"character device", "/dev/null", "is a character device, not a regular file"};
+    return {"character device", "/dev/zero", "is a character device, not a regular file"};
   }
   RefusedInput Unreadable() const { return {"unreadable", dir_.File("unreadable"), "permission denied"}; }
 

@@ -61,7 +61,12 @@ INSTANTIATE_TEST_SUITE_P(
                       // The default power limit reads [Unknown Error]; the draw is above the limit.
                       Sample{"014.txt", {{"power_capped", Severity::kWarning}, {"field_error", Severity::kWarning}}},
                       Sample{"015.txt", {}},
-                      Sample{"018.txt", {{"ecc_uncorrectable", Severity::kCritical}}}),
+                      Sample{"018.txt", {{"ecc_uncorrectable", Severity::kCritical}}},
+                      // From public reports beyond the shared corpus (each file names its source).
+                      Sample{"101.txt", {{"nvlink_down", Severity::kCritical}}},
+                      Sample{"102.txt", {{"inforom_corrupted", Severity::kWarning}}},
+                      Sample{"103.txt", {{"gpu_unreachable", Severity::kCritical}}},
+                      Sample{"104.txt", {{"gpu_unreachable", Severity::kCritical}}}),
     [](const ::testing::TestParamInfo<Sample>& info) { return "sample_" + info.param.file.substr(0, 3); });
 
 }  // namespace

@@ -56,6 +56,7 @@ Snapshot HealthySnapshot(uint32_t count) {
     gpu.remapped_rows_uncorrectable = Field<uint32_t>::Value(0);
     gpu.remapped_rows_pending = Field<bool>::Value(false);
     gpu.remapped_rows_failure = Field<bool>::Value(false);
+    gpu.inforom_valid = Field<bool>::Value(true);
     std::vector<NvLinkInfo> links;
     for (uint32_t l = 0; l < 4; ++l) {
       NvLinkInfo link;

@@ -113,6 +113,7 @@ void EccCorrectedHigh(RuleContext& context);
 void RetiredPages(RuleContext& context);
 void RemappedRowsPending(RuleContext& context);
 void RowRemapFailure(RuleContext& context);
+void InforomCorrupted(RuleContext& context);
 void MemoryHigh(RuleContext& context);
 
 void PcieLinkDegraded(RuleContext& context);

@@ -37,6 +37,7 @@ inline constexpr std::string_view kRuleIds[] = {
     "retired_pages",
     "remapped_rows_pending",
     "row_remap_failure",
+    "inforom_corrupted",
     "memory_high",
     // PCIe and NVLink.
     "pcie_link_degraded",

@@ -40,6 +40,7 @@ constexpr RuleEntry kRules[] = {
     {"retired_pages", rules_internal::RetiredPages},
     {"remapped_rows_pending", rules_internal::RemappedRowsPending},
     {"row_remap_failure", rules_internal::RowRemapFailure},
+    {"inforom_corrupted", rules_internal::InforomCorrupted},
     {"memory_high", rules_internal::MemoryHigh},
     {"pcie_link_degraded", rules_internal::PcieLinkDegraded},
     {"pcie_replay", rules_internal::PcieReplay},

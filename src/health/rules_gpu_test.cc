@@ -548,6 +548,15 @@ TEST(RowRemapFailure, IsCritical) {
   EXPECT_NE(finding.actions.back().find("RMA"), std::string::npos);
 }
 
+TEST(InforomCorrupted, IsAWarningOnTheGpuItConcerns) {
+  Snapshot snapshot = HealthySnapshot();
+  snapshot.gpus[1].inforom_valid = Field<bool>::Value(false);
+  Finding finding = Single(Evaluate(&snapshot), "inforom_corrupted");
+  EXPECT_EQ(finding.severity, Severity::kWarning);
+  ASSERT_TRUE(finding.gpu.has_value());
+  EXPECT_EQ(finding.gpu->index, 1u);
+}
+
 TEST(MemoryHigh, AboveNinetyPercentIsAWarning) {
   Snapshot snapshot = HealthySnapshot();
   snapshot.gpus[0].memory_used_bytes = Field<uint64_t>::Value(78ull << 30);

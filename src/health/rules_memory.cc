@@ -147,6 +147,23 @@ void RowRemapFailure(RuleContext& context) {
   }
 }
 
+void InforomCorrupted(RuleContext& context) {
+  size_t checked = 0;
+  bool reported = false;
+  for (const GpuSnapshot* gpu : context.ReadableGpus()) {
+    if (!gpu->inforom_valid.has_value()) continue;
+    ++checked;
+    if (gpu->inforom_valid.value()) continue;
+    context.Report("inforom_corrupted", Severity::kWarning, RefFor(*gpu),
+                   fmt::format("{}'s infoROM is corrupted", GpuLabel(*gpu)),
+                   {"the infoROM fails its checksum (nvidia-smi: WARNING: infoROM is corrupted)"});
+    reported = true;
+  }
+  if (!reported && checked > 0) {
+    context.Pass("inforom_corrupted", fmt::format("No corrupted infoROM ({})", Plural(checked, "GPU", "GPUs")));
+  }
+}
+
 void MemoryHigh(RuleContext& context) {
   const double limit = context.thresholds.memory_high.warning_percent;
   size_t checked = 0;

@@ -31,6 +31,7 @@ inline constexpr std::tuple kScalarGpuFields = {
     ScalarGpuField{"board_part_number", &GpuSnapshot::board_part_number},
     ScalarGpuField{"vbios_version", &GpuSnapshot::vbios_version},
     ScalarGpuField{"persistence_mode", &GpuSnapshot::persistence_mode},
+    ScalarGpuField{"inforom_valid", &GpuSnapshot::inforom_valid},
     ScalarGpuField{"pci_bus_id", &GpuSnapshot::pci_bus_id},
     ScalarGpuField{"pcie_generation_current", &GpuSnapshot::pcie_generation_current},
     ScalarGpuField{"pcie_generation_max", &GpuSnapshot::pcie_generation_max},

@@ -99,6 +99,10 @@ struct GpuSnapshot {
   Field<std::string> board_part_number;
   Field<std::string> vbios_version;
   Field<bool> persistence_mode;
+  // False when the board's infoROM fails its checksum (nvidia-smi: "WARNING:
+  // infoROM is corrupted at gpu ..."): the GPU works, but cannot record its
+  // ECC errors and retired pages reliably.
+  Field<bool> inforom_valid;
 
   // Set when the GPU as a whole could not be read (lost, hung, no handle).
   AccessError access_error = AccessError::kNone;

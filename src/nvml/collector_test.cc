@@ -231,6 +231,22 @@ not_supported = ["fan_speeds_percent", "memory_temperature_c", "power_draw_w"]
   EXPECT_TRUE(s.gpus[0].temperature_c.has_value());
 }
 
+// nvmlDeviceValidateInforom answers a corrupted infoROM with an error code,
+// which the probe reads as the value false, not as a failed reading.
+TEST_F(CollectorTest, ACorruptedInforomIsReadAsInvalid) {
+  const Snapshot s = CollectScenario("inforom.toml", R"(
+gpu_count = 3
+[gpu.1]
+inforom_valid = false
+[gpu.2]
+not_supported = ["inforom_valid"]
+)");
+  ASSERT_EQ(s.gpus.size(), 3u) << s.driver_message;
+  EXPECT_EQ(s.gpus[0].inforom_valid, Field<bool>::Value(true));
+  EXPECT_EQ(s.gpus[1].inforom_valid, Field<bool>::Value(false));
+  EXPECT_TRUE(s.gpus[2].inforom_valid.not_supported());
+}
+
 TEST_F(CollectorTest, DefaultPowerLimitIsReadInWattsNotSupportedOrFailed) {
   const Snapshot s = CollectScenario("default-power-limit.toml", R"(
 gpu_count = 3

@@ -205,6 +205,7 @@ typedef struct {
   X(nvmlDeviceGetBoardPartNumber, nvmlReturn_t, (nvmlDevice_t device, char* part, unsigned int length))  \
   X(nvmlDeviceGetVbiosVersion, nvmlReturn_t, (nvmlDevice_t device, char* version, unsigned int length))  \
   X(nvmlDeviceGetPersistenceMode, nvmlReturn_t, (nvmlDevice_t device, nvmlEnableState_t * mode))         \
+  X(nvmlDeviceValidateInforom, nvmlReturn_t, (nvmlDevice_t device))                                        \
   X(nvmlDeviceGetPciInfo_v3, nvmlReturn_t, (nvmlDevice_t device, nvmlPciInfo_t * pci))                   \
   X(nvmlDeviceGetPciInfo_v2, nvmlReturn_t, (nvmlDevice_t device, nvmlPciInfo_t * pci))                   \
   X(nvmlDeviceGetPciInfo, nvmlReturn_t, (nvmlDevice_t device, nvmlPciInfoV1_t * pci))                    \

@@ -230,6 +230,22 @@ class GpuReader {
     String<&GpuSnapshot::vbios_version>(gpu, "nvmlDeviceGetVbiosVersion", nvml_.nvmlDeviceGetVbiosVersion);
     Call<&GpuSnapshot::persistence_mode, nvmlEnableState_t>(gpu, "nvmlDeviceGetPersistenceMode",
                                                             nvml_.nvmlDeviceGetPersistenceMode);
+    ReadInforom(gpu);
+  }
+
+  // NVML answers the infoROM checksum check with CORRUPTED_INFOROM when it fails.
+  void ReadInforom(GpuFrameEncoder& gpu) {
+    if (FailIfLost<&GpuSnapshot::inforom_valid>(gpu) || nvml_.nvmlDeviceValidateInforom == nullptr) return;
+    nvmlReturn_t rc;
+    {
+      CallScope scope(slot_, "nvmlDeviceValidateInforom");
+      rc = nvml_.nvmlDeviceValidateInforom(device_);
+    }
+    if (rc == NVML_ERROR_CORRUPTED_INFOROM) {
+      gpu.Value<&GpuSnapshot::inforom_valid>(false);
+    } else {
+      Record<&GpuSnapshot::inforom_valid>(gpu, rc, true);
+    }
   }
 
   void ReadPcie(GpuFrameEncoder& gpu) {

@@ -81,13 +81,15 @@ std::optional<CsvCommand> LastCsvCommand(const std::vector<std::string_view>& co
   return std::nullopt;
 }
 
-enum class Format { kXml, kTable, kCsv, kQueryText, kHeaderlessCsv, kNone };
+enum class Format { kXml, kTable, kDebugDumpList, kGpuList, kCsv, kQueryText, kHeaderlessCsv, kNone };
 
 Format DetectFormat(const InputLines& input, const std::optional<CsvCommand>& csv_command) {
   const auto& report = input.report;
   auto any_line = [&](auto predicate) { return std::any_of(report.begin(), report.end(), predicate); };
   if (input.first_report_line && StartsWith(*input.first_report_line, "<")) return Format::kXml;
   if (any_line(smi::LooksLikeTable)) return Format::kTable;
+  if (any_line(smi::LooksLikeDebugDumpList)) return Format::kDebugDumpList;
+  if (any_line(smi::LooksLikeGpuList)) return Format::kGpuList;
   if (csv_command || (!report.empty() && smi::LooksLikeCsvHeader(report.front()))) return Format::kCsv;
   if (any_line(smi::LooksLikeQueryText)) return Format::kQueryText;
   if (smi::LooksLikeCsvRows(report)) return Format::kHeaderlessCsv;
@@ -95,7 +97,9 @@ Format DetectFormat(const InputLines& input, const std::optional<CsvCommand>& cs
 }
 
 std::string NothingFound(const InputLines& input) {
-  std::string why = "found no nvidia-smi table, -q report, XML log, --query-gpu CSV or nvidia-smi message";
+  std::string why =
+      "found no nvidia-smi table, -q report, XML log, --query-gpu CSV, -L or nvlink -s list, nvidia-debugdump --list "
+      "or nvidia-smi message";
   if (input.overlong_lines > 0) {
     why += " (skipped " + std::to_string(input.overlong_lines) + " line(s) longer than " +
            std::to_string(kMaxLineBytes) + " bytes)";
@@ -138,6 +142,12 @@ Result<Snapshot> ParseNvidiaSmi(std::string_view text, std::string_view source_n
     }
     case Format::kTable:
       recognised = smi::ParseTable(input.report, snapshot);
+      break;
+    case Format::kDebugDumpList:
+      recognised = smi::ParseDebugDumpList(input.report, snapshot);
+      break;
+    case Format::kGpuList:
+      recognised = smi::ParseGpuList(input.report, snapshot);
       break;
     case Format::kCsv:
       recognised = smi::ParseQueryCsv(input.report, csv_command, snapshot);

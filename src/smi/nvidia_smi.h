@@ -10,9 +10,14 @@
 //   - the default `nvidia-smi` table, with its process table when present,
 //   - `--query-gpu=... --format=csv`, with a header, or without one when the
 //     pasted "$ nvidia-smi --query-gpu=..." command line names the columns,
+//   - `nvidia-smi -L` and `nvidia-smi nvlink -s` (which links are inactive),
+//   - `nvidia-debugdump --list`, with the GPUs it failed to open,
 //   - nvidia-smi's failure messages ("Failed to initialize NVML: ...",
 //     "Unable to determine the device handle for GPU ...", "No devices were
-//     found"), which become driver or GPU access errors, not parse errors.
+//     found"), which become driver or GPU access errors, not parse errors,
+//     and its warnings ("WARNING: infoROM is corrupted at gpu ...").
+// A table row that does not read (a lost '|') keeps its GPU, with the
+// readings it would have given failed, and notes the capture incomplete.
 // Lines starting with '#' and pasted command lines are skipped. A reading
 // printed as "ERR!" or "[Unknown Error]" becomes a failed Field, "N/A" or
 // "[Not Supported]" a not-supported one.

@@ -23,8 +23,10 @@ using ::testing::StartsWith;
 
 constexpr uint64_t kMiB = 1ull << 20;
 
-std::string FixturePath(std::string_view name) {
-  return std::string(GPUDOCTOR_SOURCE_DIR) + "/testdata/nvidia_smi/" + std::string(name);
+// The shared corpus and the other captures are in testdata/nvidia_smi; the
+// public reports added beyond the corpus are in testdata/health/nvidia_smi.
+std::string FixturePath(std::string_view name, std::string_view folder = "testdata/nvidia_smi") {
+  return std::string(GPUDOCTOR_SOURCE_DIR) + "/" + std::string(folder) + "/" + std::string(name);
 }
 
 std::string ReadFixture(std::string_view name) {
@@ -35,8 +37,8 @@ std::string ReadFixture(std::string_view name) {
 }
 
 // The fixture parsed; an empty snapshot (and a test failure) when it does not parse.
-Snapshot Fixture(std::string_view name) {
-  Result<Snapshot> snapshot = ReadNvidiaSmiFile(FixturePath(name));
+Snapshot Fixture(std::string_view name, std::string_view folder = "testdata/nvidia_smi") {
+  Result<Snapshot> snapshot = ReadNvidiaSmiFile(FixturePath(name, folder));
   if (!snapshot) {
     ADD_FAILURE() << name << ": " << snapshot.error().message;
     return {};
@@ -229,6 +231,50 @@ TEST(NvidiaSmiCorpusTest, Table018VolatileUncorrectableEcc) {
   EXPECT_THAT(gpu.memory_used_bytes, HasValue(4 * kMiB));
   EXPECT_THAT(gpu.memory_total_bytes, HasValue(81559 * kMiB));
   EXPECT_THAT(gpu.utilization_gpu_percent, HasValue(0u));
+}
+
+Snapshot HealthFixture(std::string_view name) { return Fixture(name, "testdata/health/nvidia_smi"); }
+
+TEST(NvidiaSmiListsTest, NvlinkStatus101InactiveLinksAreLinksDown) {
+  Snapshot snapshot = HealthFixture("101.txt");
+  ASSERT_THAT(snapshot.gpus, SizeIs(1));
+  const GpuSnapshot& gpu = snapshot.gpus[0];
+  EXPECT_EQ(gpu.index, 3u);
+  EXPECT_THAT(gpu.name, HasValue(std::string("Tesla V100-SXM2-32GB")));
+  EXPECT_FALSE(gpu.uuid.has_value()) << "the poster elided the UUID";
+  ASSERT_TRUE(gpu.nvlinks.has_value());
+  ASSERT_THAT(gpu.nvlinks.value(), SizeIs(6));
+  std::vector<uint32_t> inactive;
+  for (const NvLinkInfo& link : gpu.nvlinks.value())
+    if (!link.active.value()) inactive.push_back(link.link);
+  EXPECT_EQ(inactive, (std::vector<uint32_t>{3, 5}));
+}
+
+TEST(NvidiaSmiListsTest, ListGivesIndexNameAndUuid) {
+  Snapshot snapshot = Parse(
+      "GPU 0: NVIDIA H100 80GB HBM3 (UUID: GPU-27806f02-cd3c-d2f5-f0c5-dae4dee3906a)\n"
+      "GPU 1: NVIDIA H100 80GB HBM3 (UUID: GPU-4bd6a6f0-52b8-7c84-0dc5-2ab4a6c1c8d2)\n");
+  ASSERT_THAT(snapshot.gpus, SizeIs(2));
+  EXPECT_THAT(snapshot.gpus[1].uuid, HasValue(std::string("GPU-4bd6a6f0-52b8-7c84-0dc5-2ab4a6c1c8d2")));
+  EXPECT_FALSE(snapshot.gpus[1].nvlinks.has_value()) << "-L says nothing of the links";
+}
+
+TEST(NvidiaSmiListsTest, DebugDump103GpuItCouldNotOpenIsAnAccessError) {
+  Snapshot snapshot = HealthFixture("103.txt");
+  EXPECT_THAT(snapshot.device_count, HasValue(2u));
+  ASSERT_THAT(snapshot.gpus, SizeIs(2));
+  EXPECT_THAT(snapshot.gpus[0].name, HasValue(std::string("NVIDIA A10")));
+  EXPECT_EQ(snapshot.gpus[0].access_error, AccessError::kNone);
+  EXPECT_EQ(snapshot.gpus[1].index, 1u);
+  EXPECT_EQ(snapshot.gpus[1].access_error, AccessError::kUnknown);
+  EXPECT_THAT(snapshot.incomplete_reasons, IsEmpty());
+}
+
+TEST(NvidiaSmiListsTest, InforomWarning102MarksTheGpuItNames) {
+  Snapshot snapshot = HealthFixture("102.txt");
+  ASSERT_THAT(snapshot.gpus, SizeIs(1));
+  EXPECT_THAT(snapshot.gpus[0].inforom_valid, HasValue(false));
+  EXPECT_THAT(snapshot.gpus[0].temperature_c, HasValue(35u)) << "the table above it still reads";
 }
 
 // ---- Full reports in each format ---------------------------------------------------

@@ -1,4 +1,4 @@
-// The four report formats nvidia-smi prints, each read into a Snapshot.
+// The report formats nvidia-smi (and nvidia-debugdump) print, each read into a Snapshot.
 //
 // ParseNvidiaSmi decides which format the input is and calls one of these.
 // Each parser adds what it finds to `snapshot` and returns how many readings
@@ -73,5 +73,17 @@ bool LooksLikeCsvRows(std::span<const std::string_view> lines);
 // the rule capture_incomplete reports.
 Result<size_t> ParseQueryCsv(std::span<const std::string_view> lines, const std::optional<CsvCommand>& command,
                              Snapshot& snapshot);
+
+// The GPU lists of `nvidia-smi -L` and `nvidia-smi nvlink -s` ("GPU 0: <name>
+// (UUID: GPU-...)", then "Link N: 26.562 GB/s" or "Link N: <inactive>" per
+// link): each GPU's index, name and UUID, and which of its links are active.
+bool LooksLikeGpuList(std::string_view line);
+Result<size_t> ParseGpuList(std::span<const std::string_view> lines, Snapshot& snapshot);
+
+// `nvidia-debugdump --list`: how many GPUs it found, each one's name, and the
+// GPUs it could not open ("FAILED to get details on GPU (0x1): Unknown
+// Error"), which become GPU access errors.
+bool LooksLikeDebugDumpList(std::string_view line);
+Result<size_t> ParseDebugDumpList(std::span<const std::string_view> lines, Snapshot& snapshot);
 
 }  // namespace gpudoctor::smi

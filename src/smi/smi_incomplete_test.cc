@@ -146,5 +146,38 @@ TEST(IncompleteCapture, TableCutInsideABox) {
   EXPECT_GT(inside_a_box, 4u);
 }
 
+// One '|' lost from a GPU's first row, as a paste can do: the GPU stays, its
+// readings from the damaged row are failed rather than absent, the capture
+// says which row could not be read, and the rows that still read are kept.
+TEST(DamagedCapture, ATableRowThatDoesNotReadKeepsItsGpuAndSaysSo) {
+  std::string text = Capture("testdata/nvidia_smi/table_h100_x4_processes.txt");
+  const std::string row = "|   1  NVIDIA H100 80GB HBM3          On  |";
+  const size_t at = text.find(row);
+  ASSERT_NE(at, std::string::npos);
+  text.replace(at + row.size() - 1, 1, " ");
+  Result<Snapshot> snapshot = ParseNvidiaSmi(text, "damaged");
+  ASSERT_TRUE(snapshot.ok()) << snapshot.error().message;
+  ASSERT_EQ(snapshot->gpus.size(), 4u);
+  const GpuSnapshot& gpu = snapshot->gpus[1];
+  EXPECT_EQ(gpu.index, 1u);
+  EXPECT_TRUE(gpu.ecc_volatile_uncorrected.failed()) << "its uncorrectable ECC count is unknown, not zero";
+  EXPECT_EQ(gpu.temperature_c.value_or(0), 87u) << "its second row still reads";
+  EXPECT_THAT(snapshot->incomplete_reasons, ElementsAre(HasSubstr("the row of GPU 1 is damaged")));
+}
+
+TEST(DamagedCapture, ASecondRowThatDoesNotReadFailsItsReadings) {
+  std::string text = Capture("testdata/nvidia_smi/table_h100_x4_processes.txt");
+  const std::string row = "| N/A   87C    P0            301W /  700W |";
+  const size_t at = text.find(row);
+  ASSERT_NE(at, std::string::npos);
+  text.replace(at + 10, 6, "#####!");
+  Result<Snapshot> snapshot = ParseNvidiaSmi(text, "damaged");
+  ASSERT_TRUE(snapshot.ok()) << snapshot.error().message;
+  ASSERT_EQ(snapshot->gpus.size(), 4u);
+  EXPECT_TRUE(snapshot->gpus[1].temperature_c.failed());
+  EXPECT_EQ(snapshot->gpus[1].ecc_volatile_uncorrected.value_or(0), 1u);
+  EXPECT_THAT(snapshot->incomplete_reasons, ElementsAre(HasSubstr("the second row of GPU 1 is damaged")));
+}
+
 }  // namespace
 }  // namespace gpudoctor

@@ -14,7 +14,16 @@
 namespace gpudoctor::smi {
 namespace {
 
-// The access error a reason phrase from nvidia-smi or NVML describes.
+bool EqualsIgnoreCase(std::string_view a, std::string_view b) {
+  return a.size() == b.size() && ContainsIgnoreCase(a, b);
+}
+
+SmiMessage DriverError(AccessError error, std::string_view line) {
+  return {SmiMessage::Kind::kDriverError, error, "", std::string(line)};
+}
+
+}  // namespace
+
 AccessError AccessErrorFromReason(std::string_view reason) {
   if (ContainsIgnoreCase(reason, "version mismatch")) return AccessError::kVersionMismatch;
   if (ContainsIgnoreCase(reason, "GPU is lost")) return AccessError::kGpuLost;
@@ -29,28 +38,21 @@ AccessError AccessErrorFromReason(std::string_view reason) {
   return AccessError::kOther;
 }
 
-bool EqualsIgnoreCase(std::string_view a, std::string_view b) {
-  return a.size() == b.size() && ContainsIgnoreCase(a, b);
-}
-
-SmiMessage DriverError(AccessError error, std::string_view line) {
-  return {SmiMessage::Kind::kDriverError, error, "", std::string(line)};
-}
-
-}  // namespace
-
 std::optional<SmiMessage> MatchSmiMessage(std::string_view line) {
   static const RE2 kNvmlInitFailed(R"((?i)Failed to initialize NVML:\s*(.*))");
   static const RE2 kNoDriver(R"((?i)NVIDIA-SMI has failed because it couldn't communicate with the NVIDIA driver.*)");
   static const RE2 kNoLibrary(R"((?i)NVIDIA-SMI couldn't find libnvidia-ml\.so.*)");
   static const RE2 kNoHandle(
-      R"((?i)Unable to determine the device handle for GPU\s*([0-9a-f]{4,8}:[0-9a-f]{2}:[0-9a-f]{2}\.[0-7])\s*:\s*(.*))");
+      R"((?i)Unable to (?:determine|detect) the device handle for GPU\s*([0-9a-f]{4,8}:[0-9a-f]{2}:[0-9a-f]{2}\.[0-7])\s*:\s*(.*))");
+  // Printed below an otherwise whole report, and by every nvidia-smi call (exit status 14).
+  static const RE2 kInforomCorrupted(
+      R"((?i)WARNING:\s*infoROM is corrupted at gpu\s*([0-9a-f]{4,8}:[0-9a-f]{2}:[0-9a-f]{2}\.[0-7]).*)");
   static const RE2 kNvmlVersion(R"((?i)NVML library version:\s*(\S+))");
   static const RE2 kNoDevices(R"((?i)No devices were found\.?)");
 
   line = Trim(line);
   // Every message starts with one of these words; most lines are not messages.
-  static constexpr std::string_view kFirstWords[] = {"Failed", "NVIDIA-SMI", "Unable", "NVML", "No"};
+  static constexpr std::string_view kFirstWords[] = {"Failed", "NVIDIA-SMI", "Unable", "NVML", "No", "WARNING:"};
   const std::string_view first_word = line.substr(0, line.find(' '));
   if (std::none_of(std::begin(kFirstWords), std::end(kFirstWords),
                    [&](std::string_view word) { return EqualsIgnoreCase(first_word, word); })) {
@@ -64,6 +66,10 @@ std::optional<SmiMessage> MatchSmiMessage(std::string_view line) {
   if (RE2::FullMatch(input, kNoLibrary)) return DriverError(AccessError::kLibraryNotFound, line);
   if (RE2::FullMatch(input, kNoHandle, &bus_id, &reason)) {
     return SmiMessage{SmiMessage::Kind::kGpuError, AccessErrorFromReason(reason),
+                      NormalizePciBusId(bus_id).value_or(bus_id), std::string(line)};
+  }
+  if (RE2::FullMatch(input, kInforomCorrupted, &bus_id)) {
+    return SmiMessage{SmiMessage::Kind::kInforomCorrupted, AccessError::kNone,
                       NormalizePciBusId(bus_id).value_or(bus_id), std::string(line)};
   }
   std::string version;
@@ -99,7 +105,8 @@ Status ApplySmiMessages(std::span<const SmiMessage> messages, Snapshot& snapshot
       case SmiMessage::Kind::kNoDevices:
         snapshot.device_count = Field<uint32_t>::Value(0);
         break;
-      case SmiMessage::Kind::kGpuError: {
+      case SmiMessage::Kind::kGpuError:
+      case SmiMessage::Kind::kInforomCorrupted: {
         auto [listed, added] = gpu_by_bus_id.emplace(message.pci_bus_id, snapshot.gpus.size());
         if (added) {
           if (snapshot.gpus.size() == kMaxGpus) return TooManyGpus();
@@ -109,8 +116,12 @@ Status ApplySmiMessages(std::span<const SmiMessage> messages, Snapshot& snapshot
           gpu.pci_bus_id = Field<std::string>::Value(message.pci_bus_id);
         }
         GpuSnapshot& gpu = snapshot.gpus[listed->second];
-        gpu.access_error = message.access_error;
-        gpu.access_message = message.text;
+        if (message.kind == SmiMessage::Kind::kInforomCorrupted) {
+          gpu.inforom_valid = Field<bool>::Value(false);
+        } else {
+          gpu.access_error = message.access_error;
+          gpu.access_message = message.text;
+        }
         break;
       }
     }

@@ -10,6 +10,8 @@
 //       -> a GPU at 0000:05:00.0 with access_error = kUnknown
 //   "No devices were found"
 //       -> snapshot.device_count = 0
+//   "WARNING: infoROM is corrupted at gpu 0000:B3:00.0"
+//       -> the GPU at 0000:B3:00.0 has inforom_valid = false
 //
 // Internal to the smi module.
 #pragma once
@@ -30,12 +32,17 @@ struct SmiMessage {
     kGpuError,     // one GPU could not be opened
     kNvmlVersion,  // "NVML library version: 570.124"
     kNoDevices,    // "No devices were found"
+    kInforomCorrupted,  // "WARNING: infoROM is corrupted at gpu 0000:B3:00.0"
   };
   Kind kind = Kind::kDriverError;
   AccessError access_error = AccessError::kNone;
-  std::string pci_bus_id;  // kGpuError: canonical form
+  std::string pci_bus_id;  // kGpuError, kInforomCorrupted: canonical form
   std::string text;        // the message line; the version for kNvmlVersion
 };
+
+// The access error a reason phrase from nvidia-smi or NVML describes
+// ("Unknown Error" -> kUnknown, "GPU is lost" -> kGpuLost, ...).
+AccessError AccessErrorFromReason(std::string_view reason);
 
 // The message `line` carries, or nullopt when it is not one of nvidia-smi's.
 std::optional<SmiMessage> MatchSmiMessage(std::string_view line);

@@ -9,6 +9,7 @@
 // then fan, temperature, perf state, power / cap | memory used / total |
 // utilisation, compute mode. A "Processes:" table may follow.
 
+#include <fmt/format.h>
 #include <re2/re2.h>
 
 #include <string>
@@ -120,6 +121,39 @@ bool ApplyProcessRow(std::string_view cell, const std::unordered_map<uint32_t, s
 
 enum class TablePart { kGpus, kMigDevices, kProcesses };
 
+// A GPU row the table shows but that does not read as one (a '|' lost in a
+// paste, a line cut or garbled): the GPU is kept, with every reading its
+// rows would give failed, so that no rule calls it healthy, and the capture
+// is noted incomplete with the row that could not be read.
+void FailSecondRowReadings(GpuSnapshot& gpu, const std::string& why) {
+  gpu.fan_speeds_percent.SetFailed(why);
+  gpu.temperature_c.SetFailed(why);
+  gpu.power_draw_w.SetFailed(why);
+  gpu.memory_used_bytes.SetFailed(why);
+  gpu.utilization_gpu_percent.SetFailed(why);
+}
+
+constexpr const char* kDamagedRow = "its row in the capture is damaged";
+
+std::string Excerpt(std::string_view row) {
+  constexpr size_t kMax = 100;
+  return row.size() <= kMax ? std::string(row) : std::string(row.substr(0, kMax)) + "...";
+}
+
+// Adds the GPU whose first row is damaged: its index when the row still
+// starts with one, else the one after the previous GPU's.
+void AddDamagedGpu(std::string_view row, Snapshot& snapshot) {
+  static const RE2 kLeadingIndex(R"(\|\s*(\d+)\s.*)");
+  GpuSnapshot gpu;
+  if (!RE2::FullMatch(Piece(row), kLeadingIndex, &gpu.index))
+    gpu.index = snapshot.gpus.empty() ? 0 : snapshot.gpus.back().index + 1;
+  gpu.ecc_volatile_uncorrected.SetFailed(kDamagedRow);
+  FailSecondRowReadings(gpu, kDamagedRow);
+  snapshot.incomplete_reasons.push_back(fmt::format("the row of GPU {} is damaged and could not be read: '{}'",
+                                                    gpu.index, Excerpt(row)));
+  snapshot.gpus.push_back(std::move(gpu));
+}
+
 }  // namespace
 
 bool LooksLikeTable(std::string_view line) {
@@ -130,6 +164,8 @@ bool LooksLikeTable(std::string_view line) {
 Result<size_t> ParseTable(std::span<const std::string_view> lines, Snapshot& snapshot) {
   TablePart part = TablePart::kGpus;
   bool second_row_next = false;  // the previous row was a GPU's first row (that GPU is gpus.back())
+  bool gpu_rows = false;         // past the column headings' ===== line: rows describe GPUs
+  bool block_start = false;      // the previous line was a border: the next row starts a GPU's block
   std::unordered_map<uint32_t, size_t> gpu_by_index;  // filled when the process table starts
   std::string_view last_table_line;                  // every box ends with a whole border line, +---+
   size_t recognised = 0;
@@ -137,6 +173,14 @@ Result<size_t> ParseTable(std::span<const std::string_view> lines, Snapshot& sna
   for (std::string_view line : lines) {
     const std::string_view row = Trim(line);
     if (LooksLikeTable(row)) last_table_line = row;
+    const bool border = StartsWith(row, "+-") || StartsWith(row, "+=") || StartsWith(row, "|=");
+    if (border) {
+      gpu_rows = gpu_rows || StartsWith(row, "|=");
+      block_start = true;
+      second_row_next = false;
+      continue;
+    }
+    const bool starts_block = std::exchange(block_start, false);
     if (row.empty() || row.front() != '|') {
       second_row_next = false;
       // The time nvidia-smi prints above its table.
@@ -169,16 +213,29 @@ Result<size_t> ParseTable(std::span<const std::string_view> lines, Snapshot& sna
     }
     switch (part) {
       case TablePart::kGpus:
-        if (second_row_next && ApplySecondRow(cells, snapshot.gpus.back())) {
-          ++recognised;
+        if (second_row_next) {
           second_row_next = false;
-        } else if (GpuSnapshot gpu; ApplyFirstRow(cells, gpu)) {
+          if (ApplySecondRow(cells, snapshot.gpus.back())) {
+            ++recognised;
+            continue;
+          }
+          if (GpuSnapshot next; !ApplyFirstRow(cells, next)) {
+            GpuSnapshot& gpu = snapshot.gpus.back();
+            snapshot.incomplete_reasons.push_back(fmt::format(
+                "the second row of GPU {} is damaged and could not be read: '{}'", gpu.index, Excerpt(row)));
+            FailSecondRowReadings(gpu, kDamagedRow);
+            continue;
+          }
+        }
+        if (GpuSnapshot gpu; ApplyFirstRow(cells, gpu)) {
           if (snapshot.gpus.size() == kMaxGpus) return TooManyGpus();
           snapshot.gpus.push_back(std::move(gpu));
           second_row_next = true;
           ++recognised;
-        } else {
-          second_row_next = false;
+        } else if (gpu_rows && starts_block) {
+          if (snapshot.gpus.size() == kMaxGpus) return TooManyGpus();
+          AddDamagedGpu(row, snapshot);
+          second_row_next = true;  // its readings row may still be whole
         }
         break;
       case TablePart::kProcesses:

@@ -362,6 +362,14 @@ nvmlReturn_t nvmlDeviceGetPersistenceMode(nvmlDevice_t device, nvmlEnableState_t
   return ReadFlag(NvmlCall::nvmlDeviceGetPersistenceMode, device, GpuField::kPersistenceMode, mode);
 }
 
+// A corrupted infoROM is NVML's CORRUPTED_INFOROM, not a value.
+nvmlReturn_t nvmlDeviceValidateInforom(nvmlDevice_t device) {
+  return OnGpu(NvmlCall::nvmlDeviceValidateInforom, device, [&](const nvmlDevice_st& dev, double t) -> nvmlReturn_t {
+    if (!dev.gpu->Supported(GpuField::kInforomValid)) return NVML_ERROR_NOT_SUPPORTED;
+    return dev.gpu->Number(GpuField::kInforomValid, t) != 0 ? NVML_SUCCESS : NVML_ERROR_CORRUPTED_INFOROM;
+  });
+}
+
 // ---------------------------------------------------------------------------
 // PCIe.
 

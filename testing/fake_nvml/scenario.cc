@@ -37,6 +37,7 @@ constexpr GpuFieldInfo kGpuFields[] = {
     {GpuField::kRetiredPagesPending, "retired_pages_pending", FieldKind::kFlag},
     {GpuField::kRemappedRowsPending, "remapped_rows_pending", FieldKind::kFlag},
     {GpuField::kRemappedRowsFailure, "remapped_rows_failure", FieldKind::kFlag},
+    {GpuField::kInforomValid, "inforom_valid", FieldKind::kFlag},
     {GpuField::kClockEventReasons, "clock_event_reasons", FieldKind::kMask},
     {GpuField::kPcieGenerationCurrent, "pcie_generation_current", FieldKind::kNumber, 6},
     {GpuField::kPcieGenerationMax, "pcie_generation_max", FieldKind::kNumber, 6},
@@ -269,6 +270,7 @@ GpuSpec DefaultGpu(uint32_t index) {
   auto set = [&](GpuField field, double value) { gpu.tracks[static_cast<size_t>(field)].set_base(value); };
   set(GpuField::kPersistenceMode, 1);
   set(GpuField::kEccEnabled, 1);
+  set(GpuField::kInforomValid, 1);
   set(GpuField::kClockEventReasons, static_cast<double>(clock_event::kGpuIdle));
   set(GpuField::kPcieGenerationCurrent, 5);
   set(GpuField::kPcieGenerationMax, 5);

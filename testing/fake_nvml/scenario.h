@@ -41,6 +41,7 @@ enum class GpuField : unsigned char {
   kRetiredPagesPending,
   kRemappedRowsPending,
   kRemappedRowsFailure,
+  kInforomValid,
   // A bit mask of clock-event reasons; changes only by `set`.
   kClockEventReasons,
   // Numbers.

@@ -1,0 +1,122 @@
+// The short GPU lists operators paste beside (or instead of) a report:
+//
+//   nvidia-smi -L               GPU 0: NVIDIA H100 80GB HBM3 (UUID: GPU-4bd6...)
+//   nvidia-smi nvlink -s        the same line per GPU, then one per link:
+//                                        Link 0: 26.562 GB/s
+//                                        Link 3: <inactive>
+//   nvidia-debugdump --list     Found 2 NVIDIA devices
+//                                       Device ID:              0
+//                                       Device name:            NVIDIA A10
+//                               and, for a GPU it cannot open,
+//                               Error: nvmlDeviceGetHandleByIndex(): Unknown Error
+//                               FAILED to get details on GPU (0x1): Unknown Error
+
+#include <re2/re2.h>
+
+#include <string>
+#include <vector>
+
+#include "common/text.h"
+#include "smi/smi_formats.h"
+#include "smi/smi_messages.h"
+#include "smi/smi_values.h"
+
+namespace gpudoctor::smi {
+namespace {
+
+re2::StringPiece Piece(std::string_view text) { return {text.data(), text.size()}; }
+
+const RE2& GpuLine() {
+  static const RE2 kGpu(R"(GPU (\d+): (.*?) \(UUID: ([^)]*)\))");
+  return kGpu;
+}
+
+// The GPU with `index`, added when the list has not named it yet.
+Result<GpuSnapshot*> GpuAt(uint32_t index, Snapshot& snapshot) {
+  for (GpuSnapshot& gpu : snapshot.gpus)
+    if (gpu.index == index) return &gpu;
+  if (snapshot.gpus.size() == kMaxGpus) return TooManyGpus();
+  GpuSnapshot& gpu = snapshot.gpus.emplace_back();
+  gpu.index = index;
+  return &gpu;
+}
+
+}  // namespace
+
+bool LooksLikeGpuList(std::string_view line) { return RE2::FullMatch(Piece(Trim(line)), GpuLine()); }
+
+bool LooksLikeDebugDumpList(std::string_view line) {
+  static const RE2 kFound(R"(Found \d+ NVIDIA devices?)");
+  return RE2::FullMatch(Piece(Trim(line)), kFound);
+}
+
+Result<size_t> ParseGpuList(std::span<const std::string_view> lines, Snapshot& snapshot) {
+  static const RE2 kLink(R"(Link (\d+): (?:(<inactive>)|([0-9.]+) GB/s))");
+  size_t recognised = 0;
+  GpuSnapshot* current = nullptr;
+  for (std::string_view line : lines) {
+    const re2::StringPiece body = Piece(Trim(line));
+    uint32_t index = 0;
+    std::string name, uuid;
+    if (RE2::FullMatch(body, GpuLine(), &index, &name, &uuid)) {
+      Result<GpuSnapshot*> gpu = GpuAt(index, snapshot);
+      if (!gpu) return gpu.error();
+      current = *gpu;
+      current->name = TextField(name);
+      // A pasted list may elide the UUID ("UUID: ..."); only a real one names the card.
+      if (StartsWith(uuid, "GPU-")) current->uuid = TextField(uuid);
+      ++recognised;
+      continue;
+    }
+    uint32_t link = 0;
+    std::string inactive, speed;
+    if (current != nullptr && RE2::FullMatch(body, kLink, &link, &inactive, &speed)) {
+      if (!current->nvlinks.has_value()) current->nvlinks = Field<std::vector<NvLinkInfo>>::Value({});
+      NvLinkInfo info;
+      info.link = link;
+      info.active = Field<bool>::Value(inactive.empty());
+      current->nvlinks.value().push_back(std::move(info));
+      ++recognised;
+    }
+  }
+  return recognised;
+}
+
+Result<size_t> ParseDebugDumpList(std::span<const std::string_view> lines, Snapshot& snapshot) {
+  static const RE2 kFound(R"(Found (\d+) NVIDIA devices?)");
+  static const RE2 kDeviceId(R"(Device ID:\s*(\d+))");
+  static const RE2 kDeviceName(R"(Device name:\s*(.*?))");
+  static const RE2 kFailed(R"(FAILED to get details on GPU \((0x[0-9a-fA-F]+|\d+)\):\s*(.*))");
+  size_t recognised = 0;
+  GpuSnapshot* current = nullptr;
+  for (std::string_view line : lines) {
+    const std::string_view text = Trim(line);
+    const re2::StringPiece body = Piece(text);
+    uint32_t number = 0;
+    std::string value, reason;
+    if (RE2::FullMatch(body, kFound, &number)) {
+      snapshot.device_count = Field<uint32_t>::Value(number);
+      ++recognised;
+    } else if (RE2::FullMatch(body, kDeviceId, &number)) {
+      Result<GpuSnapshot*> gpu = GpuAt(number, snapshot);
+      if (!gpu) return gpu.error();
+      current = *gpu;
+      ++recognised;
+    } else if (current != nullptr && RE2::FullMatch(body, kDeviceName, &value)) {
+      current->name = TextField(value);
+      ++recognised;
+    } else if (RE2::FullMatch(body, kFailed, &value, &reason)) {
+      auto index = ParseInt<uint32_t>(StartsWith(value, "0x") ? std::string_view(value).substr(2) : value,
+                                      StartsWith(value, "0x") ? 16 : 10);
+      if (!index) continue;
+      Result<GpuSnapshot*> gpu = GpuAt(*index, snapshot);
+      if (!gpu) return gpu.error();
+      (*gpu)->MarkUnreadable(AccessErrorFromReason(reason), std::string(text));
+      current = nullptr;
+      ++recognised;
+    }
+  }
+  return recognised;
+}
+
+}  // namespace gpudoctor::smi
