@@ -626,10 +626,9 @@ scrape_configs:
         """(id, gpu, severity) of every root finding a checklist row shows."""
         found = []
         for item in row.get("items", []):
-            for part in filter(None, (item.get("summary") or "").split("; ")):
-                match = re.match(r"^([A-Za-z0-9_.-]+)(?: gpu (\S+))?(?: \((.*)\))?$", part)
-                if match:
-                    found.append((match.group(1), match.group(2) or "", item.get("severity", "")))
+            for finding in item.get("findings", []):
+                if not finding.get("part_of"):  # told by its root
+                    found.append((finding.get("id", ""), str(finding.get("gpu", "")), finding.get("severity", "")))
         for finding in row.get("other_findings", []):
             found.append((finding.get("id", ""), str(finding.get("gpu", "")), finding.get("severity", "")))
         return found

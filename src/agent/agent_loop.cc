@@ -107,7 +107,8 @@ void AgentLoop::RunCycle() {
                       .now = now};
   for (Finding& finding : Escalate(EscalationInputFor(*snapshot, now), config_.health.escalation))
     inputs.watched.push_back(std::move(finding));
-  std::vector<Finding> findings = Assess(inputs, config_.health, grader_).findings;
+  Assessment assessment = Assess(inputs, config_.health, grader_);
+  std::vector<Finding> findings = std::move(assessment.findings);
   std::erase_if(findings, [](const Finding& f) { return f.severity == Severity::kOk; });
 
   // Incidents are decided now, whether or not the store takes them.
@@ -119,6 +120,10 @@ void AgentLoop::RunCycle() {
 
   parts_.state.PublishSnapshot(snapshot);
   parts_.state.SetOpenFindings(parts_.history.open_incidents());
+  // The checklist tells what was checked from this round's judgement, and how it stands from the open incidents.
+  std::vector<Finding> open;
+  for (const StoredFinding& incident : parts_.history.open_incidents()) open.push_back(incident.finding);
+  parts_.state.SetChecklist(BuildOpenChecklist(open, assessment.checklist, config_.health.checklist).items);
   parts_.state.SetStoreHealth(parts_.history.health());
   spare_ = std::move(previous_);
   previous_ = std::move(snapshot);

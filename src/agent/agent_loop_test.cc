@@ -71,6 +71,13 @@ struct AgentRun {
     return std::nullopt;
   }
 
+  // The state gpudoctor_checklist_item exports for the item titled `title`; "" when there is none.
+  std::string ItemState(std::string_view title) const {
+    for (const ChecklistItem& item : state.ChecklistItems())
+      if (item.title == title) return std::string(ChecklistStateName(item));
+    return "";
+  }
+
   bool XidOpen(uint64_t xid) const {
     for (const StoredFinding& open : state.OpenFindings()) {
       if (open.finding.id == "xid_recent" && open.finding.summary.find("Xid " + std::to_string(xid)) == 0)
@@ -244,6 +251,8 @@ TEST(AgentLoop, AnAcknowledgementInTheHistoryResolvesTheIncidentUntilTheFaultRet
   run.loop.RunCycle();
   std::optional<StoredFinding> xid = run.Open("xid_recent", "48");
   ASSERT_TRUE(xid);
+  EXPECT_EQ(run.ItemState("No GPU errors in the system log"), SeverityName(xid->finding.severity));
+  EXPECT_EQ(run.ItemState("Backups working"), "unchecked");  // nothing configured to judge
 
   clock.Advance(5s);
   ASSERT_TRUE(store
@@ -259,6 +268,7 @@ TEST(AgentLoop, AnAcknowledgementInTheHistoryResolvesTheIncidentUntilTheFaultRet
   clock.Advance(5s);
   run.loop.RunCycle();
   EXPECT_FALSE(run.Open("xid_recent", "48")) << "the acknowledged incident is still open";
+  EXPECT_EQ(run.ItemState("No GPU errors in the system log"), "ok") << "acknowledged: checked, and nothing open";
   auto stored = store->QueryFindings({.from = WallTime{}, .until = WallTime::max()});
   ASSERT_TRUE(stored.ok());
   ASSERT_EQ(stored->size(), 1u);

@@ -42,6 +42,13 @@ void AgentState::SetOpenFindings(std::vector<StoredFinding> open) {
   ++status_.generation;
 }
 
+void AgentState::SetChecklist(std::vector<ChecklistItem> items) {
+  for (ChecklistItem& item : items) item.findings.clear();  // indices into findings the state does not hold
+  std::lock_guard lock(mutex_);
+  checklist_ = std::move(items);
+  ++status_.generation;
+}
+
 void AgentState::SetStoreHealth(StoreHealth health) {
   std::lock_guard lock(mutex_);
   if (status_.store == health) return;
@@ -57,6 +64,11 @@ std::shared_ptr<const Snapshot> AgentState::LatestSnapshot() const {
 std::vector<StoredFinding> AgentState::OpenFindings() const {
   std::lock_guard lock(mutex_);
   return open_;
+}
+
+std::vector<ChecklistItem> AgentState::ChecklistItems() const {
+  std::lock_guard lock(mutex_);
+  return checklist_;
 }
 
 AgentStatus AgentState::Status() const {

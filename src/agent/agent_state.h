@@ -9,6 +9,7 @@
 //   state.PublishSnapshot(std::make_shared<const Snapshot>(std::move(snapshot)));
 //   auto transitions = store.UpsertFindings(findings, now);        // durable first
 //   state.SetOpenFindings(*store.QueryFindings({.until = now, .open_only = true}));
+//   state.SetChecklist(BuildOpenChecklist(open, assessment.checklist, config.checklist).items);
 #pragma once
 
 #include <map>
@@ -35,11 +36,15 @@ class AgentState final : public AgentView {
   // Replaces the open findings; resolved incidents in `open` are dropped.
   void SetOpenFindings(std::vector<StoredFinding> open);
 
+  // Replaces the checklist (AgentView::ChecklistItems); the items' `findings` are dropped.
+  void SetChecklist(std::vector<ChecklistItem> items);
+
   // Records how the history store is doing (AgentStatus::store).
   void SetStoreHealth(StoreHealth health);
 
   std::shared_ptr<const Snapshot> LatestSnapshot() const override;
   std::vector<StoredFinding> OpenFindings() const override;
+  std::vector<ChecklistItem> ChecklistItems() const override;
   AgentStatus Status() const override;
 
  private:
@@ -48,6 +53,7 @@ class AgentState final : public AgentView {
   mutable std::mutex mutex_;
   std::shared_ptr<const Snapshot> snapshot_;
   std::vector<StoredFinding> open_;
+  std::vector<ChecklistItem> checklist_;
   AgentStatus status_;
   std::map<uint32_t, GpuXidTally> xids_;
 };

@@ -19,6 +19,7 @@
 
 #include "common/clock.h"
 #include "common/result.h"
+#include "health/checklist.h"
 #include "health/finding.h"
 #include "model/diagnostic.h"
 #include "model/snapshot.h"
@@ -56,7 +57,7 @@ struct AgentStatus {
   uint64_t probe_hangs_total = 0;  // probes that missed their deadline
   std::vector<GpuXidTally> xids;   // ordered by gpu_index
   std::optional<StoreHealth> store;  // nullopt: the agent keeps no history
-  // Changes whenever anything above or the snapshot or findings change, so
+  // Changes whenever anything above or the snapshot, findings or checklist change, so
   // presenters can cache what they render from one state.
   uint64_t generation = 0;
 };
@@ -68,6 +69,10 @@ class AgentView {
   // The open incidents (StoredFinding::open()), worst severity first, then
   // by id and GPU index.
   virtual std::vector<StoredFinding> OpenFindings() const = 0;
+  // The weekly checklist as of the latest sample, over the open findings
+  // (BuildOpenChecklist); the items' `findings` are left empty. Empty before
+  // the first sample.
+  virtual std::vector<ChecklistItem> ChecklistItems() const = 0;
   virtual AgentStatus Status() const = 0;
 };
 

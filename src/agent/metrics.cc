@@ -308,6 +308,9 @@ constexpr Family kStoreDropped{"gpudoctor_store_dropped_total", "counter",
                                "Writes lost because they waited longer than the queue holds."};
 constexpr Family kFinding{"gpudoctor_finding", "gauge", "1 for each open finding."};
 constexpr Family kFindingsOpen{"gpudoctor_findings_open", "gauge", "Open findings by severity."};
+constexpr Family kChecklistItem{"gpudoctor_checklist_item", "gauge",
+                                "1 for each weekly checklist item, with its state: ok, warning, critical, unknown, or "
+                                "unchecked when none of its rules had anything to judge (reason says why)."};
 constexpr Family kAlertsDelivered{"gpudoctor_alerts_delivered_total", "counter",
                                   "Alerts delivered, by sink."};
 constexpr Family kAlertsFailed{"gpudoctor_alerts_failed_total", "counter",
@@ -399,6 +402,7 @@ class Renderer {
   void Render() {
     RenderAgent();
     RenderFindings();
+    RenderChecklist();
     RenderAlerts();
     if (input_.snapshot) RenderGpuIdentity();
     if (fresh_) {
@@ -485,6 +489,19 @@ class Renderer {
       auto count = std::count_if(input_.findings.begin(), input_.findings.end(),
                                  [&](const StoredFinding& f) { return f.finding.severity == severity; });
       out_.Sample({}, {{"severity", SeverityName(severity)}}, static_cast<double>(count));
+    }
+  }
+
+  // One series per item: an item's series changes with its state, as a finding's does.
+  void RenderChecklist() {
+    out_.Begin(kChecklistItem);
+    std::set<std::string> seen;
+    for (const ChecklistItem& item : input_.checklist) {
+      std::string labels = FormatLabels({{"item", item.title},
+                                         {"state", ChecklistStateName(item)},
+                                         {"reason", item.checked ? std::string_view() : item.unchecked_reason},
+                                         {"hostname", hostname_}});
+      if (seen.insert(labels).second) out_.Sample(labels, 1);
     }
   }
 
@@ -670,11 +687,11 @@ std::string RenderPrometheusMetrics(const MetricsInput& input, const MetricsOpti
 std::vector<std::string_view> MetricFamilyNames() {
   std::vector<std::string_view> names;
   for (const Family* f :
-       {&kUp,           &kNvmlUp,           &kBuildInfo,     &kStartTime,  &kLastSample,    &kSampleAge,
-        &kSamples,      &kProbeHangs,       &kGpus,          &kFinding,    &kFindingsOpen,  &kAlertsDelivered,
-        &kAlertsFailed, &kAlertsQueued, &kAlertsDeliveringSince, &kAlertsSuppressed, &kAlertsDropped, &kAlertsGrouped, &kHostInfo, &kGpuInfo, &kGpuAccessible, &kFanSpeed,
-        &kEccErrors,    &kRetiredPages,     &kRemappedRows,  &kClockEvent, &kNvLinkActive,  &kNvLinkErrors,
-        &kXidErrors,    &kLastXid,          &kDcgmXid,       &kStoreOk,    &kStoreErrors,   &kStoreQueued,
+       {&kUp, &kNvmlUp, &kBuildInfo, &kStartTime, &kLastSample, &kSampleAge, &kSamples, &kProbeHangs, &kGpus,
+        &kFinding, &kFindingsOpen, &kChecklistItem, &kAlertsDelivered, &kAlertsFailed, &kAlertsQueued,
+        &kAlertsDeliveringSince, &kAlertsSuppressed, &kAlertsDropped, &kAlertsGrouped, &kHostInfo, &kGpuInfo,
+        &kGpuAccessible, &kFanSpeed, &kEccErrors, &kRetiredPages, &kRemappedRows, &kClockEvent, &kNvLinkActive,
+        &kNvLinkErrors, &kXidErrors, &kLastXid, &kDcgmXid, &kStoreOk, &kStoreErrors, &kStoreQueued,
         &kStoreDropped}) {
     names.push_back(f->name);
   }

@@ -13,7 +13,7 @@
 // pci_bus_id,device,modelName,Hostname}) so existing dashboards keep working.
 //
 //   MetricsInput input{.snapshot = view.LatestSnapshot().get(), .findings = view.OpenFindings(),
-//                      .status = view.Status(), .now = clock.Now()};
+//                      .checklist = view.ChecklistItems(), .status = view.Status(), .now = clock.Now()};
 //   std::string body = RenderPrometheusMetrics(input, {.dcgm_compatible = true});
 #pragma once
 
@@ -61,6 +61,7 @@ struct MetricsOptions {
 struct MetricsInput {
   const Snapshot* snapshot = nullptr;   // null before the first sample
   std::vector<StoredFinding> findings;  // the open ones
+  std::vector<ChecklistItem> checklist;  // AgentView::ChecklistItems
   AgentStatus status;
   WallTime now;
   const AlertCounters* alerts = nullptr;  // null: no alert metrics

@@ -9,7 +9,7 @@ MetricsCache::MetricsCache(const AgentView& view, std::function<AlertCounters()>
     : view_(view), alert_counters_(std::move(alert_counters)), options_(std::move(options)), clock_(clock) {}
 
 // The key covers everything the text is rendered from:
-// - the generation: the snapshot, the open findings and the agent's counters;
+// - the generation: the snapshot, the open findings, the checklist and the agent's counters;
 // - the alert counters, which the alert hub moves outside the agent's state;
 // - the current second: freshness (now against stale_after) and
 //   gpudoctor_sample_age_seconds depend on the time of the scrape. A body
@@ -29,6 +29,7 @@ MetricsCache::Body MetricsCache::Get(bool gzip) {
     std::shared_ptr<const Snapshot> snapshot = view_.LatestSnapshot();
     const MetricsInput input{.snapshot = snapshot.get(),
                              .findings = view_.OpenFindings(),
+                             .checklist = view_.ChecklistItems(),
                              .status = std::move(status),
                              .now = now,
                              .alerts = key.alerts ? &*key.alerts : nullptr};

@@ -22,6 +22,7 @@ const WallTime kNow = FromUnixMillis(1'714'564'800'000);
 struct Scene {
   Snapshot snapshot = SyntheticSnapshot(8, kNow - seconds(2));
   std::vector<StoredFinding> findings;
+  std::vector<ChecklistItem> checklist;
   AgentStatus status;
   AlertCounters alerts;
   bool with_alerts = false;
@@ -36,6 +37,7 @@ struct Scene {
   std::string Render(MetricsOptions options = {}) const {
     MetricsInput input{.snapshot = &snapshot,
                        .findings = findings,
+                       .checklist = checklist,
                        .status = status,
                        .now = kNow,
                        .alerts = with_alerts ? &alerts : nullptr};
@@ -187,6 +189,22 @@ TEST(Metrics, FindingsThatDifferOnlyBySubjectAreSeparateSeries) {
   EXPECT_EQ(e.Value("gpudoctor_findings_open", {{"severity", "warning"}}), 2);
 }
 
+TEST(Metrics, ChecklistItemsSayWhetherTheyWereChecked) {
+  Scene scene;
+  scene.checklist = {{.title = "GPUs below their temperature limits", .checked = true, .severity = Severity::kWarning},
+                     {.title = "Fans turning", .checked = true, .severity = Severity::kOk},
+                     {.title = "Backups \"nightly\"", .checked = false, .unchecked_reason = "no backup \"paths\""}};
+  const PromExposition e = scene.Parse();
+  EXPECT_EQ(e.Find("gpudoctor_checklist_item").size(), 3u);
+  EXPECT_EQ(e.Value("gpudoctor_checklist_item", {{"item", "GPUs below their temperature limits"},
+                                                 {"state", "warning"}, {"reason", ""}}),
+            1);
+  EXPECT_EQ(e.Value("gpudoctor_checklist_item", {{"item", "Fans turning"}, {"state", "ok"}}), 1);
+  EXPECT_EQ(e.Value("gpudoctor_checklist_item", {{"item", "Backups \"nightly\""}, {"state", "unchecked"},
+                                                 {"reason", "no backup \"paths\""}, {"hostname", kSyntheticHostname}}),
+            1);
+}
+
 TEST(Metrics, AgentHealthAndStaleSamples) {
   Scene scene;
   PromExposition e = scene.Parse();
@@ -296,6 +314,7 @@ std::string RenderEverything(bool dcgm) {
   scene.alerts = {.sinks = {{"webhook", 1, 0}}};
   scene.status.xids = {{.gpu_index = 1, .count = 1, .last_xid = 79, .last_seen = kNow}};
   scene.status.store = StoreHealth{.ok = false, .errors_total = 3, .queued = 12, .dropped_total = 1};
+  scene.checklist = {{.title = "Fans turning", .checked = false, .unchecked_reason = "no fans"}};
   scene.snapshot.gpus[0].fan_speeds_percent = Field<std::vector<uint32_t>>::Value({40, 45});
   scene.snapshot.gpus[0].retired_pages_sbe = Field<uint32_t>::Value(1);
   scene.findings = SyntheticIncidents(scene.snapshot, kNow);

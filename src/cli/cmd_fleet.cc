@@ -10,10 +10,12 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstdio>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <optional>
 #include <string>
+#include <utility>
 #include <variant>
 #include <vector>
 
@@ -138,11 +140,41 @@ class FleetSource {
 // ---------------------------------------------------------------------------
 // Text.
 
-std::string Mark(const std::string& severity) {
-  if (severity == "critical") return "C";
-  if (severity == "warning") return "W";
-  if (severity == "unknown") return "?";
-  return ".";
+// One item's mark: passed only when checked and ok.
+std::string Mark(const FleetChecklistCell& cell) {
+  if (cell.severity == "critical") return "C";
+  if (cell.severity == "warning") return "W";
+  if (!cell.checked) return "?";
+  if (!*cell.checked) return "-";
+  return cell.severity == "unknown" ? "U" : ".";
+}
+
+// "3 hosts: a, b, c", naming at most five.
+std::string HostsText(const std::vector<std::string>& names) {
+  constexpr size_t kNamed = 5;
+  std::vector<std::string> named(names.begin(), names.begin() + std::min(names.size(), kNamed));
+  std::string text = fmt::format("{} host{}: {}", names.size(), names.size() == 1 ? "" : "s", fmt::join(named, ", "));
+  if (names.size() > kNamed) text += fmt::format(" and {} more", names.size() - kNamed);
+  return text;
+}
+
+// The items answering hosts did not check, or whose state is not known: one
+// line for each item and reason, naming the hosts.
+void PrintNotChecked(const Style& style, const FleetChecklist& checklist) {
+  std::map<std::pair<size_t, std::string>, std::vector<std::string>> hosts;
+  for (const FleetChecklistRow& row : checklist.rows) {
+    if (!row.answering) continue;  // the row says why
+    for (size_t i = 0; i < row.items.size(); ++i) {
+      const FleetChecklistCell& cell = row.items[i];
+      if (cell.checked != true) hosts[{i, cell.summary}].push_back(row.hostname);
+    }
+  }
+  if (hosts.empty()) return;
+  std::printf("\n%s\n", style.Bold("Not checked, or not known").c_str());
+  for (const auto& [item, names] : hosts) {
+    std::printf("  %zu %s: %s, on %s\n", item.first + 1, checklist.titles[item.first].c_str(), item.second.c_str(),
+                HostsText(names).c_str());
+  }
 }
 
 void PrintChecklist(const Style& style, const FleetChecklist& checklist, const std::string& source) {
@@ -161,15 +193,17 @@ void PrintChecklist(const Style& style, const FleetChecklist& checklist, const s
   for (const FleetChecklistRow& row : checklist.rows) {
     std::string marks;
     for (size_t i = 0; i < row.items.size(); ++i) {
-      marks += Mark(row.items[i].severity) + std::string(std::to_string(i + 1).size(), ' ');
+      marks += Mark(row.items[i]) + std::string(std::to_string(i + 1).size(), ' ');
     }
     std::string why;
     if (!row.answering) {
       why = row.trouble;
     } else {
+      // The problems; what was not checked is listed below the table.
       std::vector<std::string> parts;
       for (size_t i = 0; i < row.items.size(); ++i) {
-        if (!row.items[i].summary.empty()) parts.push_back(checklist.titles[i] + ": " + row.items[i].summary);
+        const FleetChecklistCell& cell = row.items[i];
+        if (cell.checked == true && !cell.summary.empty()) parts.push_back(checklist.titles[i] + ": " + cell.summary);
       }
       for (const FleetFinding& f : row.other) parts.push_back(f.id + (f.gpu.empty() ? "" : " gpu " + f.gpu));
       why = fmt::format("{}", fmt::join(parts, "; "));
@@ -183,7 +217,11 @@ void PrintChecklist(const Style& style, const FleetChecklist& checklist, const s
   std::printf("\nItems:");
   for (size_t i = 0; i < checklist.titles.size(); ++i) std::printf(" %zu %s%s", i + 1, checklist.titles[i].c_str(),
                                                                      i + 1 < checklist.titles.size() ? "," : "");
-  std::printf("\n%s\n", style.Dim("C critical, W warning, ? host not answering, . ok; from " + source).c_str());
+  std::printf("\n%s\n", style
+                            .Dim("C critical, W warning, U unknown, - not checked, ? not known (the host does not "
+                                 "answer, or its agent does not say), . checked and ok; from " + source)
+                            .c_str());
+  PrintNotChecked(style, checklist);
 }
 
 std::string ErrorsText(const ErrorCounts& e) {

@@ -20,7 +20,7 @@ json ErrorsJson(const ErrorCounts& e) {
 }
 
 json FindingJson(const FleetFinding& f) {
-  return {{"id", f.id}, {"severity", f.severity}, {"gpu", f.gpu}, {"subject", f.subject}};
+  return {{"id", f.id}, {"severity", f.severity}, {"gpu", f.gpu}, {"subject", f.subject}, {"part_of", f.part_of}};
 }
 
 }  // namespace
@@ -30,9 +30,14 @@ json FleetChecklistJson(const FleetChecklist& checklist) {
   for (const FleetChecklistRow& row : checklist.rows) {
     json items = json::array();
     for (size_t i = 0; i < row.items.size(); ++i) {
+      const FleetChecklistCell& cell = row.items[i];
+      json findings = json::array();
+      for (const FleetFinding& f : cell.findings) findings.push_back(FindingJson(f));
       items.push_back({{"title", checklist.titles[i]},
-                       {"severity", row.items[i].severity},
-                       {"summary", row.items[i].summary}});
+                       {"checked", cell.checked ? json(*cell.checked) : json(nullptr)},  // null: not known
+                       {"severity", cell.severity},
+                       {"summary", cell.summary},
+                       {"findings", std::move(findings)}});
     }
     json other = json::array();
     for (const FleetFinding& f : row.other) other.push_back(FindingJson(f));

@@ -21,7 +21,8 @@ using Labels = std::map<std::string, std::string>;
 // The families HostBuilder reads from an agent's /metrics.
 const std::set<std::string_view> kAgentFamilies = {"gpudoctor_up",       "gpudoctor_sample_age_seconds",
                                                    "gpudoctor_host_info", "gpudoctor_gpu_info",
-                                                   "gpudoctor_gpu_accessible", "gpudoctor_finding"};
+                                                   "gpudoctor_gpu_accessible", "gpudoctor_finding",
+                                                   "gpudoctor_checklist_item"};
 
 // A label's value, on one line: agents are not trusted to send names without newlines.
 std::string LabelOf(const Labels& labels, const std::string& name) {
@@ -57,6 +58,10 @@ class HostBuilder {
                                 .gpu = LabelOf(labels, "gpu"),
                                 .subject = LabelOf(labels, "subject"),
                                 .part_of = LabelOf(labels, "part_of")});
+    } else if (name == "gpudoctor_checklist_item" && value == 1) {
+      if (!host_.checklist) host_.checklist.emplace();
+      host_.checklist->push_back(
+          {.title = LabelOf(labels, "item"), .state = LabelOf(labels, "state"), .reason = LabelOf(labels, "reason")});
     }
   }
 
@@ -71,6 +76,7 @@ class HostBuilder {
     host_.trouble = std::move(why);
     host_.findings.clear();
     host_.findings.shrink_to_fit();
+    host_.checklist.reset();
     gpus_.clear();
   }
 
@@ -125,7 +131,8 @@ Result<FleetState> ReadFleetFromPrometheus(PrometheusApi& api, const FleetReadOp
   Result<std::vector<PromSeries>> targets = api.Query("up{" + job + "}", options.at);
   if (!targets) return targets.error();
   Result<std::vector<PromSeries>> samples = api.Query(
-      "{" + job + ",__name__=~\"gpudoctor_(up|sample_age_seconds|host_info|gpu_info|gpu_accessible|finding)\"}",
+      "{" + job +
+          ",__name__=~\"gpudoctor_(up|sample_age_seconds|host_info|gpu_info|gpu_accessible|finding|checklist_item)\"}",
       options.at);
   if (!samples) return samples.error();
   // A host whose scrape fails has no current samples: its name comes from the last it gave.

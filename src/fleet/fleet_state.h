@@ -21,6 +21,14 @@ struct FleetFinding {
   bool operator==(const FleetFinding&) const = default;
 };
 
+// One weekly-checklist item as a host's agent judged it (gpudoctor_checklist_item).
+struct FleetChecklistState {
+  std::string title;
+  std::string state;   // ok, warning, critical, unknown, or "unchecked" (health/checklist.h kUncheckedState)
+  std::string reason;  // for unchecked: why its rules judged nothing; "" when they gave no reason
+  bool operator==(const FleetChecklistState&) const = default;
+};
+
 struct FleetGpu {
   std::string index;
   std::string uuid;
@@ -43,6 +51,9 @@ struct FleetHost {
   std::optional<double> sample_age_seconds;
   std::vector<FleetGpu> gpus;
   std::vector<FleetFinding> findings;  // open now
+  // The agent's checklist; nullopt when it exports none (an agent older than
+  // gpudoctor_checklist_item, or one that has not judged a sample yet).
+  std::optional<std::vector<FleetChecklistState>> checklist;
   bool operator==(const FleetHost&) const = default;
 };
 

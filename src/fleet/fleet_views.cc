@@ -6,6 +6,8 @@
 
 #include <fmt/format.h>
 
+#include "health/checklist.h"
+
 namespace gpudoctor {
 namespace {
 
@@ -35,6 +37,60 @@ void Count(ErrorCounts& counts, const ErrorEpisode& episode) {
   }
 }
 
+// The open findings as BuildChecklist takes them, described as the views show them.
+std::vector<Finding> AsFindings(const std::vector<FleetFinding>& open) {
+  std::vector<Finding> findings;
+  for (const FleetFinding& f : open) {
+    findings.push_back({.id = f.id,
+                        .severity = SeverityFromName(f.severity).value_or(Severity::kUnknown),
+                        .summary = Describe(f)});
+  }
+  return findings;
+}
+
+// `item`, of BuildChecklist over the host's open findings (AsFindings), with
+// what the host's agent says of it: checked or not, and why not.
+FleetChecklistCell CellOf(const FleetHost& host, const ChecklistItem& item) {
+  FleetChecklistCell cell;
+  for (size_t index : item.findings) {
+    cell.findings.push_back(host.findings[index]);
+    cell.summary += (cell.summary.empty() ? "" : "; ") + Describe(host.findings[index]);
+  }
+  if (!cell.findings.empty()) {
+    cell.severity = SeverityName(item.severity);
+    cell.checked = true;  // a finding is a judgement, whatever else is known
+  }
+  if (!host.answering) {
+    cell.severity = Worse("unknown", cell.severity);
+    cell.checked.reset();
+    return cell;
+  }
+  static const std::vector<FleetChecklistState> kNone;
+  bool said = false;
+  std::string reasons;
+  for (const FleetChecklistState& state : host.checklist ? *host.checklist : kNone) {
+    if (state.title != item.title) continue;  // a site's config may repeat a title: all count
+    said = true;
+    if (state.state == kUncheckedState) {
+      if (!state.reason.empty()) reasons += (reasons.empty() ? "" : "; ") + state.reason;
+      continue;
+    }
+    cell.checked = true;
+    cell.severity = Worse(cell.severity, SeverityName(SeverityFromName(state.state).value_or(Severity::kUnknown)));
+  }
+  if (cell.checked) {
+    if (cell.findings.empty() && cell.severity != "ok") cell.summary = "its agent's checklist says " + cell.severity;
+  } else if (said) {
+    cell.checked = false;
+    cell.summary = NotCheckedSummary(reasons);
+  } else {
+    cell.severity = "unknown";
+    cell.summary = host.checklist ? "not known: its agent's checklist has no such item"
+                                  : "not known: its agent exports no checklist (older than gpudoctor_checklist_item)";
+  }
+  return cell;
+}
+
 auto Badness(size_t critical, size_t warning, const ErrorCounts& e) {
   return std::make_tuple(critical, e.fell_off_bus + e.uncorrectable_ecc + e.row_remap, e.xid, warning,
                          e.pcie_replays);
@@ -48,26 +104,15 @@ FleetChecklist BuildFleetChecklist(const FleetState& state, const std::vector<Ch
   for (const FleetHost& host : state.hosts) {
     FleetChecklistRow row{.hostname = host.hostname, .instance = host.instance, .answering = host.answering,
                           .trouble = host.trouble};
-    row.items.resize(checklist.size());
-    if (!host.answering) {
-      for (FleetChecklistCell& cell : row.items) cell.severity = "unknown";
-      row.worst = "critical";  // triage step 1: a host that cannot be judged comes first
+    const std::vector<Finding> findings = AsFindings(host.findings);
+    const Checklist mapped = BuildChecklist(findings, checklist);
+    for (const ChecklistItem& item : mapped.items) row.items.push_back(CellOf(host, item));
+    // A finding that is part of another is told by that one, as on the host.
+    for (size_t index : mapped.other_findings) {
+      if (host.findings[index].part_of.empty()) row.other.push_back(host.findings[index]);
     }
-    // Root causes only: a finding that is part of another is told by that one.
-    for (const FleetFinding& finding : host.findings) {
-      if (!finding.part_of.empty()) continue;
-      bool on_checklist = false;
-      for (size_t i = 0; i < checklist.size(); ++i) {
-        const auto& rules = checklist[i].rule_ids;
-        if (std::find(rules.begin(), rules.end(), finding.id) == rules.end()) continue;
-        on_checklist = true;
-        FleetChecklistCell& cell = row.items[i];
-        cell.severity = Worse(cell.severity, finding.severity);
-        cell.summary += (cell.summary.empty() ? "" : "; ") + Describe(finding);
-      }
-      if (!on_checklist) row.other.push_back(finding);
-      row.worst = Worse(row.worst, finding.severity);
-    }
+    // Triage step 1: a host that cannot be judged comes first.
+    row.worst = host.answering ? SeverityName(WorstSeverity(findings)) : "critical";
     if (!host.answering) ++out.hosts_not_answering;
     else if (row.worst == "critical") ++out.hosts_critical;
     else if (row.worst == "warning") ++out.hosts_warning;

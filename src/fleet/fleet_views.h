@@ -20,9 +20,20 @@
 
 namespace gpudoctor {
 
+// One checklist item of one host. Passed (shown as such) only when `checked`
+// is true and `severity` is ok.
 struct FleetChecklistCell {
-  std::string severity = "ok";  // ok, warning, critical, unknown (the host does not answer)
-  std::string summary;          // the findings behind it: "xid_recent gpu 3"; "" when ok
+  // The worst of its findings, or of the state its agent exports: ok,
+  // warning, critical, unknown; unknown too when not known (below).
+  std::string severity = "ok";
+  // Whether the item's rules judged anything on the host: false when its
+  // agent says none did (`check`'s "not checked"); nullopt when not known (the
+  // host does not answer, or its agent exports no state for the item).
+  std::optional<bool> checked;
+  // The findings behind it ("xid_recent gpu 3; gpu_lost gpu 3"), "not
+  // checked: REASON", "not known: ..."; "" when ok or the host does not answer.
+  std::string summary;
+  std::vector<FleetFinding> findings;  // worst first
 };
 
 struct FleetChecklistRow {
@@ -30,9 +41,10 @@ struct FleetChecklistRow {
   std::string instance;
   bool answering = true;
   std::string trouble;  // why not, when not
-  std::string worst = "ok";
+  std::string worst = "ok";  // of all its open findings, as `check` judges the host
   std::vector<FleetChecklistCell> items;   // one per FleetChecklist::titles
-  std::vector<FleetFinding> other;         // open findings on no checklist item
+  // Open findings on no checklist item, less those told under a root cause (part_of).
+  std::vector<FleetFinding> other;
 };
 
 struct FleetChecklist {
@@ -43,6 +55,9 @@ struct FleetChecklist {
   size_t hosts_warning = 0;
 };
 
+// Findings fall on items as on the host itself (BuildChecklist over the open
+// findings, those part of a root cause included); whether an item was checked
+// comes from the state its agent exports.
 FleetChecklist BuildFleetChecklist(const FleetState& state, const std::vector<ChecklistEntry>& checklist);
 
 // Like `check`: 2 when a host does not answer or has a critical finding, 1

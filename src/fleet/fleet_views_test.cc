@@ -3,7 +3,9 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include "fleet/fleet_json.h"
 #include "fleet/fleet_reader.h"
+#include "health/checklist.h"
 #include "health/health_config.h"
 
 namespace gpudoctor {
@@ -29,6 +31,13 @@ class CannedPrometheus final : public PrometheusApi {
 
 PromSeries S(std::map<std::string, std::string> labels, double value) {
   return PromSeries{.labels = std::move(labels), .points = {{kNow, value}}};
+}
+
+// The position of the checklist item titled `title`.
+size_t Item(const FleetChecklist& checklist, const std::string& title) {
+  auto found = std::find(checklist.titles.begin(), checklist.titles.end(), title);
+  EXPECT_NE(found, checklist.titles.end()) << title;
+  return found - checklist.titles.begin();
 }
 
 class FleetViews : public ::testing::Test {
@@ -92,16 +101,151 @@ TEST_F(FleetViews, ChecklistPutsSilentHostsFirstThenTheWorst) {
   EXPECT_EQ(checklist.rows[0].items[0].severity, "unknown");
   const FleetChecklistRow& b = checklist.rows[2];
   EXPECT_EQ(b.worst, "critical");
-  // The Xid is on "No GPU errors in the system log"; gpu_lost is part of it and not told twice.
-  size_t log_item = 0;
-  while (checklist.titles[log_item] != "No GPU errors in the system log") ++log_item;
-  EXPECT_EQ(b.items[log_item].severity, "critical");
-  EXPECT_EQ(b.items[log_item].summary, "xid_recent gpu 0");
-  for (const FleetChecklistCell& cell : b.items) EXPECT_THAT(cell.summary, ::testing::Not(::testing::HasSubstr("gpu_lost")));
+  // The Xid is on "No GPU errors in the system log"; gpu_lost, part of it, is on its own item as `check` has it.
+  EXPECT_EQ(b.items[Item(checklist, "No GPU errors in the system log")].severity, "critical");
+  EXPECT_EQ(b.items[Item(checklist, "No GPU errors in the system log")].summary, "xid_recent gpu 0");
+  EXPECT_EQ(b.items[Item(checklist, "nvidia-smi answering")].summary, "gpu_lost gpu 0");
   ASSERT_EQ(b.other.size(), 1u);
   EXPECT_EQ(b.other[0].id, "some_new_rule");
+  // These agents export no checklist: what has no finding is not known, never passed.
+  const FleetChecklistCell& fans = b.items[Item(checklist, "Fans turning")];
+  EXPECT_EQ(fans.checked, std::nullopt);
+  EXPECT_EQ(fans.severity, "unknown");
+  EXPECT_THAT(fans.summary, ::testing::StartsWith("not known"));
+  EXPECT_EQ(b.items[Item(checklist, "No GPU errors in the system log")].checked, true);
   EXPECT_EQ(checklist.hosts_not_answering, 2u);
   EXPECT_EQ(FleetExitStatus(checklist), 2);
+}
+
+// Every item of the default checklist in `state`, but the one titled `title` in `other_state` with `reason`.
+std::vector<FleetChecklistState> AgentChecklist(const std::string& title = "", const std::string& other_state = "",
+                                                const std::string& reason = "") {
+  std::vector<FleetChecklistState> states;
+  for (const ChecklistEntry& entry : DefaultHealthConfig().checklist) {
+    states.push_back({.title = entry.title, .state = entry.title == title ? other_state : "ok",
+                      .reason = entry.title == title ? reason : ""});
+  }
+  return states;
+}
+
+TEST_F(FleetViews, AnItemTheAgentDidNotCheckIsNeverPassed) {
+  FleetState state;
+  state.hosts.push_back({.instance = "a:9847", .hostname = "host-a",
+                         .checklist = AgentChecklist("Fans turning", "unchecked", "the GPUs are passively cooled")});
+  const std::vector<ChecklistEntry>& entries = DefaultHealthConfig().checklist;
+  FleetChecklist checklist = BuildFleetChecklist(state, entries);
+  const FleetChecklistRow& a = checklist.rows[0];
+  EXPECT_EQ(a.worst, "ok");
+  const FleetChecklistCell& fans = a.items[Item(checklist, "Fans turning")];
+  EXPECT_EQ(fans.checked, false);
+  EXPECT_EQ(fans.severity, "ok");  // as `check --json` has it: severity ok, checked false
+  EXPECT_EQ(fans.summary, "not checked: the GPUs are passively cooled");
+  const FleetChecklistCell& temperature = a.items[Item(checklist, "GPUs below their temperature limits")];
+  EXPECT_EQ(temperature.checked, true);
+  EXPECT_EQ(temperature.severity, "ok");
+  EXPECT_EQ(temperature.summary, "");
+
+  nlohmann::json json = FleetChecklistJson(checklist);
+  const nlohmann::json& items = json["hosts"][0]["items"];
+  EXPECT_EQ(items[Item(checklist, "Fans turning")]["checked"], false);
+  EXPECT_EQ(items[Item(checklist, "GPUs below their temperature limits")]["checked"], true);
+
+  // An item its agent exports nothing for, and an agent that exports no checklist: not known.
+  state.hosts[0].checklist->erase(state.hosts[0].checklist->begin());
+  EXPECT_EQ(BuildFleetChecklist(state, entries).rows[0].items[0].checked, std::nullopt);
+  state.hosts[0].checklist.reset();
+  checklist = BuildFleetChecklist(state, entries);
+  for (const FleetChecklistCell& cell : checklist.rows[0].items) EXPECT_EQ(cell.checked, std::nullopt);
+  EXPECT_TRUE(FleetChecklistJson(checklist)["hosts"][0]["items"][0]["checked"].is_null());
+}
+
+TEST_F(FleetViews, AFindingOnNoItemMakesTheHostAsBadAsCheckSays) {
+  FleetState state;
+  state.hosts.push_back({.instance = "a:9847", .hostname = "host-a",
+                         .findings = {{.id = "memory_high", .severity = "warning", .gpu = "2"}},
+                         .checklist = AgentChecklist()});
+  FleetChecklist checklist = BuildFleetChecklist(state, DefaultHealthConfig().checklist);
+  const FleetChecklistRow& a = checklist.rows[0];
+  EXPECT_EQ(a.worst, "warning");
+  ASSERT_EQ(a.other.size(), 1u);
+  EXPECT_EQ(a.other[0].id, "memory_high");
+  for (const FleetChecklistCell& cell : a.items) EXPECT_TRUE(cell.findings.empty());
+  EXPECT_EQ(checklist.hosts_warning, 1u);
+  EXPECT_EQ(FleetExitStatus(checklist), 1);
+}
+
+TEST_F(FleetViews, FindingsFallOnTheItemsCheckPutsThemOn) {
+  FleetState state;
+  state.hosts.push_back({.instance = "a:9847", .hostname = "host-a",
+                         .findings = {{.id = "nvlink_fabric", .severity = "critical", .gpu = "1"},
+                                      {.id = "xid_recent", .severity = "warning", .gpu = "1", .subject = "74"},
+                                      {.id = "temperature_high", .severity = "warning", .gpu = "1",
+                                       .part_of = "facility_cooling"},
+                                      {.id = "facility_cooling", .severity = "critical"}},
+                         .checklist = AgentChecklist()});
+  const std::vector<ChecklistEntry>& entries = DefaultHealthConfig().checklist;
+  FleetChecklist checklist = BuildFleetChecklist(state, entries);
+  const FleetChecklistRow& a = checklist.rows[0];
+
+  // The host's own checklist over the same findings.
+  std::vector<Finding> findings;
+  for (const FleetFinding& f : state.hosts[0].findings) {
+    findings.push_back({.id = f.id, .severity = *SeverityFromName(f.severity)});
+  }
+  Checklist on_host = BuildChecklist(findings, entries);
+  for (size_t i = 0; i < entries.size(); ++i) {
+    EXPECT_EQ(a.items[i].severity, on_host.items[i].checked ? SeverityName(on_host.items[i].severity) : "ok")
+        << entries[i].title;
+    EXPECT_EQ(a.items[i].findings.size(), on_host.items[i].findings.size()) << entries[i].title;
+  }
+  const FleetChecklistCell& log = a.items[Item(checklist, "No GPU errors in the system log")];
+  EXPECT_EQ(log.severity, "warning");
+  EXPECT_EQ(log.summary, "xid_recent gpu 1 (74)");
+  EXPECT_EQ(a.items[Item(checklist, "GPUs below their temperature limits")].summary, "temperature_high gpu 1");
+  ASSERT_EQ(a.other.size(), 2u);  // temperature_high is told under facility_cooling
+  EXPECT_EQ(a.other[0].id, "nvlink_fabric");
+  EXPECT_EQ(a.other[1].id, "facility_cooling");
+  EXPECT_EQ(a.worst, "critical");
+}
+
+TEST_F(FleetViews, ASiteItemForTheNvLinkFabricIsAColumnAsOnTheHost) {
+  std::vector<ChecklistEntry> entries = DefaultHealthConfig().checklist;
+  entries.push_back({.title = "NVLink fabric registered", .rule_ids = {"nvlink_fabric"}});
+  FleetState state;
+  std::vector<FleetChecklistState> agent = AgentChecklist();
+  agent.push_back({.title = "NVLink fabric registered", .state = "critical"});
+  state.hosts.push_back({.instance = "a:9847", .hostname = "host-a",
+                         .findings = {{.id = "nvlink_fabric", .severity = "critical", .gpu = "1"}},
+                         .checklist = agent});
+  agent.back() = {.title = "NVLink fabric registered", .state = "unchecked", .reason = "no NVSwitch"};
+  state.hosts.push_back({.instance = "b:9847", .hostname = "host-b", .checklist = agent});
+  FleetChecklist checklist = BuildFleetChecklist(state, entries);
+  ASSERT_EQ(checklist.titles.back(), "NVLink fabric registered");
+  const FleetChecklistCell& a = checklist.rows[0].items.back();
+  EXPECT_EQ(checklist.rows[0].hostname, "host-a");
+  EXPECT_EQ(a.checked, true);
+  EXPECT_EQ(a.severity, "critical");
+  EXPECT_EQ(a.summary, "nvlink_fabric gpu 1");
+  EXPECT_TRUE(checklist.rows[0].other.empty());
+  const Checklist on_host = BuildChecklist({{.id = "nvlink_fabric", .severity = Severity::kCritical}}, entries);
+  ASSERT_EQ(on_host.items.back().findings.size(), 1u);
+  EXPECT_TRUE(on_host.other_findings.empty());
+  const FleetChecklistCell& b = checklist.rows[1].items.back();
+  EXPECT_EQ(b.checked, false);
+  EXPECT_EQ(b.summary, "not checked: no NVSwitch");
+}
+
+TEST_F(FleetViews, ReadsTheAgentsChecklist) {
+  api_.samples.push_back(S({{"__name__", "gpudoctor_checklist_item"}, {"instance", "a:9847"}, {"item", "Fans turning"},
+                            {"state", "unchecked"}, {"reason", "no fans"}},
+                           1));
+  Result<FleetState> state = ReadFleetFromPrometheus(api_, {.at = kNow});
+  ASSERT_TRUE(state.ok());
+  EXPECT_THAT(api_.asked[1], ::testing::HasSubstr("checklist_item"));
+  ASSERT_TRUE(state->hosts[0].checklist);
+  EXPECT_EQ(*state->hosts[0].checklist,
+            (std::vector<FleetChecklistState>{{.title = "Fans turning", .state = "unchecked", .reason = "no fans"}}));
+  EXPECT_FALSE(state->hosts[1].checklist);  // an agent that exports none
 }
 
 TEST_F(FleetViews, ExitStatusIsLikeCheck) {

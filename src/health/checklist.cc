@@ -7,23 +7,27 @@ namespace gpudoctor {
 
 namespace {
 
-// "not checked", with the reasons the item's rules gave.
-std::string NotCheckedSummary(const ChecklistEntry& entry, std::span<const UncheckedRule> unchecked) {
+// The reasons the item's rules gave for judging nothing, joined by "; ".
+std::string UncheckedReason(const ChecklistEntry& entry, std::span<const UncheckedRule> unchecked) {
   std::string reasons;
   for (const UncheckedRule& rule : unchecked) {
     if (std::find(entry.rule_ids.begin(), entry.rule_ids.end(), rule.rule_id) == entry.rule_ids.end()) continue;
-    reasons += (reasons.empty() ? ": " : "; ") + rule.reason;
+    reasons += (reasons.empty() ? "" : "; ") + rule.reason;
   }
-  return "not checked" + reasons;
+  return reasons;
 }
 
 }  // namespace
 
-Checklist BuildChecklist(const std::vector<Finding>& findings, const HealthConfig& config,
+std::string NotCheckedSummary(std::string_view reason) {
+  return reason.empty() ? std::string("not checked") : "not checked: " + std::string(reason);
+}
+
+Checklist BuildChecklist(const std::vector<Finding>& findings, std::span<const ChecklistEntry> entries,
                          std::span<const UncheckedRule> unchecked) {
   Checklist checklist;
   std::set<std::string, std::less<>> on_checklist;
-  for (const ChecklistEntry& entry : config.checklist) {
+  for (const ChecklistEntry& entry : entries) {
     ChecklistItem item;
     item.title = entry.title;
     for (size_t i = 0; i < findings.size(); ++i) {
@@ -51,13 +55,34 @@ Checklist BuildChecklist(const std::vector<Finding>& findings, const HealthConfi
         if (problems > 1) item.summary += " (+" + std::to_string(problems - 1) + " more)";
       }
     } else {
-      item.summary = NotCheckedSummary(entry, unchecked);
+      item.unchecked_reason = UncheckedReason(entry, unchecked);
+      item.summary = NotCheckedSummary(item.unchecked_reason);
     }
     checklist.items.push_back(std::move(item));
   }
   for (size_t i = 0; i < findings.size(); ++i)
     if (!on_checklist.count(findings[i].id)) checklist.other_findings.push_back(i);
   return checklist;
+}
+
+Checklist BuildOpenChecklist(const std::vector<Finding>& open, const Checklist& judged,
+                             std::span<const ChecklistEntry> entries) {
+  Checklist checklist = BuildChecklist(open, entries);
+  for (size_t i = 0; i < checklist.items.size() && i < judged.items.size(); ++i) {
+    ChecklistItem& item = checklist.items[i];
+    const ChecklistItem& as_judged = judged.items[i];
+    if (item.checked) continue;
+    item.checked = as_judged.checked;
+    item.unchecked_reason = as_judged.unchecked_reason;
+    if (!as_judged.checked) item.summary = as_judged.summary;
+    else if (as_judged.severity == Severity::kOk) item.summary = as_judged.summary;
+    else item.summary = "no open problem (acknowledged: " + as_judged.summary + ")";
+  }
+  return checklist;
+}
+
+std::string_view ChecklistStateName(const ChecklistItem& item) {
+  return item.checked ? std::string_view(SeverityName(item.severity)) : kUncheckedState;
 }
 
 }  // namespace gpudoctor

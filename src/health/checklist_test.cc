@@ -51,6 +51,43 @@ TEST(BuildChecklist, ItemsWithNothingToJudgeAreNotChecked) {
   EXPECT_EQ(backups.severity, Severity::kOk);
 }
 
+TEST(BuildChecklist, AnItemNotCheckedKeepsItsRulesReasons) {
+  std::vector<UncheckedRule> unchecked = {{"fan_failure", "no fans"}, {"fan_failure", "no chassis fans"}};
+  Checklist checklist = BuildChecklist({}, DefaultHealthConfig(), unchecked);
+  const ChecklistItem& fans = checklist.items[1];
+  EXPECT_EQ(fans.title, "Fans turning");
+  EXPECT_FALSE(fans.checked);
+  EXPECT_EQ(fans.unchecked_reason, "no fans; no chassis fans");
+  EXPECT_EQ(fans.summary, "not checked: no fans; no chassis fans");
+  EXPECT_EQ(ChecklistStateName(fans), "unchecked");
+}
+
+TEST(BuildOpenChecklist, ItemsStandAsTheOpenFindingsAndWereCheckedAsJudged) {
+  const HealthConfig config = DefaultHealthConfig();
+  const Finding hot{.id = "temperature_high", .severity = Severity::kWarning, .summary = "GPU 1 at 85 °C"};
+  const Finding xid{.id = "xid_recent", .severity = Severity::kCritical, .summary = "Xid 79 on GPU 2"};
+  const Finding disk{.id = "disk_space", .severity = Severity::kOk, .summary = "/ 40% used"};
+  // This round: all three; the Xid's incident was acknowledged, so only the heat is open.
+  const std::vector<UncheckedRule> unchecked = {{"fan_failure", "no fans"}};
+  const Checklist judged = BuildChecklist({hot, xid, disk}, config, unchecked);
+  const Checklist open = BuildOpenChecklist({hot}, judged, config.checklist);
+  ASSERT_EQ(open.items.size(), judged.items.size());
+  auto item = [&](const std::string& title) -> const ChecklistItem& {
+    for (const ChecklistItem& i : open.items)
+      if (i.title == title) return i;
+    ADD_FAILURE() << title;
+    return open.items.front();
+  };
+  EXPECT_EQ(ChecklistStateName(item("GPUs below their temperature limits")), "warning");
+  EXPECT_EQ(ChecklistStateName(item("No GPU errors in the system log")), "ok");  // acknowledged, not open
+  EXPECT_EQ(ChecklistStateName(item("Enough free storage")), "ok");
+  EXPECT_EQ(item("Enough free storage").summary, "/ 40% used");
+  EXPECT_EQ(ChecklistStateName(item("Fans turning")), "unchecked");
+  EXPECT_EQ(item("Fans turning").unchecked_reason, "no fans");
+  EXPECT_EQ(ChecklistStateName(item("Backups working")), "unchecked");
+  EXPECT_EQ(item("Backups working").unchecked_reason, "");
+}
+
 TEST(FindingJson, HasTheDocumentedShape) {
   Finding finding;
   finding.id = "temperature_high";

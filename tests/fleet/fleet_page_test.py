@@ -5,8 +5,9 @@ Starts two agents on simulated servers (one healthy, one with a GPU fallen off
 the bus), lists them with a third address where nothing answers, serves the
 fleet view with `gpudoctor fleet --agents FILE --listen 127.0.0.1:0`, and
 checks what a person would see: every host in the checklist, the silent one
-first, the critical one next with its finding in the right column. Also checks
-the JSON API and that the page loads nothing from another origin.
+first, the critical one next with its finding in the right column, and an item
+the healthy host could not check shown as not checked, never as passed. Also
+checks the JSON API and that the page loads nothing from another origin.
 Exit 77 (skipped) without Chromium.
 """
 import argparse
@@ -82,6 +83,11 @@ def main():
         assert hosts == [silent, "node-bad", "node-ok"], hosts
         assert checklist["summary"] == {"hosts": 3, "not_answering": 1, "critical": 1, "warning": 0}, checklist["summary"]
         assert checklist["exit_status"] == 2
+        ok_items = {i["title"]: i for i in next(h for h in checklist["hosts"] if h["hostname"] == "node-ok")["items"]}
+        assert ok_items["GPUs below their temperature limits"]["checked"] is True, ok_items
+        fans = ok_items["Fans turning"]  # the simulated GPUs have no fans, and no chassis fan is read
+        assert fans["checked"] is False and fans["summary"].startswith("not checked: "), fans
+        assert all(i["checked"] is None for i in checklist["hosts"][0]["items"]), checklist["hosts"][0]
         offenders = json.loads(wait_for(base + "/api/v1/fleet/offenders"))
         assert offenders["with_history"] is False
         assert any(g["hostname"] == "node-bad" and "gpu_lost" in g["open_findings"] for g in offenders["gpus"]), offenders
@@ -100,11 +106,20 @@ def main():
         bad_row = dom[dom.index('data-host="node-bad"'):]
         bad_row = bad_row[:bad_row.index("</tr>")]
         assert "gpu_lost gpu 3" in bad_row, bad_row
+        ok_row = dom[dom.index('data-host="node-ok"'):]
+        ok_row = ok_row[:ok_row.index("</tr>")]
+        shown = re.findall(r'<td class="cell [^"]*" data-state="([^"]+)"[^>]*>([^<]*)<', ok_row)
+        expected = [("passed", "✓") if i["checked"] else ("not-checked", "—") for i in ok_items.values()]
+        assert shown == expected, (shown, expected)
+        silent_row = dom[dom.index(f'data-host="{silent}"'):]
+        silent_row = silent_row[:silent_row.index("</tr>")]
+        assert set(re.findall(r'data-state="([^"]+)"', silent_row)) == {"not-known"}, silent_row
         assert re.search(r'id="not-answering"[^>]*>1<', dom), "the summary does not count the silent host"
         for asset in ("fleet.html", "fleet.js", "style.css"):
             text = open(os.path.join(args.source_dir, "web", "dist", asset)).read()
             assert not re.search(r'(src|href)\s*=\s*["\']?(https?:)?//', text), f"{asset} loads from elsewhere"
-        print("fleet page: 3 hosts shown in order, the finding in its column, JSON views consistent")
+        print("fleet page: 3 hosts shown in order, the finding in its column, not checked apart from passed, "
+              "JSON views consistent")
         return 0
     finally:
         for process in processes:

@@ -40,6 +40,15 @@ async function getJson(view) {
   return body;
 }
 
+// What a checklist cell shows: passed only when the item was checked and found ok.
+function cellState(item) {
+  if (item.severity === "critical" || item.severity === "warning") return item.severity;
+  if (item.checked === null) return "not-known";
+  if (item.checked === false) return "not-checked";
+  return item.severity === "ok" ? "passed" : "unknown";
+}
+const CELL_MARKS = { passed: "✓", "not-checked": "—", "not-known": "?" };
+
 function renderChecklist(data) {
   document.getElementById("source").textContent = data.source;
   document.getElementById("hosts").textContent = data.summary.hosts;
@@ -57,8 +66,10 @@ function renderChecklist(data) {
     const row = el("tr", { "data-host": host.hostname, "data-worst": host.answering ? host.worst : "not_answering" },
       el("td", { class: "mono", title: host.instance }, host.hostname), el("td", {}, state));
     for (const item of host.items) {
-      const cell = el("td", { class: `cell ${item.severity}`, title: item.summary || item.title });
-      cell.textContent = item.severity === "ok" ? "✓" : item.severity === "unknown" ? "?" : item.summary;
+      const state = cellState(item);
+      const cell = el("td", { class: `cell ${state}`, "data-state": state,
+                              title: item.summary ? `${item.title}: ${item.summary}` : item.title });
+      cell.textContent = CELL_MARKS[state] ?? item.summary;
       row.append(cell);
     }
     const other = host.answering ? host.other_findings.map((f) => f.id + (f.gpu ? ` gpu ${f.gpu}` : "")).join(", ")
