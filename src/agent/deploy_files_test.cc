@@ -12,10 +12,14 @@
 #include <set>
 #include <sstream>
 
+#include "agent/alert_config.h"
+#include "agent/diag_schedule.h"
 #include "agent/http_server.h"
 #include "agent/metrics.h"
 #include "agent/subprocess.h"
 #include "common/text.h"
+#include "health/detectors/trend_config.h"
+#include "health/health_config.h"
 
 namespace gpudoctor {
 namespace {
@@ -89,6 +93,43 @@ TEST(DeployFiles, GrafanaDashboardIsValidAndUsesExportedMetrics) {
   for (const auto& panel : dashboard["panels"]) EXPECT_TRUE(ids.insert(panel["id"].get<int64_t>()).second);
 }
 
+// Every part of the agent's config reads `text` (what `gpudoctor agent --config` does).
+void ExpectValidConfig(const std::string& text, const std::string& what) {
+  Result<HealthConfig> health = ApplyHealthConfig(DefaultHealthConfig(), text, what);
+  EXPECT_TRUE(health.ok()) << what << ": " << health.error().message;
+  Result<TrendConfig> trends = ParseTrendConfig(text);
+  EXPECT_TRUE(trends.ok()) << what << ": " << trends.error().message;
+  Result<AlertConfig> alerts = ParseAlertConfig(text);
+  EXPECT_TRUE(alerts.ok()) << what << ": " << alerts.error().message;
+  Result<DiagScheduleConfig> diag = ParseDiagScheduleConfig(text);
+  EXPECT_TRUE(diag.ok()) << what << ": " << diag.error().message;
+}
+
+// The package's /etc/gpudoctor/config.toml sets nothing as shipped, and each example it shows is valid
+// once uncommented: lines "#key = ..." and "#[table]" (a "# " line is prose).
+TEST(DeployFiles, ShippedConfigSetsNothingAndItsExamplesAreValid) {
+  const std::string shipped = ReadFile(kDeploy / "config.toml");
+  ASSERT_FALSE(shipped.empty());
+  std::string uncommented;
+  size_t examples = 0;
+  std::istringstream lines(shipped);
+  for (std::string line; std::getline(lines, line);) {
+    ASSERT_TRUE(line.empty() || line[0] == '#') << "config.toml sets something: " << line;
+    if (line.size() >= 2 && line[1] != ' ' && line[1] != '#') {
+      uncommented += line.substr(1) + "\n";
+      ++examples;
+    }
+  }
+  EXPECT_GE(examples, 20u);
+  ExpectValidConfig(shipped, "config.toml");
+  ExpectValidConfig(uncommented, "config.toml, uncommented");
+  // Uncommented, the examples hold the defaults, so uncommenting one changes nothing.
+  Result<HealthConfig> health = ApplyHealthConfig(DefaultHealthConfig(), uncommented, "uncommented");
+  ASSERT_TRUE(health.ok());
+  for (const char* rule : {"temperature_high", "gpu_count_mismatch", "cuda_incompatible"})
+    EXPECT_EQ(RuleThresholdValues(*health, rule), RuleThresholdValues(DefaultHealthConfig(), rule)) << rule;
+}
+
 TEST(DeployFiles, SystemdUnitIsHardenedAndRestarts) {
   const std::string unit = ReadFile(kDeploy / "gpudoctor-agent.service");
   for (const char* directive :
@@ -103,6 +144,11 @@ TEST(DeployFiles, SystemdUnitIsHardenedAndRestarts) {
   EXPECT_NE(unit.find(fmt::format("--listen {}", kDefaultListenAddress)), std::string::npos);
   // Reading /dev/kmsg is how Xids are seen: the unit must not hide it.
   EXPECT_EQ(unit.find("ProtectKernelLogs=yes"), std::string::npos);
+  // Runs the packaged program, and starts with no config file: it names none, the agent reads the default.
+  EXPECT_NE(unit.find("\nExecStart=/usr/bin/gpudoctor agent "), std::string::npos);
+  EXPECT_EQ(unit.find("--config"), std::string::npos);
+  EXPECT_EQ(unit.find("agent.toml"), std::string::npos);
+  EXPECT_NE(unit.find("\nRestartPreventExitStatus=64 65 66\n"), std::string::npos);
 }
 
 TEST(DeployFiles, SystemdAcceptsTheUnit) {
@@ -115,7 +161,10 @@ TEST(DeployFiles, SystemdAcceptsTheUnit) {
   unit = std::regex_replace(unit, std::regex("/usr/bin/gpudoctor"), "/bin/true");
   std::ofstream(dir / "gpudoctor-agent.service") << unit;
   Result<ProcessOutcome> verify =
-      RunProcess({.argv = {"/usr/bin/systemd-analyze", "verify", (dir / "gpudoctor-agent.service").string()},
+      // The man page Documentation= names is installed by the package, not here: scripts/package-check.sh
+      // verifies the installed unit with it.
+      RunProcess({.argv = {"/usr/bin/systemd-analyze", "verify", "--man=no",
+                           (dir / "gpudoctor-agent.service").string()},
                   .env = {"PATH=/usr/sbin:/usr/bin:/sbin:/bin"},
                   .timeout = std::chrono::seconds(60)});
   std::filesystem::remove_all(dir);

@@ -166,6 +166,7 @@ AgentRoutes::AgentRoutes(HttpServerSources sources, const HttpServerOptions& opt
                {.dcgm_compatible = options.dcgm_compatible_metrics,
                 .stale_after = options.stale_after,
                 .version = options.version,
+                .build_labels = options.build_labels,
                 .machine = options.machine},
                clock) {}
 

@@ -22,6 +22,8 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
+#include <vector>
 
 #include "agent/agent_view.h"
 #include "net/http_access.h"
@@ -46,6 +48,7 @@ struct HttpServerOptions {
   Duration stale_after = std::chrono::seconds(15);
   bool dcgm_compatible_metrics = false;
   std::string version;  // shown in gpudoctor_build_info and /api/v1/status
+  std::vector<std::pair<std::string, std::string>> build_labels;  // gpudoctor_build_info's other labels
   MachineIdentity machine;  // for gpudoctor_host_info and the GPUs' slots
 };
 

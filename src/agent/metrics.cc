@@ -287,7 +287,8 @@ constexpr Family kUp{"gpudoctor_up", "gauge",
                      "1 while the latest sample is fresh; 0 when sampling has stalled."};
 constexpr Family kNvmlUp{"gpudoctor_nvml_up", "gauge",
                          "1 when the latest sample could reach the NVIDIA driver."};
-constexpr Family kBuildInfo{"gpudoctor_build_info", "gauge", "The agent's version."};
+constexpr Family kBuildInfo{"gpudoctor_build_info", "gauge",
+                            "The agent's version and build: commit, build date, compiler, build type, diag kernels."};
 constexpr Family kStartTime{"gpudoctor_start_time_seconds", "gauge",
                             "When the agent started, in seconds since the Unix epoch."};
 constexpr Family kLastSample{"gpudoctor_last_sample_timestamp_seconds", "gauge",
@@ -424,8 +425,15 @@ class Renderer {
     out_.Begin(kUp);
     out_.Sample(fresh_ ? 1 : 0);
     if (!options_.version.empty()) {
+      std::string labels;
+      AppendLabel(labels, {"version", options_.version});
+      for (const auto& [name, value] : options_.build_labels) {
+        if (name == "version") continue;
+        labels += ',';
+        AppendLabel(labels, {name, value});
+      }
       out_.Begin(kBuildInfo);
-      out_.Sample({}, {{"version", options_.version}}, 1);
+      out_.Sample(labels, 1);
     }
     out_.Begin(kStartTime);
     out_.Sample(Seconds(status.started_at));

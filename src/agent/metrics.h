@@ -22,6 +22,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "agent/agent_view.h"
@@ -53,6 +54,9 @@ struct MetricsOptions {
   // a stalled sampler must not look like a steady GPU.
   Duration stale_after = std::chrono::seconds(15);
   std::string version;  // for gpudoctor_build_info; empty: not emitted
+  // gpudoctor_build_info's other labels (commit, build_date, ...: cli/version.h), in order; a "version" here is
+  // left out, as `version` gives it.
+  std::vector<std::pair<std::string, std::string>> build_labels;
   // Board and chassis serials and slot names, for gpudoctor_host_info and the
   // `slot` label of gpudoctor_gpu_info: what the fleet's card-or-slot attribution reads.
   MachineIdentity machine;

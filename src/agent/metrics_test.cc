@@ -318,7 +318,11 @@ std::string RenderEverything(bool dcgm) {
   scene.snapshot.gpus[0].fan_speeds_percent = Field<std::vector<uint32_t>>::Value({40, 45});
   scene.snapshot.gpus[0].retired_pages_sbe = Field<uint32_t>::Value(1);
   scene.findings = SyntheticIncidents(scene.snapshot, kNow);
-  return scene.Render({.dcgm_compatible = dcgm, .version = "1.2.3"});
+  return scene.Render({.dcgm_compatible = dcgm,
+                       .version = "1.2.3",
+                       .build_labels = {{"commit", "0123abc"}, {"build_date", "2024-05-01T12:00:00Z"},
+                                        {"compiler", "GNU 12.2.0"}, {"build_type", "Release"},
+                                        {"diag_kernels", "memtest, burn: PTX ISA 7.8 for sm_80"}}});
 }
 
 TEST(Metrics, EveryFamilyIsCatalogued) {
@@ -331,7 +335,11 @@ TEST(Metrics, EveryFamilyIsCatalogued) {
       EXPECT_EQ(family.type == "counter", EndsWith(name, "_total")) << name;
     }
   }
-  EXPECT_EQ(e->Value("gpudoctor_build_info", {{"version", "1.2.3"}}), 1);
+  EXPECT_EQ(e->Value("gpudoctor_build_info", {{"version", "1.2.3"}, {"commit", "0123abc"},
+                                              {"build_date", "2024-05-01T12:00:00Z"}, {"compiler", "GNU 12.2.0"},
+                                              {"build_type", "Release"},
+                                              {"diag_kernels", "memtest, burn: PTX ISA 7.8 for sm_80"}}),
+            1);
   EXPECT_EQ(e->Value("gpudoctor_gpu_fan_speed_ratio", {{"gpu", "0"}, {"fan", "1"}}), 0.45);
 }
 

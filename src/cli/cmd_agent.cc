@@ -35,6 +35,7 @@
 #include "agent/store_history_source.h"
 #include "cli/commands.h"
 #include "cli/sources.h"
+#include "cli/version.h"
 #include "common/input_file.h"
 #include "common/text.h"
 #include "health/detectors/trend_detectors.h"
@@ -251,7 +252,9 @@ int RunAgent(CommandContext& context, const AgentOptions& options) {
   server_options.dcgm_compatible_metrics = options.dcgm_names;
   server_options.stale_after = std::chrono::duration_cast<Duration>(
       std::max<Duration>(std::chrono::seconds(15), 3 * *interval) * made.time_scale());
-  server_options.version = GPUDOCTOR_VERSION;
+  const VersionDescription build = DescribeThisBuild();
+  server_options.version = std::string(build.build.version);
+  server_options.build_labels = BuildInfoLabels(build);
   server_options.machine = ReadMachineIdentity(host_env);
   HttpServer server(
       {.view = state, .history = &history_source, .alert_counters = [&alerts] { return alerts.Counters(); }},

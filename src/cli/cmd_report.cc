@@ -31,6 +31,7 @@
 
 #include "cli/check_inputs.h"
 #include "cli/commands.h"
+#include "cli/version.h"
 #include "common/gzip.h"
 #include "common/input_file.h"
 #include "common/json_text.h"
@@ -164,7 +165,7 @@ std::string Text(const Field<T>& field) {
 }
 
 std::string Versions(const CheckRun& run) {
-  std::string text = fmt::format("gpudoctor {}\n", GPUDOCTOR_VERSION);
+  std::string text = VersionText(DescribeThisBuild());
   text += "driver " + Text(run.gathered.snapshot.driver_version) + "\n";
   text += "nvml " + Text(run.gathered.snapshot.nvml_version) + "\n";
   text += "cuda_driver " + Text(run.gathered.snapshot.cuda_driver_version) + "\n";

@@ -18,16 +18,33 @@
 #include <fmt/format.h>
 
 #include "cli/commands.h"
+#include "cli/completion.h"
 #include "cli/sources.h"
 #include "cli/terminal_guard.h"
 #include "cli/usage_error.h"
+#include "cli/version.h"
 #include "common/input_file.h"
+#include "common/json_text.h"
 #include "common/text.h"
 #include "nvml/probe.h"
 
 
 namespace gpudoctor {
 namespace {
+
+// `gpudoctor [OPTIONS] --version [--json]`: true when --version comes before any command, with `json` set when
+// --json does too. CLI11 prints a version flag's text as soon as it meets it, before --json is parsed.
+bool AskedForVersion(int argc, char** argv, bool& json) {
+  bool version = false;
+  json = false;
+  for (int i = 1; i < argc && argv[i][0] == '-'; ++i) {
+    const std::string_view argument = argv[i];
+    if (argument == "--") break;
+    version = version || argument == "--version";
+    json = json || argument == "--json";
+  }
+  return version;
+}
 
 std::string SelfPath() {
   char buffer[PATH_MAX];
@@ -61,6 +78,12 @@ int main(int argc, char** argv) {
   if (argc >= 2 && std::string_view(argv[1]) == "__diag-worker") return RunDiagWorkerCommandLine(argc, argv);
   // Everything printed from here on is made safe for a terminal (cli/terminal_guard.h).
   GuardTerminalOutput();
+  if (bool json = false; AskedForVersion(argc, argv, json)) {
+    const VersionDescription description = DescribeThisBuild();
+    std::fputs(json ? (ToJsonText(VersionJson(description), 2) + "\n").c_str() : VersionText(description).c_str(),
+               stdout);
+    return exit_code::kOk;
+  }
 
   CommandContext context;
   context.executable_path = SelfPath();
@@ -71,7 +94,8 @@ int main(int argc, char** argv) {
       "It reads every GPU through NVML without ever hanging, reads the kernel log for Xids and\n"
       "other GPU events, and turns what it sees into findings with evidence, cause and next steps.",
       "gpudoctor"};
-  app.set_version_flag("--version", std::string("gpudoctor ") + GPUDOCTOR_VERSION);
+  app.set_version_flag("--version", [] { return VersionText(DescribeThisBuild()); },
+                       "What runs: version, commit, build, diag kernels, modules found (with --json: as JSON)");
   app.require_subcommand(1);
   app.fallthrough();
   app.footer(
@@ -135,6 +159,16 @@ int main(int argc, char** argv) {
   RegisterFleetCommand(app, context);
   RegisterTraceAllocCommand(app, context);
   ShowCommonOptions(app);
+  // The build runs `gpudoctor __completion bash|zsh` to make the completion it installs (cli/completion.h).
+  if (argc == 3 && std::string_view(argv[1]) == "__completion") {
+    std::optional<CompletionShell> shell = ParseCompletionShell(argv[2]);
+    if (!shell) {
+      std::fprintf(stderr, "gpudoctor: __completion takes bash or zsh\n");
+      return exit_code::kUsage;
+    }
+    std::fputs(CompletionScript(app, *shell).c_str(), stdout);
+    return exit_code::kOk;
+  }
 
   try {
     app.parse(argc, argv);

@@ -8,8 +8,10 @@
 
 #include <memory>
 #include <mutex>
+#include <string>
 #include <string_view>
 
+#include "common/build_info.h"
 #include "common/loadable_module.h"
 #include "common/text.h"
 #include "net/http_client_module.h"
@@ -112,7 +114,8 @@ Result<HttpAnswer> Send(const HttpRequestSpec& request) {
   curl_easy_setopt(curl, CURLOPT_NOSIGNAL, 1L);  // many threads; the resolver honours the deadline without signals
   curl_easy_setopt(curl, CURLOPT_TIMEOUT_MS, timeout_ms);
   curl_easy_setopt(curl, CURLOPT_CONNECTTIMEOUT_MS, timeout_ms);
-  curl_easy_setopt(curl, CURLOPT_USERAGENT, "gpudoctor/" GPUDOCTOR_VERSION);
+  static const std::string user_agent = fmt::format("gpudoctor/{}", GetBuildInfo().version);
+  curl_easy_setopt(curl, CURLOPT_USERAGENT, user_agent.c_str());
   curl_easy_setopt(curl, CURLOPT_ACCEPT_ENCODING, "gzip");  // the body limit counts the bytes after decoding
   curl_easy_setopt(curl, CURLOPT_MAXFILESIZE_LARGE, static_cast<curl_off_t>(request.max_body_bytes));
   curl_easy_setopt(curl, CURLOPT_HEADERFUNCTION, &OnHeader);
