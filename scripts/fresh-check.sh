@@ -30,14 +30,11 @@
 set -euo pipefail
 
 repo=$(cd "$(dirname "$0")/.." && pwd)
+# shellcheck source=lib/debian-chroot.sh
+source "$repo/scripts/lib/debian-chroot.sh"
 only=""
 copy_worktree=false
 sudo_user=false
-keep=false
-work=""
-base=/var/tmp/gpudoctor-fresh-bookworm.tar
-fresh_base=false
-mirror=http://deb.debian.org/debian
 readonly builder=builder  # the ordinary user of --sudo-user
 
 usage() { sed -n '2,/^set -euo/{/^set -euo/d;s/^# \{0,1\}//;p}' "$0"; }
@@ -49,13 +46,12 @@ parse_options() {
       --only) [[ ${2:-} == check || ${2:-} == test ]] || die "--only takes check or test"; only=$2; shift ;;
       --worktree) copy_worktree=true ;;
       --sudo-user) sudo_user=true ;;
-      --keep) keep=true ;;
-      --dir) [[ -n ${2:-} ]] || die "--dir needs a folder"; work=$2; shift ;;
-      --base) [[ -n ${2:-} ]] || die "--base needs a file"; base=$2; shift ;;
-      --fresh-base) fresh_base=true ;;
-      --mirror) [[ -n ${2:-} ]] || die "--mirror needs a URL"; mirror=$2; shift ;;
       -h | --help) usage; exit 0 ;;
-      *) die "unknown option $1 (see --help)" ;;
+      *)
+        parse_chroot_option "$@"
+        ((chroot_option_used)) || die "unknown option $1 (see --help)"
+        shift $((chroot_option_used - 1))
+        ;;
     esac
     shift
   done
@@ -65,55 +61,6 @@ parse_options() {
 quick_start_commands() {
   awk '/^## /{in_section = ($0 == "## Quick start")} in_section && /^```sh/{block = 1; next}
        block && /^```/{exit} block && NF && !/^[[:space:]]*#/' "$repo/README.md"
-}
-
-prepare_work_folder() {
-  if [[ -z $work ]]; then
-    work=$(mktemp -d /var/tmp/gpudoctor-fresh.XXXXXX)
-  else
-    work=$(realpath -m "$work")
-    [[ $work/ != "$repo"/* ]] || die "the work folder must be outside the repository"
-    mkdir -p "$work"
-    [[ -z $(ls -A "$work") ]] || die "$work is not empty"
-  fi
-  root=$work/root
-  mkdir "$root"
-}
-
-# The Debian installer's sources: release, updates and security.
-write_apt_sources() {
-  local security=http://deb.debian.org/debian-security
-  [[ $mirror == */debian ]] && security=${mirror%/debian}/debian-security
-  printf 'deb %s bookworm main\ndeb %s bookworm-updates main\ndeb %s bookworm-security main\n' \
-    "$mirror" "$mirror" "$security" >"$root/etc/apt/sources.list"
-}
-
-make_base() {
-  if ! command -v debootstrap >/dev/null; then
-    echo "== installing debootstrap"
-    apt-get update -q && apt-get install -y -q debootstrap
-  fi
-  echo "== debootstrap --variant=minbase bookworm $mirror"
-  # In its own mount namespace: the /proc and /sys it mounts in the tree cannot outlive it.
-  unshare --mount --propagation private -- debootstrap --variant=minbase bookworm "$root" "$mirror" \
-    >"$work/debootstrap.log" 2>&1 ||
-    { tail -20 "$work/debootstrap.log" >&2; die "debootstrap failed (log: $work/debootstrap.log)"; }
-  write_apt_sources
-  mkdir -p "$(dirname "$base")"
-  tar --numeric-owner --xattrs -C "$root" -cf "$base.partial" . && mv "$base.partial" "$base"
-  echo "== cached the fresh tree in $base"
-}
-
-# This machine's name server, and its host name in /etc/hosts as the Debian installer writes it
-# (sudo warns about a host name it cannot resolve).
-write_network_files() {
-  cp -L /etc/resolv.conf "$root/etc/resolv.conf"
-  printf '127.0.0.1\tlocalhost\n127.0.1.1\t%s\n' "$(hostname)" >"$root/etc/hosts"
-}
-
-unpack_base() {
-  echo "== unpacking $base (--fresh-base to debootstrap again)"
-  tar --numeric-owner --xattrs -xpf "$base" -C "$root"
 }
 
 # The committed tree, or with --worktree every file git tracks or would track, as it is on disk.
@@ -135,31 +82,6 @@ add_sudo_user() {
     useradd --create-home --shell /bin/bash $builder &&
     echo '$builder ALL=(ALL) NOPASSWD:ALL' >/etc/sudoers.d/$builder && chmod 0440 /etc/sudoers.d/$builder" \
     >"$work/sudo-user.log" 2>&1 || { tail -20 "$work/sudo-user.log" >&2; die "could not add $builder"; }
-}
-
-# in_chroot USER DIR COMMAND: runs COMMAND with bash in DIR inside the chroot, as USER, with a clean
-# login-like environment, in its own mount and PID namespace.
-in_chroot() {
-  local user=$1 directory=$2 command=$3 home=/root
-  [[ $user == root ]] || home=/home/$user
-  # shellcheck disable=SC2016  # the inner shell expands its arguments
-  unshare --mount --pid --fork --kill-child --propagation private -- /bin/bash -c '
-    set -e
-    root=$1 user=$2 home=$3 directory=$4 command=$5
-    mount -t proc proc "$root/proc"
-    mount -t sysfs sysfs "$root/sys"
-    # What systemd mounts on every Debian 12 machine (slurmd, for one, will not start without it).
-    mount -t cgroup2 cgroup2 "$root/sys/fs/cgroup" 2>/dev/null || true
-    mount --bind /dev "$root/dev"
-    mount -t devpts -o newinstance,ptmxmode=0666,mode=0620 devpts "$root/dev/pts"
-    mount -t tmpfs -o mode=1777 tmpfs "$root/dev/shm"
-    set +e
-    chroot "$root" setpriv --reuid="$user" --regid="$user" --init-groups \
-      env -i HOME="$home" USER="$user" LOGNAME="$user" TERM="${TERM:-dumb}" \
-      PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin \
-      /bin/bash -c "cd \"\$0\" || exit
-$command" "$directory"
-  ' fresh-check "$root" "$user" "$home" "$directory" "$command"
 }
 
 # Runs one Quick start command; sets command_status, failed_step and command_seconds.
@@ -196,10 +118,9 @@ main() {
     die "README.md's Quick start should hold exactly two commands; found ${#commands[@]}"
   local names=(check test)
 
-  prepare_work_folder
+  prepare_work_folder gpudoctor-fresh
   trap cleanup EXIT
-  if $fresh_base || [[ ! -f $base ]]; then make_base; else unpack_base; fi
-  write_network_files
+  make_fresh_tree
 
   local user=root directory=/root/gpudoctor
   if $sudo_user; then
@@ -228,20 +149,6 @@ main() {
   echo "== summary (logs in $work)"
   printf '%s\n' "${summary[@]}"
   ((failures == 0))
-}
-
-# Deletes the chroot unless --keep; keeps the exit status.
-cleanup() {
-  local status=$?
-  if $keep; then
-    echo "== kept the chroot: $root"
-  elif grep -q " $root/" /proc/self/mountinfo; then
-    # Mounts live only in the commands' namespaces; one visible here is not ours to delete under.
-    echo "fresh-check: something is mounted under $root; not deleting it" >&2
-  else
-    rm -rf --one-file-system "$root"
-  fi
-  return "$status"
 }
 
 main "$@"

@@ -1,0 +1,219 @@
+#!/usr/bin/env bash
+# Builds gpudoctor's Debian package and proves it: lintian reports no error, systemd accepts the agent's unit,
+# and on a fresh minbase Debian 12 chroot (scripts/lib/debian-chroot.sh) the package installs with apt, runs
+# `gpudoctor --version` and `gpudoctor check` from /usr/bin, keeps the agent's history across an upgrade from
+# the previous version (which the new agent reads and migrates), keeps it on removal and deletes it on purge.
+#
+#   scripts/package-check.sh [OPTIONS]
+#
+#   --build DIR      build folder (default: build-pkg), configured as the product build is (RelWithDebInfo)
+#   --jobs N         build jobs (default: the number of CPUs)
+#   --previous DEB   the previous release's package to upgrade from (default: this tree built again as
+#                    VERSION~previous, which dpkg orders before VERSION)
+#   --out DIR        where the packages are left (default: the build folder)
+#   --keep           keep the chroot afterwards (default: delete it; the logs are kept either way)
+#   --dir DIR        work folder, absent or empty, outside the repository (default: a new one in /var/tmp)
+#   --base FILE      tarball of the fresh debootstrap tree, shared with fresh-check.sh
+#                    (default: /var/tmp/gpudoctor-fresh-bookworm.tar)
+#   --fresh-base     run debootstrap again and replace that tarball
+#   --mirror URL     Debian mirror (default: http://deb.debian.org/debian)
+#   -h, --help       this text
+#
+# Needs root (debootstrap, chroot and mounts), network access to the mirror, and the packages of
+# `scripts/install-deps.sh --test` (lintian, help2man, dpkg-dev, debootstrap, systemd).
+#
+# Exit status: 0 when every check passed, 1 when one failed, 2 when this script could not run.
+set -euo pipefail
+
+repo=$(cd "$(dirname "$0")/.." && pwd)
+# shellcheck source=lib/debian-chroot.sh
+source "$repo/scripts/lib/debian-chroot.sh"
+build=$repo/build-pkg
+jobs=$(nproc)
+previous_deb=""
+out=""
+readonly unit=/lib/systemd/system/gpudoctor-agent.service
+readonly history=/var/lib/gpudoctor/history.db
+readonly scenario=/usr/share/doc/gpudoctor/examples/healthy-8xh100.toml
+
+usage() { sed -n '2,/^set -euo/{/^set -euo/d;s/^# \{0,1\}//;p}' "$0"; }
+die() { echo "package-check: $*" >&2; exit 2; }
+
+parse_options() {
+  while (($#)); do
+    case $1 in
+      --build) [[ -n ${2:-} ]] || die "--build needs a folder"; build=$(realpath -m "$2"); shift ;;
+      --jobs) [[ ${2:-} =~ ^[1-9][0-9]*$ ]] || die "--jobs needs a number"; jobs=$2; shift ;;
+      --previous) [[ -f ${2:-} ]] || die "--previous needs a .deb file"; previous_deb=$(realpath "$2"); shift ;;
+      --out) [[ -n ${2:-} ]] || die "--out needs a folder"; out=$(realpath -m "$2"); shift ;;
+      -h | --help) usage; exit 0 ;;
+      *)
+        parse_chroot_option "$@"
+        ((chroot_option_used)) || die "unknown option $1 (see --help)"
+        shift $((chroot_option_used - 1))
+        ;;
+    esac
+    shift
+  done
+}
+
+failures=0
+summary=()
+# check NAME COMMAND...: runs COMMAND, records NAME as passed or FAILED.
+check() {
+  local name=$1
+  shift
+  if "$@"; then
+    summary+=("passed  $name")
+  else
+    summary+=("FAILED  $name")
+    failures=$((failures + 1))
+  fi
+}
+
+# build_package VERSION: the package of this tree as VERSION (empty: the project's), copied to $work/debs;
+# prints the .deb's path.
+build_package() {
+  local version=$1
+  cmake -S "$repo" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+    -DGPUDOCTOR_TESTS=OFF -DGPUDOCTOR_BENCH=OFF -DGPUDOCTOR_VERSION="$version" >"$work/configure.log" 2>&1 ||
+    { tail -20 "$work/configure.log" >&2; return 1; }
+  cmake --build "$build" -j"$jobs" --target package >"$work/package-${version:-current}.log" 2>&1 ||
+    { tail -30 "$work/package-${version:-current}.log" >&2; return 1; }
+  local made
+  made=$(sed -n 's/^CPack: - package: \(.*\.deb\) generated\.$/\1/p' "$work/package-${version:-current}.log")
+  [[ -f $made ]] || { echo "no .deb in $work/package-${version:-current}.log" >&2; return 1; }
+  local name=${made##*/}
+  local dbgsym=${name/#gpudoctor_/gpudoctor-dbgsym_}
+  cp "$made" "$work/debs/"
+  [[ ! -f ${made%/*}/${dbgsym%.deb}.ddeb ]] || cp "${made%/*}/${dbgsym%.deb}.ddeb" "$work/debs/"
+  echo "$work/debs/$name"
+}
+
+project_version() {
+  sed -n 's/^project(gpudoctor VERSION \([^ ]*\) .*/\1/p' "$repo/CMakeLists.txt"
+}
+
+# What a Debian package must be, read from the .deb itself.
+lint() {
+  # The tags lintian gives any package made outside a Debian source package, none of them an error.
+  lintian --fail-on error --no-tag-display-limit "$1" >"$work/lintian.log" 2>&1
+  local status=$?
+  grep -E '^[EW]: ' "$work/lintian.log" | sed 's/^/    /' || true
+  return $status
+}
+
+# The unit as the package installs it, with its programs and man pages: verify insists that ExecStart exists
+# and reads Documentation=man:... with man, so both are pointed at the package's files.
+verify_unit() {
+  local tree=$work/extracted
+  rm -rf "$tree" && mkdir -p "$tree/verify" && dpkg-deb -x "$1" "$tree"
+  sed "s|/usr/bin/gpudoctor|$tree/usr/bin/gpudoctor|g" "$tree$unit" >"$tree/verify/${unit##*/}"
+  MANPATH=$tree/usr/share/man systemd-analyze verify "$tree/verify/${unit##*/}" >"$work/systemd-verify.log" 2>&1 &&
+    [[ ! -s $work/systemd-verify.log ]] || { sed 's/^/    /' "$work/systemd-verify.log"; return 1; }
+}
+
+# Stripped programs and modules, their debug symbols in the -dbgsym package, and no build-only or NVIDIA
+# package among the dependencies.
+inspect_package() {
+  local deb=$1 tree=$work/extracted depends file
+  depends=$(dpkg-deb -f "$deb" Depends)
+  echo "    Depends: $depends"
+  if grep -Eq '(-dev|clang|nvidia|cuda)([ ,(]|$)' <<<"$depends"; then
+    echo "    a build-only or NVIDIA package is a dependency"
+    return 1
+  fi
+  for file in "$tree"/usr/bin/* "$tree"/usr/lib/gpudoctor/*; do
+    if readelf -S "$file" | grep -q '\.debug_info'; then
+      echo "    $file is not stripped"
+      return 1
+    fi
+  done
+  ls "$work"/debs/gpudoctor-dbgsym_*.ddeb >/dev/null 2>&1 || { echo "    no -dbgsym package"; return 1; }
+}
+
+# chroot_step NAME COMMAND: runs COMMAND as root in the chroot, its output in the log and its last lines shown
+# (without dpkg's progress); records the outcome.
+chroot_step() {
+  local name=$1 command=$2
+  echo "== $name" | tee -a "$work/chroot.log"
+  check "$name" in_chroot root / "set -euo pipefail; $command" >"$work/step.log" 2>&1
+  cat "$work/step.log" >>"$work/chroot.log"
+  grep -v 'Reading database' "$work/step.log" | tail -n 3 | sed 's/^/    /'
+}
+
+# Shell text: the number of samples the history holds, read by `gpudoctor history` (its --json rows).
+readonly count_samples="gpudoctor history --db $history --metric temperature_c --since 1h --json |
+  grep -o '\"t\":' | wc -l"
+# Shell text: the agent for a few seconds on a simulated machine, as the unit runs it, then SIGTERM.
+readonly run_agent="mkdir -p /var/lib/gpudoctor && timeout --preserve-status -s TERM 8 gpudoctor agent \
+  --simulate $scenario --interval 1s --listen 127.0.0.1:0 --log none --db $history"
+
+main() {
+  parse_options "$@"
+  [[ $(id -u) -eq 0 ]] || die "needs root (debootstrap, chroot and mounts): run it as root or with sudo"
+  for tool in cmake ninja lintian dpkg-deb dpkg-shlibdeps systemd-analyze readelf help2man unshare chroot tar; do
+    command -v "$tool" >/dev/null || die "needs $tool (scripts/install-deps.sh --test installs it)"
+  done
+  local start=$SECONDS
+  prepare_work_folder gpudoctor-package
+  mkdir "$work/debs"
+  trap cleanup EXIT
+
+  local version previous current
+  version=$(project_version)
+  echo "== building the packages in $build (logs in $work)"
+  if [[ -n $previous_deb ]]; then
+    previous=$previous_deb
+  else
+    previous=$(build_package "$version~previous") || die "building the package as $version~previous failed"
+  fi
+  current=$(build_package "") || die "building the package failed"
+  echo "    previous: ${previous##*/}; current: ${current##*/} ($(du -k "$current" | cut -f1) KiB," \
+    "installed $(dpkg-deb -f "$current" Installed-Size) KiB)"
+
+  echo "== lintian"
+  check "lintian: no error" lint "$current"
+  echo "== systemd-analyze verify $unit"
+  check "systemd-analyze verify" verify_unit "$current"
+  echo "== stripped, debug symbols apart, dependencies"
+  check "stripped, -dbgsym, dependencies" inspect_package "$current"
+
+  make_fresh_tree
+  mkdir -p "$root/tmp/debs"
+  cp "$previous" "$root/tmp/debs/previous.deb"
+  cp "$current" "$root/tmp/debs/current.deb"
+  : >"$work/chroot.log"
+  chroot_step "install the previous package with apt" \
+    "apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q /tmp/debs/previous.deb"
+  chroot_step "run the previous agent, which writes history" \
+    "$run_agent; samples=\$($count_samples); echo \"samples: \$samples\"; ((samples > 0)); echo \$samples >/tmp/samples"
+  chroot_step "upgrade to the current package with apt" \
+    "DEBIAN_FRONTEND=noninteractive apt-get install -y -q /tmp/debs/current.deb &&
+     gpudoctor --version | head -1 | grep -qx 'gpudoctor $version'"
+  chroot_step "gpudoctor --version and --version --json from /usr/bin" \
+    "[[ \$(command -v gpudoctor) == /usr/bin/gpudoctor ]] && gpudoctor --version &&
+     gpudoctor --version --json | grep -q '\"path\": \"/usr/lib/gpudoctor/libgpudoctor_http_server.so\"'"
+  chroot_step "gpudoctor check from /usr/bin gives a verdict" \
+    "status=0; gpudoctor check || status=\$?; echo \"check: exit \$status\"; ((status <= 3))"
+  chroot_step "the history is still there and read" \
+    "samples=\$($count_samples); echo \"samples: \$samples, before the upgrade: \$(cat /tmp/samples)\";
+     ((samples >= \$(cat /tmp/samples)))"
+  chroot_step "the current agent opens the history and adds to it" \
+    "$run_agent; samples=\$($count_samples); echo \"samples: \$samples\"; ((samples > \$(cat /tmp/samples)))"
+  chroot_step "remove: the programs go, the history and the config stay" \
+    "DEBIAN_FRONTEND=noninteractive apt-get remove -y -q gpudoctor && [[ ! -e /usr/bin/gpudoctor ]] &&
+     [[ -s $history ]] && [[ -f /etc/gpudoctor/config.toml ]]"
+  chroot_step "purge: the history and the config go" \
+    "DEBIAN_FRONTEND=noninteractive apt-get purge -y -q gpudoctor && [[ ! -e /var/lib/gpudoctor ]] &&
+     [[ ! -e /etc/gpudoctor ]]"
+
+  if [[ -n $out ]]; then
+    mkdir -p "$out" && cp "$work"/debs/* "$out/"
+  fi
+  echo "== summary ($((SECONDS - start)) s; logs in $work)"
+  printf '%s\n' "${summary[@]}"
+  ((failures == 0))
+}
+
+main "$@"
