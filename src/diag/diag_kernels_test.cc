@@ -31,7 +31,9 @@ TEST(DiagKernels, TheBuiltInSetsAgreeWithEachOther) {
   // Both come from one compiler call shape: built together, for one target.
   EXPECT_EQ(sets[0].built, sets[1].built);
   EXPECT_EQ(sets[0].target, sets[1].target);
-  if (sets[0].built) EXPECT_EQ(sets[0].target, "sm_80");
+  if (sets[0].built) {
+    EXPECT_EQ(sets[0].target, "sm_80");
+  }
 }
 
 }  // namespace
