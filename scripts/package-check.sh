@@ -87,6 +87,8 @@ build_package() {
   local dbgsym=${name/#gpudoctor_/gpudoctor-dbgsym_}
   cp "$made" "$work/debs/"
   [[ ! -f ${made%/*}/${dbgsym%.deb}.ddeb ]] || cp "${made%/*}/${dbgsym%.deb}.ddeb" "$work/debs/"
+  # The build folder keeps only this version's packages, so `apt install ./BUILD/gpudoctor_*.deb` finds one.
+  [[ -z $version ]] || rm -f "$made" "${made%/*}/${dbgsym%.deb}.ddeb"
   echo "$work/debs/$name"
 }
 
