@@ -233,7 +233,9 @@ DriverTables ReadDriverTables(const toml::table& root, TomlReader& reader, const
       benign.text = reader.String(entry["text"], "a driver.benign text", false);
       benign.starts = reader.String(entry["starts"], "a driver.benign starts", false);
       benign.reason = reader.String(entry["reason"], "a driver.benign reason", true);
-      if (!benign.text.empty() && !benign.starts.empty()) reader.Fail("a driver.benign entry gives text or starts, not both");
+      if (!benign.text.empty() && !benign.starts.empty()) {
+        reader.Fail("a driver.benign entry gives text or starts, not both");
+      }
       if (benign.text.empty() && benign.starts.empty() && benign.function.empty()) {
         reader.Fail("a driver.benign entry needs a function, a text or a start");
       }

@@ -236,8 +236,8 @@ TEST(DriverMessages, EveryReleaseErrorGivesAnEventOrIsListedBenign) {
   }
 
   const double folder_share = folder_rows ? static_cast<double>(folder_agree) / static_cast<double>(folder_rows) : 0;
-  std::cout << "driver messages, release error rows: " << all.rows << "; specific " << all.by_outcome[Outcome::kSpecific]
-            << ", generic " << all.by_outcome[Outcome::kGeneric] << ", benign " << all.by_outcome[Outcome::kBenign]
+  std::cout << "driver messages, release error rows: " << all.rows << "; specific "
+            << all.by_outcome[Outcome::kSpecific] << ", generic " << all.by_outcome[Outcome::kGeneric] << ", benign " << all.by_outcome[Outcome::kBenign]
             << ", untagged (benign) " << all.by_outcome[Outcome::kUntaggedBenign] << ", no text "
             << all.by_outcome[Outcome::kSilent] << ", unclassified " << all.by_outcome[Outcome::kNone] << "\n"
             << "in scope (RM gpu/, NVLink, NVSwitch): " << scope.rows << " rows; event "
