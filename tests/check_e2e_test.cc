@@ -204,6 +204,26 @@ TEST(CheckEndToEnd, FromReadsTheListsAndWarningsOperatorsPaste) {
   EXPECT_NE(inforom.output.find("\"inforom_corrupted\""), std::string::npos) << inforom.output;
 }
 
+// Every command reads the one config file: named by --config, or by
+// GPUDOCTOR_CONFIG (the default /etc/gpudoctor/config.toml is taken the same way).
+TEST(CheckEndToEnd, TheConfigFileNamedByTheEnvironmentIsRead) {
+  TempDir dir;
+  const std::string config = dir.path() + "/site.toml";
+  std::ofstream(config) << "[rules.temperature_high]\nuse_gpu_limits = false\nwarning_c = 50\ncritical_c = 95\n";
+  const std::string scenario = "--no-host --no-logs --simulate " + Example("healthy-8xh100.toml");
+  EXPECT_EQ(Gpudoctor("check " + scenario).exit_code, 0);
+  auto lowered = testing::RunGpudoctor("check " + scenario, testing::Stderr::kCapture, "GPUDOCTOR_CONFIG=" + config);
+  EXPECT_EQ(lowered.exit_code, 1) << lowered.output;
+  EXPECT_NE(lowered.output.find("temperature_high"), std::string::npos) << lowered.output;
+  auto missing = testing::RunGpudoctor("check " + scenario, testing::Stderr::kCapture,
+                                       "GPUDOCTOR_CONFIG=" + dir.path() + "/missing.toml");
+  EXPECT_EQ(missing.exit_code, 66) << missing.output;
+  EXPECT_NE(missing.output.find("GPUDOCTOR_CONFIG: "), std::string::npos) << missing.output;
+  auto shown = testing::RunGpudoctor("--json config show", testing::Stderr::kDiscard, "GPUDOCTOR_CONFIG=" + config);
+  EXPECT_EQ(shown.exit_code, 0);
+  EXPECT_NE(shown.output.find("\"rules.temperature_high.warning_c\""), std::string::npos) << shown.output;
+}
+
 TEST(CheckEndToEnd, JsonHasTheDocumentedShape) {
   auto result = Gpudoctor("--json check --no-host --no-logs --simulate " + Example("overheating.toml"));
   json check = Parse(result.output);

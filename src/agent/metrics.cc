@@ -646,29 +646,51 @@ class Renderer {
     });
   }
 
-  // Xid tallies are the agent's own counts, so they stay while stale.
+  // Xid tallies are the agent's own counts, so they stay while stale. Every
+  // GPU's counter is written from the start, at 0 until its first Xid: a
+  // series that first appears at 1 has no earlier sample, so increase() and
+  // rate() would miss the first Xid (the Prometheus convention for counters
+  // whose labels are known). The last code is written only once there is
+  // one, except under dcgm-exporter's name, which writes 0 for "none yet".
   void RenderXids() {
     const std::vector<GpuXidTally>& xids = input_.status.xids;
-    if (xids.empty()) return;
-    auto labels_for = [&](uint32_t index, const std::vector<std::string>& table, bool dcgm) {
-      if (input_.snapshot) {
-        for (size_t i = 0; i < Gpus().size(); ++i) {
-          if (Gpus()[i].index == index) return table[i];
-        }
-      }
+    const size_t gpus = input_.snapshot ? Gpus().size() : 0;
+    if (xids.empty() && gpus == 0) return;
+    auto tally_at = [&](uint32_t index) -> const GpuXidTally* {
+      for (const GpuXidTally& t : xids)
+        if (t.gpu_index == index) return &t;
+      return nullptr;
+    };
+    auto in_snapshot = [&](uint32_t index) {
+      for (size_t i = 0; i < gpus; ++i)
+        if (Gpus()[i].index == index) return true;
+      return false;
+    };
+    auto labels_for = [&](uint32_t index, bool dcgm) {
       return FormatLabels({{"gpu", std::to_string(index)}, {dcgm ? "Hostname" : "hostname", hostname_}});
     };
+    // Each GPU the snapshot lists, then any GPU with a tally that it does not.
+    auto each = [&](const std::vector<std::string>& labels, bool dcgm, auto&& value) {
+      for (size_t i = 0; i < gpus; ++i) {
+        if (auto v = value(tally_at(Gpus()[i].index))) out_.Sample(labels[i], *v);
+      }
+      for (const GpuXidTally& t : xids) {
+        if (in_snapshot(t.gpu_index)) continue;
+        if (auto v = value(&t)) out_.Sample(labels_for(t.gpu_index, dcgm), *v);
+      }
+    };
     out_.Begin(kXidErrors);
-    for (const GpuXidTally& t : xids) out_.Sample(labels_for(t.gpu_index, gpu_labels_, false), t.count);
-    out_.Begin(kLastXid);
-    for (const GpuXidTally& t : xids) {
-      out_.Sample(labels_for(t.gpu_index, gpu_labels_, false), static_cast<double>(t.last_xid));
+    each(gpu_labels_, false, [](const GpuXidTally* t) { return std::optional<double>(t ? t->count : 0); });
+    if (!xids.empty()) {
+      out_.Begin(kLastXid);
+      each(gpu_labels_, false, [](const GpuXidTally* t) {
+        return t ? std::optional<double>(static_cast<double>(t->last_xid)) : std::nullopt;
+      });
     }
     if (!options_.dcgm_compatible) return;
     out_.Begin(kDcgmXid);
-    for (const GpuXidTally& t : xids) {
-      out_.Sample(labels_for(t.gpu_index, dcgm_labels_, true), static_cast<double>(t.last_xid));
-    }
+    each(dcgm_labels_, true,
+         [](const GpuXidTally* t) { return std::optional<double>(t ? static_cast<double>(t->last_xid) : 0.0); });
   }
 
   const MetricsInput& input_;

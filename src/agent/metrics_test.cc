@@ -290,6 +290,22 @@ TEST(Metrics, DcgmExporterNamesOnlyWhenAsked) {
   EXPECT_TRUE(e.Find("DCGM_FI_DEV_FAN_SPEED").empty());  // no fans: no sample
 }
 
+// A counter that first appears at 1 hides the first Xid from increase():
+// every GPU's series is there from the start, at 0.
+TEST(Metrics, EveryGpuHasAnXidCounterFromTheStart) {
+  Scene scene;
+  scene.status.xids = {{.gpu_index = 5, .count = 1, .last_xid = 79, .last_seen = kNow}};
+  const PromExposition e = scene.Parse({.dcgm_compatible = true});
+  EXPECT_EQ(e.Find("gpudoctor_gpu_xid_errors_total").size(), scene.snapshot.gpus.size());
+  EXPECT_EQ(e.Value("gpudoctor_gpu_xid_errors_total", Gpu(0)), 0);
+  EXPECT_EQ(e.Value("gpudoctor_gpu_xid_errors_total", Gpu(5)), 1);
+  EXPECT_EQ(e.Value("DCGM_FI_DEV_XID_ERRORS", Gpu(0)), 0) << "dcgm-exporter writes 0 for none yet";
+  EXPECT_TRUE(e.Find("gpudoctor_gpu_last_xid_code", Gpu(0)).empty()) << "no code before the first Xid";
+
+  Scene quiet;
+  EXPECT_EQ(quiet.Parse().Find("gpudoctor_gpu_xid_errors_total").size(), quiet.snapshot.gpus.size());
+}
+
 TEST(Metrics, LabelValuesAreEscaped) {
   Scene scene;
   scene.snapshot.hostname = "odd\"host\\name\nline2";

@@ -5,7 +5,7 @@
 //
 //   gpudoctor agent --simulate examples/healthy-8xh100.toml --interval 1s --db /tmp/h.db
 //
-// SIGTERM / SIGINT stop it cleanly; SIGHUP reloads --config. Signals reach
+// SIGTERM / SIGINT stop it cleanly; SIGHUP reloads its config. Signals reach
 // the loop through a self-pipe: the handler only writes one byte.
 
 #include <fcntl.h>
@@ -34,6 +34,7 @@
 #include "agent/kernel_log_follower.h"
 #include "agent/store_history_source.h"
 #include "cli/commands.h"
+#include "cli/config_file.h"
 #include "cli/sources.h"
 #include "cli/version.h"
 #include "common/input_file.h"
@@ -111,35 +112,13 @@ class SignalPipe {
 };
 
 // ---------------------------------------------------------------------------
-// Configuration: the one --config file feeds the rules, detectors and alerts.
+// Configuration: the one config file (cli/config_file.h) feeds the rules, detectors and alerts.
 
 // Why a file an option names cannot be opened under the input rule (exit 66), or nothing.
 std::optional<std::string> Unreadable(const std::string& path) {
   auto file = InputFile::Open(path);
   if (file) return std::nullopt;
   return file.error().message.substr(path.size() + 2);  // the reason, after "PATH: "
-}
-
-// Reads `path` once for every part, so a reload never mixes two versions of
-// the file. Empty `path`: every default.
-Result<AgentConfig> LoadAgentConfig(const std::string& path) {
-  AgentConfig config{.health = DefaultHealthConfig()};
-  if (path.empty()) return config;
-  auto text = ReadInputFile(path, kMaxConfigFileBytes);  // an empty file reads as "": every default
-  if (!text) return Error{"cannot read config file " + text.error().message};
-  auto health = ApplyHealthConfig(DefaultHealthConfig(), *text, path);
-  if (!health) return health.error();
-  auto trends = ParseTrendConfig(*text);
-  if (!trends) return Error{path + ": " + trends.error().message};
-  auto alerts = ParseAlertConfig(*text);
-  if (!alerts) return Error{path + ": " + alerts.error().message};
-  auto diag = ParseDiagScheduleConfig(*text);
-  if (!diag) return Error{path + ": " + diag.error().message};
-  config.health = std::move(*health);
-  config.trends = std::move(*trends);
-  config.alerts = std::move(*alerts);
-  config.diag = *diag;
-  return config;
 }
 
 // ---------------------------------------------------------------------------
@@ -180,10 +159,10 @@ int RunAgent(CommandContext& context, const AgentOptions& options) {
   }
   const std::string& config_path = context.options.config_path;
   if (auto why = config_path.empty() ? std::nullopt : Unreadable(config_path)) {
-    Say(fmt::format("--config: cannot read {}: {}", config_path, *why));
+    Say(fmt::format("{}: cannot read {}: {}", context.options.config_label, config_path, *why));
     return exit_code::kNoInput;
   }
-  auto config = LoadAgentConfig(config_path);
+  auto config = LoadFullConfig(config_path);
   if (!config) {
     Say(config.error().message);
     return exit_code::kDataError;
@@ -319,14 +298,14 @@ int RunAgent(CommandContext& context, const AgentOptions& options) {
     }
     if (signal_number == SIGHUP) {
       // All or nothing: the alert sinks are the last part that can fail.
-      auto reloaded = LoadAgentConfig(config_path);
+      auto reloaded = LoadFullConfig(config_path);
       Status applied = reloaded ? alerts.Configure(reloaded->alerts, options.alerts_dry_run, hostname)
                                 : Status(reloaded.error());
       if (!applied) {
         Say("config not reloaded, keeping the old one: " + applied.error().message);
       } else {
         loop.Reconfigure(std::move(*reloaded));
-        Say(config_path.empty() ? "config reloaded (no --config: the defaults)"
+        Say(config_path.empty() ? "config reloaded (no config file: the defaults)"
                                 : "config reloaded from " + config_path);
       }
     } else if (signal_number != 0) {
@@ -373,7 +352,7 @@ void RegisterAgentCommand(CLI::App& app, CommandContext& context) {
                       "own (gethostname), which may be short where the fleet knows the FQDN");
   command->footer(
       "Serves /metrics (Prometheus), /api/v1/ (JSON), /healthz and a dashboard at /.\n"
-      "SIGTERM or SIGINT stop it; SIGHUP reloads --config (rules, [detectors], [alerts], [diag]).\n"
+      "SIGTERM or SIGINT stop it; SIGHUP reloads the config file (rules, [detectors], [alerts], [diag]).\n"
       "[diag] schedule = \"daily 03:00\" (or \"24h\"), level = 1 runs `gpudoctor diag --level N` on the idle\n"
       "GPUs (no compute process), one run at a time, its results kept in the history (docs/agent.md).\n"
       "The history (--db) is a record, not a gate: when it cannot be opened or written, sampling,\n"

@@ -181,12 +181,26 @@ void PrintIncidents(const Style& style, const std::vector<Incident>& incidents, 
   }
 }
 
+// ", 3 driver errors classified only generically (driver_error)".
+std::string GenericDriverNote(const ReadStats& stats) {
+  return fmt::format(", {} driver error{} classified only generically (driver_error)", stats.generic_driver_lines,
+                     stats.generic_driver_lines == 1 ? "" : "s");
+}
+
 void PrintSummary(const std::string& name, const ReadStats& stats) {
   std::string line = fmt::format("{}: {} lines, {} event{}", name, stats.lines, stats.events, stats.events == 1 ? "" : "s");
   if (stats.overlong_lines) line += fmt::format(", {} over-long lines skipped", stats.overlong_lines);
   if (stats.lines_with_nul) line += fmt::format(", {} lines with NUL bytes", stats.lines_with_nul);
   if (stats.invalid_utf8_lines) line += fmt::format(", {} lines not valid UTF-8", stats.invalid_utf8_lines);
+  if (stats.generic_driver_lines) line += GenericDriverNote(stats);
   std::fprintf(stderr, "%s\n", line.c_str());
+}
+
+// With --json standard output holds events only: the count of driver errors
+// classified only generically goes to standard error, and only when there are some.
+void PrintJsonSummary(const std::string& name, const ReadStats& stats) {
+  if (stats.generic_driver_lines == 0) return;
+  std::fprintf(stderr, "gpudoctor logs: %s%s\n", name.c_str(), GenericDriverNote(stats).c_str());
 }
 
 PciDeviceNames LivePciDeviceNames() {
@@ -372,6 +386,7 @@ int RunLogs(const LogsOptions& options, const GlobalOptions& global) {
       exit_status = exit_code::kDataError;
     }
     if (!json) PrintSummary(live->path, stats);
+    else PrintJsonSummary(live->path, stats);
   }
   // "No events" is said only of a whole read: a file that could not be read is an error, not an empty log.
   bool every_file_read = true;
@@ -388,6 +403,7 @@ int RunLogs(const LogsOptions& options, const GlobalOptions& global) {
       if (exit_status == exit_code::kOk) exit_status = exit_code::kDataError;
     }
     if (!json) PrintSummary(file, *stats);
+    else PrintJsonSummary(file, *stats);
   }
 
   if (json) {

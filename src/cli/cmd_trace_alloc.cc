@@ -134,7 +134,7 @@ int RunTraceAlloc(const TraceAllocOptions& options, const CommandContext& contex
 
   MemoryLeakConfig leak_config;
   if (!context.options.config_path.empty()) {
-    InputText config = ReadOptionInput("--config", context.options.config_path, kMaxConfigFileBytes);
+    InputText config = ReadOptionInput(context.options.config_label, context.options.config_path, kMaxConfigFileBytes);
     if (config.error) return fail(config.error->exit_code, config.error->message);
     Result<TrendConfig> trends = ParseTrendConfig(config.text);
     if (!trends) return fail(exit_code::kDataError, context.options.config_path + ": " + trends.error().message);

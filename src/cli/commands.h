@@ -22,7 +22,9 @@ struct GlobalOptions {
   double probe_deadline_s = 10.0;  // --probe-timeout
   bool json = false;               // --json
   std::string color = "auto";      // --color auto|always|never
-  std::string config_path;         // --config
+  std::string config_path;         // the config file every command reads (cli/config_file.h); "" when none
+  std::string config_label = "--config";  // how messages name it: --config, GPUDOCTOR_CONFIG or config
+  std::string config_how;          // why this file: "named by --config", "the default location", ...
 };
 
 struct CommandContext {
@@ -45,6 +47,7 @@ void RegisterDiagCommand(CLI::App& app, CommandContext& context);
 void RegisterSlurmCommand(CLI::App& app, CommandContext& context);
 void RegisterNpdCommand(CLI::App& app, CommandContext& context);
 void RegisterFleetCommand(CLI::App& app, CommandContext& context);
+void RegisterConfigCommand(CLI::App& app, CommandContext& context);
 void RegisterTraceAllocCommand(CLI::App& app, CommandContext& context);
 
 // The hidden `__diag-worker` command: one GPU's diagnostic, run by `diag` (diag/diag_run.h).

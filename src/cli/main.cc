@@ -19,6 +19,7 @@
 
 #include "cli/commands.h"
 #include "cli/completion.h"
+#include "cli/config_file.h"
 #include "cli/sources.h"
 #include "cli/terminal_guard.h"
 #include "cli/usage_error.h"
@@ -131,15 +132,22 @@ int main(int argc, char** argv) {
       ->check(CLI::IsMember({"auto", "always", "never"}))
       ->capture_default_str();
   app.add_option("--config", options.config_path,
-                 "Configuration file (TOML, at most " + FormatSizeLimit(kMaxConfigFileBytes) + ")");
-  // Every command holds --config to the input rule, those that read no
-  // config too, so a wrong path is never passed over in silence.
+                 "Configuration file (TOML, at most " + FormatSizeLimit(kMaxConfigFileBytes) + "); default: " +
+                     std::string(kDefaultConfigPath) + " when it exists, or $GPUDOCTOR_CONFIG");
+  // Every command holds its config file to the input rule, those that read
+  // no config too, so a wrong path is never passed over in silence.
   app.parse_complete_callback([&options, &app] {
+    const ConfigChoice choice = ChooseConfig(options.config_path, std::getenv("GPUDOCTOR_CONFIG"), kDefaultConfigPath);
+    options.config_path = choice.path;
+    options.config_label = choice.label;
+    options.config_how = choice.how;
     if (options.config_path.empty()) return;
+    // `config check FILE` judges its own file, whatever the others say.
+    if (app.got_subcommand("config")) return;
     // node-problem-detector shows npd's one line as the condition: npd says
     // itself, on that line, why it cannot check (Unknown, exit 2).
     if (app.got_subcommand("npd")) return;
-    InputText config = ReadOptionInput("--config", options.config_path, kMaxConfigFileBytes);
+    InputText config = ReadOptionInput(options.config_label, options.config_path, kMaxConfigFileBytes);
     if (config.error) throw CLI::RuntimeError(config.error->message, config.error->exit_code);
   });
 
@@ -157,6 +165,7 @@ int main(int argc, char** argv) {
   RegisterSlurmCommand(app, context);
   RegisterNpdCommand(app, context);
   RegisterFleetCommand(app, context);
+  RegisterConfigCommand(app, context);
   RegisterTraceAllocCommand(app, context);
   ShowCommonOptions(app);
   // The build runs `gpudoctor __completion bash|zsh` to make the completion it installs (cli/completion.h).

@@ -38,7 +38,7 @@ InputText ReadOptionInput(std::string_view option, const std::string& path, uint
 CommandConfig LoadCommandConfig(const CommandContext& context) {
   const std::string& path = context.options.config_path;
   if (path.empty()) return {DefaultHealthConfig(), std::nullopt};
-  InputText input = ReadOptionInput("--config", path, kMaxConfigFileBytes);
+  InputText input = ReadOptionInput(context.options.config_label, path, kMaxConfigFileBytes);
   if (input.error) return {{}, input.error};
   auto config = ApplyHealthConfig(DefaultHealthConfig(), input.text, path);
   if (!config) return {{}, SourceError{config.error().message, exit_code::kDataError}};

@@ -183,6 +183,68 @@ XidDecodeTables ReadDecodeTables(const toml::table& root, TomlReader& reader) {
   return tables;
 }
 
+// [driver]: the subsystems of the NVIDIA driver and its benign messages. A
+// function prefix or module tag names one subsystem only.
+DriverTables ReadDriverTables(const toml::table& root, TomlReader& reader, const LogCatalog& catalog) {
+  DriverTables tables;
+  const toml::table* driver = root["driver"].as_table();
+  if (driver == nullptr) return tables;
+  toml::node_view<const toml::node> node{*driver};
+  tables.generic_kind = reader.String(node["generic_kind"], "driver.generic_kind", true);
+  if (!catalog.FindKind(tables.generic_kind)) {
+    reader.Fail("driver.generic_kind names unknown kind " + tables.generic_kind);
+  }
+  for (std::string& word : reader.Strings(node["error_words"], "driver.error_words")) {
+    if (word.empty() || word != ToLower(word)) reader.Fail("driver.error_words must be lower case and not empty");
+    tables.error_words.push_back(std::move(word));
+  }
+  std::set<std::string> names, prefixes, modules;
+  if (const toml::array* entries = node["subsystems"].as_array()) {
+    for (const toml::node& item : *entries) {
+      toml::node_view<const toml::node> entry{item};
+      DriverSubsystem subsystem;
+      subsystem.name = reader.String(entry["name"], "a driver.subsystems name", true);
+      std::string where = "driver subsystem " + subsystem.name;
+      if (!names.insert(subsystem.name).second) reader.Fail(where + " is listed twice");
+      subsystem.kind = reader.String(entry["kind"], where + " kind", true);
+      if (!catalog.FindKind(subsystem.kind)) reader.Fail(where + " names unknown kind " + subsystem.kind);
+      if (entry["severity"]) subsystem.severity = reader.Severity(entry["severity"], where + " severity", {});
+      subsystem.functions = reader.Strings(entry["functions"], where + " functions");
+      subsystem.modules = reader.Strings(entry["modules"], where + " modules");
+      subsystem.folders = reader.Strings(entry["folders"], where + " folders");
+      for (const std::string& prefix : subsystem.functions) {
+        if (prefix.empty() || !prefixes.insert(prefix).second) {
+          reader.Fail(where + ": function prefix '" + prefix + "' is empty or listed twice");
+        }
+      }
+      for (const std::string& module : subsystem.modules) {
+        if (!StartsWith(module, "nvidia-") || !modules.insert(module).second) {
+          reader.Fail(where + ": module '" + module + "' must start with nvidia- and be listed once");
+        }
+      }
+      tables.subsystems.push_back(std::move(subsystem));
+    }
+  }
+  if (const toml::array* entries = node["benign"].as_array()) {
+    for (const toml::node& item : *entries) {
+      toml::node_view<const toml::node> entry{item};
+      DriverBenign benign;
+      benign.function = reader.String(entry["function"], "a driver.benign function", false);
+      benign.text = reader.String(entry["text"], "a driver.benign text", false);
+      benign.starts = reader.String(entry["starts"], "a driver.benign starts", false);
+      benign.reason = reader.String(entry["reason"], "a driver.benign reason", true);
+      if (!benign.text.empty() && !benign.starts.empty()) {
+        reader.Fail("a driver.benign entry gives text or starts, not both");
+      }
+      if (benign.text.empty() && benign.starts.empty() && benign.function.empty()) {
+        reader.Fail("a driver.benign entry needs a function, a text or a start");
+      }
+      tables.benign.push_back(std::move(benign));
+    }
+  }
+  return tables;
+}
+
 }  // namespace
 
 Result<LogCatalog> LogCatalog::FromToml(std::string_view text, std::string_view origin) {
@@ -302,6 +364,7 @@ Result<LogCatalog> LogCatalog::FromToml(std::string_view text, std::string_view 
         }
       }
       spec.append = reader.Strings(entry["append"], where + " append");
+      spec.fallback = entry["fallback"].value_or(false);
       if (auto window = entry["window"].value<int64_t>()) {
         if (*window < 0 || *window > 100000) reader.Fail(where + " window must be 0..100000");
         spec.window_lines = static_cast<uint32_t>(std::clamp<int64_t>(*window, 0, 100000));
@@ -321,6 +384,7 @@ Result<LogCatalog> LogCatalog::FromToml(std::string_view text, std::string_view 
       if (!catalog.FindKind(kind)) reader.Fail("xid " + std::to_string(xid.code) + " names unknown kind " + kind);
     }
   }
+  catalog.driver_ = ReadDriverTables(root, reader, catalog);
   if (reader.failed()) return reader.error();
   return catalog;
 }

@@ -139,8 +139,44 @@ struct PatternSpec {
   std::map<std::string, EventSeverity> severity_map;  // keys lower-cased
   std::vector<std::string> append;                  // fields that collect several values
   std::optional<uint32_t> window_lines;             // overrides the kind's window for events it starts
+  // Tried only on a line that no other pattern matched (an SXid line that states no severity).
+  bool fallback = false;
 
   bool operator==(const PatternSpec&) const = default;
+};
+
+// A part of the NVIDIA driver (data/events.toml [driver]) and the kind of event its messages
+// become when no pattern names them.
+struct DriverSubsystem {
+  std::string name;                       // "nvlink"
+  std::string kind;                       // "nvlink_error", or the generic kind
+  std::optional<EventSeverity> severity;  // overrides the kind's
+  std::vector<std::string> functions;     // prefixes of the driver's function names: "knvlink"
+  std::vector<std::string> modules;       // tags of the driver's modules in the log: "nvidia-nvlink"
+  std::vector<std::string> folders;       // where its functions live in the driver's source
+
+  bool operator==(const DriverSubsystem&) const = default;
+};
+
+// An error-level driver message that is no fault, or that prints no driver
+// tag (neither text nor starts: only the function, which the line never shows).
+struct DriverBenign {
+  std::string function;  // a prefix of the printing function's name; empty: any line
+  std::string text;      // found anywhere in the line's text
+  std::string starts;    // or: the text starts with it
+  std::string reason;
+
+  bool operator==(const DriverBenign&) const = default;
+};
+
+struct DriverTables {
+  // The kind of a driver error no subsystem has a kind for; empty: such lines give no event.
+  std::string generic_kind;
+  std::vector<std::string> error_words;  // lower case; one in a line's text makes it an error
+  std::vector<DriverSubsystem> subsystems;
+  std::vector<DriverBenign> benign;
+
+  bool operator==(const DriverTables&) const = default;
 };
 
 class LogCatalog {
@@ -167,6 +203,7 @@ class LogCatalog {
   const XidDecodeTables& decode() const { return decode_; }
   const std::vector<KindInfo>& kinds() const { return kinds_; }
   const std::vector<PatternSpec>& patterns() const { return patterns_; }
+  const DriverTables& driver() const { return driver_; }
 
   bool operator==(const LogCatalog&) const = default;
 
@@ -178,6 +215,7 @@ class LogCatalog {
   XidDecodeTables decode_;
   std::vector<KindInfo> kinds_;
   std::vector<PatternSpec> patterns_;
+  DriverTables driver_;
 };
 
 }  // namespace gpudoctor

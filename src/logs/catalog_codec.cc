@@ -8,7 +8,7 @@ namespace gpudoctor {
 namespace {
 
 // Bump when a catalog struct gains, loses or reorders a field.
-constexpr std::string_view kMagic = "gpudoctor-catalog-2\n";
+constexpr std::string_view kMagic = "gpudoctor-catalog-3\n";
 
 // Each catalog struct lists its fields once; writing and reading both walk them.
 template <class V, class T> void Fields(V& v, T& x) requires std::is_same_v<std::remove_const_t<T>, XidInfo> {
@@ -34,7 +34,16 @@ template <class V, class T> void Fields(V& v, T& x) requires std::is_same_v<std:
 }
 template <class V, class T> void Fields(V& v, T& x) requires std::is_same_v<std::remove_const_t<T>, PatternSpec> {
   v(x.id, x.kind, x.role, x.literals, x.caseless, x.regex, x.severity, x.severity_from, x.severity_map, x.append,
-    x.window_lines);
+    x.window_lines, x.fallback);
+}
+template <class V, class T> void Fields(V& v, T& x) requires std::is_same_v<std::remove_const_t<T>, DriverSubsystem> {
+  v(x.name, x.kind, x.severity, x.functions, x.modules, x.folders);
+}
+template <class V, class T> void Fields(V& v, T& x) requires std::is_same_v<std::remove_const_t<T>, DriverBenign> {
+  v(x.function, x.text, x.starts, x.reason);
+}
+template <class V, class T> void Fields(V& v, T& x) requires std::is_same_v<std::remove_const_t<T>, DriverTables> {
+  v(x.generic_kind, x.error_words, x.subsystems, x.benign);
 }
 
 
@@ -145,7 +154,7 @@ class Reader {
 std::string CatalogCodec::Encode(const LogCatalog& catalog) {
   Writer writer;
   writer.out().append(kMagic);
-  writer(catalog.xids_, catalog.sxids_, catalog.decode_, catalog.kinds_, catalog.patterns_);
+  writer(catalog.xids_, catalog.sxids_, catalog.decode_, catalog.kinds_, catalog.patterns_, catalog.driver_);
   return std::move(writer.out());
 }
 
@@ -153,7 +162,7 @@ Result<LogCatalog> CatalogCodec::Decode(std::string_view bytes) {
   if (bytes.substr(0, kMagic.size()) != kMagic) return Error{"not an encoded event catalog of this gpudoctor"};
   Reader reader(bytes.substr(kMagic.size()));
   LogCatalog catalog;
-  reader(catalog.xids_, catalog.sxids_, catalog.decode_, catalog.kinds_, catalog.patterns_);
+  reader(catalog.xids_, catalog.sxids_, catalog.decode_, catalog.kinds_, catalog.patterns_, catalog.driver_);
   if (!reader.ok() || !reader.done()) return Error{"encoded event catalog is truncated or damaged"};
   return catalog;
 }

@@ -110,6 +110,7 @@ Result<std::shared_ptr<LineMatcher>> LineMatcher::Make(std::shared_ptr<const Log
                                                        const std::vector<std::string_view>& prebuilt) {
   std::shared_ptr<LineMatcher> matcher(new LineMatcher());
   matcher->catalog_ = std::move(catalog);
+  matcher->driver_ = std::make_unique<DriverClassifier>(matcher->catalog_->driver());
   const auto& patterns = matcher->catalog_->patterns();
   matcher->regexes_ = std::make_unique<LazyRegex[]>(patterns.size());
   for (uint32_t index = 0; index < patterns.size(); ++index) {

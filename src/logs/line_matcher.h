@@ -24,6 +24,7 @@
 
 #include "common/result.h"
 #include "logs/catalog.h"
+#include "logs/driver_classifier.h"
 #include "logs/event.h"
 #include "logs/pattern_databases.h"
 
@@ -67,6 +68,8 @@ class LineMatcher {
   bool prebuilt() const { return prebuilt_; }
 
   const LogCatalog& catalog() const { return *catalog_; }
+  // The catalog's driver tables, for the driver lines no pattern names.
+  const DriverClassifier& driver() const { return *driver_; }
   const PatternSpec& pattern(uint32_t index) const { return catalog_->patterns()[index]; }
   uint32_t pattern_count() const { return static_cast<uint32_t>(catalog_->patterns().size()); }
 
@@ -84,9 +87,9 @@ class LineMatcher {
   std::optional<IdentityLine> MatchIdentity(std::string_view message, std::vector<EventField>& fields) const;
 
   // Calls `on_line(begin, end)` once for every line of `block` that may matter
-  // to the parser: it contains a literal of a pattern that can start an event
-  // or of an identity line, or (with `minute_stamps`) is a `dmesg -H` minute
-  // stamp. Offsets are relative to `block`; lines are reported in order;
+  // to the parser: it contains a literal of a pattern that can start an event,
+  // of an identity line or a driver module's tag, or (with `minute_stamps`) is
+  // a `dmesg -H` minute stamp. Offsets are relative to `block`; lines are reported in order;
   // `end` excludes the newline.
   void ScanBlock(std::string_view block, bool minute_stamps, Scratch& scratch,
                  const std::function<void(size_t begin, size_t end)>& on_line) const;
@@ -112,6 +115,7 @@ class LineMatcher {
   std::vector<std::pair<std::string, std::vector<uint32_t>>> continuations_;
   std::unique_ptr<LazyRegex[]> identity_regexes_;  // by IdentityLine
   std::unique_ptr<PatternDatabases> databases_;
+  std::unique_ptr<DriverClassifier> driver_;
   bool prebuilt_ = false;
 };
 

@@ -12,6 +12,8 @@ namespace {
 
 // Join key of the extra events an Xid line yields ("also" in the catalog).
 constexpr uint32_t kAlsoPattern = std::numeric_limits<uint32_t>::max();
+// Join key of the events the driver classifier makes.
+constexpr uint32_t kDriverPattern = kAlsoPattern - 1;
 
 bool Contains(const std::vector<std::string>& names, std::string_view name) {
   return std::find(names.begin(), names.end(), name) != names.end();
@@ -227,21 +229,64 @@ void LogParser::Feed(std::string_view line, uint64_t line_number, std::vector<Lo
     candidates_.erase(std::unique(candidates_.begin(), candidates_.end()), candidates_.end());
     const uint32_t pattern_count = matcher_->pattern_count();
     bool identity_checked = false;
+    bool recognised = false;  // a pattern made or joined an event, or the line names a GPU
+    bool matched = false;     // a pattern's expression matched, whether or not it took the line
+    bool fallbacks = false;
     for (uint32_t index : candidates_) {
       if (index >= pattern_count) {
         if (identity_checked) continue;
         identity_checked = true;
         if (auto identity = matcher_->MatchIdentity(prefix.message, fields_)) {
           NoteIdentity(*identity, fields_, line_number);
+          recognised = true;
         }
         continue;
       }
+      if (matcher_->pattern(index).fallback) {
+        fallbacks = true;
+        continue;
+      }
       if (matcher_->Match(index, prefix.message, fields_)) {
-        ApplyPattern(index, fields_, prefix, line, line_number);
+        matched = true;
+        if (ApplyPattern(index, fields_, prefix, line, line_number)) recognised = true;
       }
     }
+    // A line of a multi-line report that found no report to join is not a report of its own.
+    for (size_t i = 0; fallbacks && !matched && i < candidates_.size(); ++i) {
+      const uint32_t index = candidates_[i];
+      if (index < pattern_count && matcher_->pattern(index).fallback &&
+          matcher_->Match(index, prefix.message, fields_) && ApplyPattern(index, fields_, prefix, line, line_number)) {
+        recognised = true;
+      }
+    }
+    if (!recognised) ClassifyDriverLine(prefix, line, line_number);
   }
   Release(out);
+}
+
+void LogParser::ClassifyDriverLine(const LinePrefix& prefix, std::string_view line, uint64_t line_number) {
+  // Only lines that start with the RM's tag or name a driver module reach the classifier.
+  std::string_view message = Trim(prefix.message);
+  if (!StartsWith(message, "NVRM:") && message.find("nvidia-") == std::string_view::npos) return;
+  const DriverClassifier& driver = matcher_->driver();
+  const DriverClassification verdict = driver.Classify(message);
+  if (verdict.verdict != DriverVerdict::kError) return;
+  const DriverSubsystem* subsystem = verdict.subsystem;
+  LogEvent event = NewEvent(prefix, line, line_number);
+  event.kind = subsystem ? subsystem->kind : driver.tables().generic_kind;
+  event.severity = subsystem && subsystem->severity ? *subsystem->severity
+                                                    : matcher_->catalog().SeverityOf(event.kind, std::nullopt);
+  std::vector<EventField> fields;
+  fields.push_back(EventField{"subsystem", subsystem ? subsystem->name : std::string("unknown")});
+  if (!verdict.line.function.empty()) fields.push_back(EventField{"function", std::string(verdict.line.function)});
+  if (!verdict.line.gpu_instance.empty()) {
+    fields.push_back(EventField{"gpu_instance", std::string(verdict.line.gpu_instance)});
+  }
+  if (verdict.line.module != "NVRM") fields.push_back(EventField{"module", std::string(verdict.line.module)});
+  if (!verdict.line.pci.empty()) fields.push_back(EventField{"pci", std::string(verdict.line.pci)});
+  AssignFields(event, fields, {});
+  if (event.kind == driver.tables().generic_kind) ++generic_driver_lines_;
+  StartEvent(std::move(event), kDriverPattern, std::nullopt, line_number);
 }
 
 void LogParser::Flush(std::vector<LogEvent>& out) {
@@ -272,7 +317,7 @@ LogEvent LogParser::NewEvent(const LinePrefix& prefix, std::string_view line, ui
   return event;
 }
 
-void LogParser::ApplyPattern(uint32_t index, std::vector<EventField>& fields, const LinePrefix& prefix,
+bool LogParser::ApplyPattern(uint32_t index, std::vector<EventField>& fields, const LinePrefix& prefix,
                              std::string_view line, uint64_t line_number) {
   const PatternSpec& spec = matcher_->pattern(index);
   const LogCatalog& catalog = matcher_->catalog();
@@ -296,11 +341,11 @@ void LogParser::ApplyPattern(uint32_t index, std::vector<EventField>& fields, co
       break;
     case PatternRole::kContinue: {
       OpenEvent* open = FindOpen(spec.kind);
-      if (!open || !SameSubject(open->event, event) || !CloseInTime(open->event, event)) return;
+      if (!open || !SameSubject(open->event, event) || !CloseInTime(open->event, event)) return false;
       event.pci_bus_id.clear();  // a detail line's device is the open event's device
       MergeInto(open->event, event, spec.append);
       if (stated) open->event.severity = std::max(open->event.severity, *stated);
-      return;
+      return true;
     }
   }
 
@@ -316,6 +361,7 @@ void LogParser::ApplyPattern(uint32_t index, std::vector<EventField>& fields, co
       }
     }
   }
+  return true;
 }
 
 void LogParser::StartEvent(LogEvent event, uint32_t join_key, std::optional<uint32_t> origin,

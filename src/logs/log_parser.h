@@ -1,7 +1,9 @@
 // LogParser: turns log lines, fed in order, into LogEvents.
 //
 // Each line goes through ParseLinePrefix (time, host) and the catalog's
-// patterns (LineMatcher). The parser keeps the little state that spans lines:
+// patterns (LineMatcher); a driver line that no pattern takes goes to the
+// driver classifier (driver_classifier.h), which makes an event of its
+// subsystem's kind when it is an error. The parser keeps the little state that spans lines:
 // an event stays open for its kind's window so that the lines belonging to it
 // (an AER report's details, a hung task's stack, an OOM report) are added to
 // it; NVRM messages continued on following lines are joined (indented by
@@ -57,6 +59,9 @@ class LogParser {
   void set_minute_stamps(bool enabled) { minute_stamps_enabled_ = enabled; }
 
   const LineMatcher& matcher() const { return *matcher_; }
+  // Driver lines that no pattern named and that the driver tables gave only
+  // the generic kind (data/events.toml [driver]).
+  uint64_t generic_driver_lines() const { return generic_driver_lines_; }
   LineMatcher::Scratch& scratch() { return scratch_; }
   const ParseOptions& options() const { return options_; }
 
@@ -77,10 +82,13 @@ class LogParser {
   };
 
   LogEvent NewEvent(const LinePrefix& prefix, std::string_view line, uint64_t line_number) const;
-  void ApplyPattern(uint32_t index, std::vector<EventField>& fields, const LinePrefix& prefix,
+  // Whether the line made an event or joined an open one.
+  bool ApplyPattern(uint32_t index, std::vector<EventField>& fields, const LinePrefix& prefix,
                     std::string_view line, uint64_t line_number);
   void StartEvent(LogEvent event, uint32_t join_key, std::optional<uint32_t> origin, uint64_t line_number);
   void MergeOrStart(LogEvent event, uint32_t join_key, std::optional<uint32_t> origin, uint64_t line_number);
+  // A driver line no pattern took: an event of its subsystem's kind when it is an error.
+  void ClassifyDriverLine(const LinePrefix& prefix, std::string_view line, uint64_t line_number);
   bool JoinWrappedLine(const LinePrefix& prefix, std::string_view line, uint64_t line_number);
   void NoteIdentity(IdentityLine kind, const std::vector<EventField>& fields, uint64_t line_number);
   OpenEvent* FindOpen(std::string_view kind);
@@ -94,6 +102,7 @@ class LogParser {
   std::vector<OpenEvent> open_;   // at most one per kind
   std::vector<StartedEvent> closed_;  // finished, waiting for earlier open events
   uint64_t next_start_order_ = 0;
+  uint64_t generic_driver_lines_ = 0;
   std::unordered_map<std::string, std::string> uuid_by_pci_;
   std::unordered_map<std::string, std::string> serial_by_pci_;
   std::string last_gpu_at_pci_;  // from the latest "GPU at PCI:" line

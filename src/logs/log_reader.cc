@@ -225,6 +225,7 @@ void LogScanner::FeedLine(std::string_view line, const EventSink& sink) {
 }
 
 void LogScanner::Emit(const EventSink& sink) {
+  stats_.generic_driver_lines = parser_.generic_driver_lines();
   for (LogEvent& event : events_) {
     ++stats_.events;
     sink(std::move(event));

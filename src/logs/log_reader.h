@@ -29,6 +29,7 @@ struct ReadStats {
   uint64_t lines = 0;
   uint64_t parsed_lines = 0;        // lines that went through the parser
   uint64_t events = 0;
+  uint64_t generic_driver_lines = 0;  // driver errors only the generic kind was found for
   uint64_t overlong_lines = 0;      // longer than max_line_bytes: skipped
   uint64_t lines_with_nul = 0;      // NUL bytes act as line breaks within them
   uint64_t invalid_utf8_lines = 0;  // parsed as they are; invalid bytes are replaced on output
