@@ -77,6 +77,13 @@ bool IsValidUtf8(std::string_view text) {
   return true;
 }
 
+// Lines fed before an indented candidate line, at most.
+constexpr int kMaxBackedUpLines = 16;
+
+bool IsIndented(std::string_view block, size_t line_start) {
+  return line_start < block.size() && (block[line_start] == ' ' || block[line_start] == '\t');
+}
+
 }  // namespace
 
 LogScanner::LogScanner(ReadOptions options)
@@ -188,12 +195,20 @@ void LogScanner::ProcessLines(std::string_view block, const EventSink& sink) {
   candidates_.clear();
   parser_.matcher().ScanBlock(block, *minute_stamps_, parser_.scratch(),
                               [this](size_t begin, size_t end) { candidates_.emplace_back(begin, end); });
-  for (const auto& [begin, end] : candidates_) {
+  for (const auto& [candidate, end] : candidates_) {
     feed_while_wanted();
-    if (begin < cursor) continue;  // already fed as part of an open event
+    if (candidate < cursor) continue;  // already fed as part of an open event
+    // An indented line continues the lines before it (a console broadcast's header, a driver
+    // record's head): those are fed first, as the full path reads them before it.
+    size_t begin = candidate;
+    for (int lines = 0; lines < kMaxBackedUpLines && begin > cursor && IsIndented(block, begin); ++lines) {
+      const void* newline = memrchr(block.data() + cursor, '\n', begin - 1 - cursor);
+      begin = newline ? static_cast<size_t>(static_cast<const char*>(newline) - block.data()) + 1 : cursor;
+    }
     next_line_number_ += CountNewlines(block.substr(cursor, begin - cursor));
     cursor = begin;
     feed_next();
+    while (cursor <= candidate && cursor < block.size()) feed_next();
   }
   feed_while_wanted();
   next_line_number_ += CountNewlines(block.substr(cursor));
