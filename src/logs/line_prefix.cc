@@ -16,7 +16,7 @@ using re2::RE2;
 const char* const kFormatNames[] = {"bare",           "kmsg",           "dmesg",         "dmesg_ctime",
                                     "dmesg_delta",    "dmesg_minute",   "dmesg_iso",     "syslog",
                                     "syslog_iso",     "journal_monotonic", "talos",       "broadcast_header",
-                                    "broadcast_body", "fabric_manager"};
+                                    "broadcast_body", "fabric_manager", "syslog_5424",   "dmesg_decoded"};
 
 struct Regexes {
   RE2 priority{R"(^<(\d{1,3})>)"};
@@ -39,6 +39,11 @@ struct Regexes {
   RE2 broadcast_header{
       R"(^Message from syslogd@(\S+) at (?:[A-Za-z]{3}\s+)?(\S+?)\.?\s+(\d{1,2})\s+(\d{1,2}):(\d\d):(\d\d)(?:\s+(\d{4}))?\s*\.\.\.\s*$)"};
   RE2 broadcast_body{R"(^\s+kernel:\s*)"};
+  // RFC 5424 after its version "1 " and timestamp: "host app procid msgid structured-data ".
+  RE2 rfc5424{R"(^(\S+) (\S+) (\S+) (\S+) (?:-|(?:\[(?:[^\]\\]|\\.)*\])+)(?: |$))"};
+  // dmesg -x: "kern  :err   : " (facility and level, padded).
+  RE2 dmesg_decoded{
+      R"(^(kern|user|mail|daemon|auth|syslog|lpr|news|uucp|cron|authpriv|ftp|local[0-7])\s*:\s*(emerg|alert|crit|err|warn|notice|info|debug)\s*: )"};
   // nv-fabricmanager's log: "[Feb 27 2025 15:10:02] [ERROR] [tid 12727] ".
   RE2 fabric_manager{R"(^\[(\S+?)\.?\s+(\d{1,2})\s+(\d{4})\s+(\d{1,2}):(\d\d):(\d\d)\]\s+\[([A-Z]+)\]\s+\[tid \d+\]\s?)"};
 };
@@ -300,6 +305,46 @@ bool ParseTalos(std::string_view text, LinePrefix& prefix) {
   return true;
 }
 
+bool ParseTimestamped(std::string_view text, const PrefixOptions& options, LinePrefix& prefix);
+
+// "1 2003-10-11T22:14:15.003Z mymachine.example.com su - ID47 - msg" (RFC 5424, after its priority).
+bool ParseRfc5424(std::string_view text, const PrefixOptions& options, LinePrefix& prefix) {
+  if (!StartsWith(text, "1 ")) return false;
+  std::string_view rest = text.substr(2);
+  Piece year, month, day, hour, minute, second, fraction, zone, host, app, procid, msgid;
+  if (!Consume(rest, Patterns().iso, &year, &month, &day, &hour, &minute, &second, &fraction, &zone)) return false;
+  if (!Consume(rest, Patterns().rfc5424, &host, &app, &procid, &msgid)) return false;
+  std::optional<int> offset = ParseZone(zone);
+  CivilTime civil = MakeCivil(ParseInt<int>(View(year)).value_or(0), ToUnsigned(month), ToUnsigned(day),
+                              ToUnsigned(hour), ToUnsigned(minute), ToUnsigned(second), FractionToNanos(fraction));
+  prefix.format = LineFormat::kSyslog5424;
+  prefix.time = CivilToWallTime(civil, offset.value_or(options.utc_offset_minutes));
+  prefix.time_is_utc = offset.has_value() && prefix.time.has_value();
+  prefix.host = host == "-" ? std::string_view() : View(host);
+  prefix.program = app == "-" ? std::string_view() : View(app);
+  Piece uptime;
+  if (prefix.program == "kernel" && Consume(rest, Patterns().uptime, &uptime)) {
+    prefix.uptime_seconds = ParseDouble(View(uptime));
+  }
+  prefix.message = rest;
+  return true;
+}
+
+// "kern  :err   : [ 1.5] msg" (dmesg -x): the facility and level, then any stamp dmesg prints, or none.
+bool ParseDmesgDecoded(std::string_view text, const PrefixOptions& options, LinePrefix& prefix) {
+  std::string_view rest = text;
+  Piece facility, level;
+  if (!Consume(rest, Patterns().dmesg_decoded, &facility, &level)) return false;
+  if (!ParseTimestamped(rest, options, prefix)) {
+    prefix = LinePrefix{};
+    prefix.format = LineFormat::kDmesgDecoded;
+    prefix.message = rest;
+  }
+  prefix.level = View(level);
+  if (prefix.program.empty()) prefix.program = facility == "kern" ? std::string_view("kernel") : View(facility);
+  return true;
+}
+
 // "[Feb 27 2025 15:10:02] [ERROR] [tid 12727] msg" (nv-fabricmanager's log file).
 bool ParseFabricManager(std::string_view text, const PrefixOptions& options, LinePrefix& prefix) {
   std::string_view rest = text;
@@ -345,7 +390,10 @@ bool ParseBroadcastHeader(std::string_view text, const PrefixOptions& options, L
 // Tries every timestamped format at the start of `text`.
 bool ParseTimestamped(std::string_view text, const PrefixOptions& options, LinePrefix& prefix) {
   const Regexes& re = Patterns();
-  if (text.starts_with('<')) Consume(text, re.priority, static_cast<Piece*>(nullptr));  // syslog "<4>"
+  if (text.starts_with('<')) {
+    Consume(text, re.priority, static_cast<Piece*>(nullptr));  // syslog "<4>"
+    if (ParseRfc5424(text, options, prefix)) return true;
+  }
   if (text.empty()) return false;
   std::string_view rest = text;
   const char first = text.front();
@@ -428,7 +476,7 @@ bool ParseTimestamped(std::string_view text, const PrefixOptions& options, LineP
     if (!TakeHostProgram(rest, /*strict=*/false, options, prefix)) prefix.message = rest;
     return true;
   }
-  if (first >= 'a' && first <= 'z') return ParseTalos(text, prefix);
+  if (first >= 'a' && first <= 'z') return ParseTalos(text, prefix) || ParseDmesgDecoded(text, options, prefix);
   if (first == 'M') return ParseBroadcastHeader(text, options, prefix);
   return false;
 }

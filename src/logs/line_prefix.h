@@ -9,7 +9,7 @@
 // journalctl (short, short-iso, short-precise, short-monotonic, any locale's
 // month names), RFC 3164 syslog, lines a collector prefixed with a host, Talos
 // (`talosctl dmesg`), syslogd's console broadcasts, the fabric manager's own log,
-// and lines with no prefix at all.
+// RFC 5424 syslog, `dmesg -x` (facility and level decoded), and lines with no prefix at all.
 #pragma once
 
 #include <cstdint>
@@ -35,6 +35,8 @@ enum class LineFormat {
   kBroadcastHeader,   // "Message from syslogd@host at May 13 18:01:09 ..."  (no message: it dates the next line)
   kBroadcastBody,     // " kernel:[Hardware Error]: msg"              (the line after a broadcast header)
   kFabricManager,     // "[Feb 27 2025 15:10:02] [ERROR] [tid 12727] msg"  (nv-fabricmanager's log file)
+  kSyslog5424,        // "<34>1 2003-10-11T22:14:15.003Z host app procid msgid [sd] msg"  (RFC 5424)
+  kDmesgDecoded,      // "kern  :err   : msg"  (dmesg -x with no time; with one, the time's format is kept)
 };
 const char* LineFormatName(LineFormat format);
 

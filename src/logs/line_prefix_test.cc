@@ -213,6 +213,30 @@ TEST(LinePrefix, FabricManagerLog) {
                        "physical id 3 port 61");
 }
 
+TEST(LinePrefix, Rfc5424AndDmesgDecoded) {
+  // RFC 5424's own example (section 6.5.1).
+  LinePrefix p = ParseLinePrefix(
+      "<34>1 2003-10-11T22:14:15.003Z mymachine.example.com su - ID47 - 'su root' failed for lonvick on /dev/pts/8",
+      Options());
+  EXPECT_EQ(p.format, LineFormat::kSyslog5424);
+  EXPECT_EQ(p.host, "mymachine.example.com");
+  EXPECT_EQ(p.program, "su");
+  EXPECT_EQ(Iso(p.time), "2003-10-11T22:14:15.003Z");
+  EXPECT_TRUE(p.time_is_utc);
+  EXPECT_EQ(p.message, "'su root' failed for lonvick on /dev/pts/8");
+  // leptonai/gpud#338 (dmesg --decode --time-format iso, quoted by gpud's scan).
+  p = ParseLinePrefix("kern  :err   : 2025-01-25T10:34:54,859532+00:00 nvidia-nvswitch1: SXid (PCI:0000:84:00.0): "
+                      "12028, Data {0x000001c0, 0x00bd5c8a, 0x00000500, 0x00000064, 0x00000000, 0x40008000, "
+                      "0x5a001100, 0x00000000, 0x00000000}",
+                      Options());
+  EXPECT_EQ(p.format, LineFormat::kDmesgIso);
+  EXPECT_EQ(p.level, "err");
+  EXPECT_EQ(p.program, "kernel");
+  EXPECT_EQ(Iso(p.time), "2025-01-25T10:34:54.859Z");
+  EXPECT_EQ(p.message, "nvidia-nvswitch1: SXid (PCI:0000:84:00.0): 12028, Data {0x000001c0, 0x00bd5c8a, 0x00000500, "
+                       "0x00000064, 0x00000000, 0x40008000, 0x5a001100, 0x00000000, 0x00000000}");
+}
+
 TEST(LinePrefix, BareAndIndented) {
   LinePrefix p = ParseLinePrefix("oom-kill:constraint=CONSTRAINT_NONE,nodemask=(null)", Options());
   EXPECT_EQ(p.format, LineFormat::kBare);
