@@ -3,8 +3,11 @@
 #include <algorithm>
 #include <limits>
 
+#include <nlohmann/json.hpp>
+
 #include "common/text.h"
 #include "logs/event_details.h"
+#include "logs/log_time.h"
 
 namespace gpudoctor {
 
@@ -195,6 +198,38 @@ void MergeInto(LogEvent& open, const LogEvent& addition, const std::vector<std::
   for (const EventField& field : addition.fields) AddField(open, field.name, field.value, Contains(append, field.name));
 }
 
+// A line that is one JSON object wrapping a log line: `journalctl -o json` ("MESSAGE", "_HOSTNAME",
+// "__REALTIME_TIMESTAMP"), Docker's json-file driver and `kubectl logs` of it ("log", "time"), and the
+// JSON logs of agents that quote the kernel line they read ("line", as gpud does). Fills `wrapped` with
+// the inner line; false when the line is no such object.
+bool UnwrapJsonLine(std::string_view line, std::string& wrapped, std::string& host, std::optional<WallTime>& time) {
+  if (line.empty() || line.front() != '{' || line.back() != '}') return false;
+  nlohmann::json object = nlohmann::json::parse(line, nullptr, /*allow_exceptions=*/false);
+  if (!object.is_object()) return false;
+  const nlohmann::json* inner = nullptr;
+  for (const char* key : {"MESSAGE", "log", "line"}) {
+    auto it = object.find(key);
+    if (it != object.end() && it->is_string()) {
+      inner = &*it;
+      break;
+    }
+  }
+  if (!inner) return false;
+  wrapped = inner->get<std::string>();
+  while (!wrapped.empty() && (wrapped.back() == '\n' || wrapped.back() == '\r')) wrapped.pop_back();
+  host.clear();
+  time.reset();
+  if (auto it = object.find("_HOSTNAME"); it != object.end() && it->is_string()) host = it->get<std::string>();
+  if (auto it = object.find("__REALTIME_TIMESTAMP"); it != object.end() && it->is_string()) {
+    if (auto micros = ParseInt<int64_t>(it->get<std::string>())) {
+      time = WallTime{std::chrono::duration_cast<WallTime::duration>(std::chrono::microseconds(*micros))};
+    }
+  } else if (auto it = object.find("time"); it != object.end() && it->is_string()) {
+    if (auto parsed = ParseTimeBound(it->get<std::string>(), WallTime{}, 0)) time = *parsed;
+  }
+  return true;
+}
+
 }  // namespace
 
 LogParser::LogParser(ParseOptions options, std::shared_ptr<const LineMatcher> matcher)
@@ -206,7 +241,16 @@ LogParser::LogParser(ParseOptions options, std::shared_ptr<const LineMatcher> ma
 
 void LogParser::Feed(std::string_view line, uint64_t line_number, std::vector<LogEvent>& out) {
   while (!line.empty() && (line.back() == '\n' || line.back() == '\r')) line.remove_suffix(1);
-  LinePrefix prefix = ParseLinePrefix(line, options_.prefix);
+  // A JSON-wrapped line is read as the line it wraps; the event's raw text stays the JSON.
+  const bool wrapped = UnwrapJsonLine(line, json_.text, json_.host, json_.time);
+  LinePrefix prefix = ParseLinePrefix(wrapped ? std::string_view(json_.text) : line, options_.prefix);
+  if (wrapped) {
+    if (!prefix.time && json_.time) {
+      prefix.time = json_.time;
+      prefix.time_is_utc = true;
+    }
+    if (prefix.host.empty()) prefix.host = json_.host;
+  }
   if (options_.prefix.learned == LineFormat::kBare) {
     learned_prefix_.Note(prefix.format);
     options_.prefix.learned = learned_prefix_.learned();
@@ -239,7 +283,7 @@ void LogParser::Feed(std::string_view line, uint64_t line_number, std::vector<Lo
   } else if (continues && JoinRecord(prefix, line, line_number)) {
     // The record's lines together made an event; the line is part of it.
   } else {
-    const bool recognised = MatchLine(prefix, line, line, line_number);
+    const bool recognised = MatchLine(prefix, wrapped ? std::string_view(json_.text) : line, line, line_number);
     if (!recognised) ClassifyDriverLine(prefix, line, line_number);
     if (!continues) StartRecord(prefix, line, line_number, recognised);
   }

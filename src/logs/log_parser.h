@@ -139,6 +139,12 @@ class LogParser {
     std::string host;
   };
   Broadcast broadcast_;
+  struct JsonWrapped {
+    std::string text;  // the line a JSON object wraps
+    std::string host;
+    std::optional<WallTime> time;
+  };
+  JsonWrapped json_;
   LearnedPrefix learned_prefix_;  // sets options_.prefix.learned once the first lines agree
   // Reused buffers.
   std::vector<uint32_t> candidates_;

@@ -212,6 +212,27 @@ TEST(LogParser, XidNamingItsCauseGivesTheCauseAnEvent) {
   EXPECT_FALSE(events[1].pid);
 }
 
+TEST(LogParser, JsonWrappedLinesAreReadAsTheLineTheyWrap) {
+  // Constructed: journalctl -o json's fields around the Xid line of NVIDIA/open-gpu-kernel-modules#1150.
+  auto events = ParseLine(
+      R"({"_HOSTNAME":"gpu-7","__REALTIME_TIMESTAMP":"1779091200000000","SYSLOG_IDENTIFIER":"kernel",)"
+      R"("MESSAGE":"NVRM: Xid (PCI:0000:dc:00): 45, pid=1818990, name=python3, Ch 00000001"})",
+      Options());
+  ASSERT_EQ(Kinds(events), (Strings{"xid"}));
+  EXPECT_EQ(events[0].host, "gpu-7");
+  ASSERT_TRUE(events[0].time);
+  EXPECT_EQ(FormatIsoUtc(*events[0].time), "2026-05-18T08:00:00.000Z");
+  EXPECT_EQ(events[0].message, "NVRM: Xid (PCI:0000:dc:00): 45, pid=1818990, name=python3, Ch 00000001");
+  EXPECT_EQ(events[0].raw.front(), '{');
+  // Constructed: Docker's json-file record of the same line as a container printed it.
+  events = ParseLine(R"({"log":"NVRM: Xid (PCI:0000:dc:00): 45, pid=1818990, name=python3, Ch 00000001\n",)"
+                     R"("stream":"stdout","time":"2026-05-18T08:00:01.5Z"})",
+                     Options());
+  ASSERT_EQ(Kinds(events), (Strings{"xid"}));
+  ASSERT_TRUE(events[0].time);
+  EXPECT_EQ(FormatIsoUtc(*events[0].time), "2026-05-18T08:00:01.500Z");
+}
+
 TEST(LogParser, ProbeFailureWithNouveau) {
   auto events = ParseText(
       "[ 3.1] NVRM: The NVIDIA probe routine was not called for 1 device(s).\n"
