@@ -36,16 +36,17 @@ struct Regexes {
   // talosctl dmesg: "kern:     err: [2026-04-22T21:25:20.466Z]: " (its node, when named, is a collector host).
   RE2 talos{R"(^([a-z]+):\s*([a-z]+):\s*\[(\d{4})-(\d\d)-(\d\d)T(\d\d):(\d\d):(\d\d)(?:\.(\d{1,9}))?Z\]:\s?)"};
   // syslogd's console broadcast of an emergency message: a header line, then the message indented.
-  RE2 broadcast_header{
-      R"(^Message from syslogd@(\S+) at (?:[A-Za-z]{3}\s+)?(\S+?)\.?\s+(\d{1,2})\s+(\d{1,2}):(\d\d):(\d\d)(?:\s+(\d{4}))?\s*\.\.\.\s*$)"};
+  RE2 broadcast_header{R"(^Message from syslogd@(\S+) at (?:[A-Za-z]{3}\s+)?)"
+                       R"((\S+?)\.?\s+(\d{1,2})\s+(\d{1,2}):(\d\d):(\d\d)(?:\s+(\d{4}))?\s*\.\.\.\s*$)"};
   RE2 broadcast_body{R"(^\s+kernel:\s*)"};
   // RFC 5424 after its version "1 " and timestamp: "host app procid msgid structured-data ".
   RE2 rfc5424{R"(^(\S+) (\S+) (\S+) (\S+) (?:-|(?:\[(?:[^\]\\]|\\.)*\])+)(?: |$))"};
   // dmesg -x: "kern  :err   : " (facility and level, padded).
-  RE2 dmesg_decoded{
-      R"(^(kern|user|mail|daemon|auth|syslog|lpr|news|uucp|cron|authpriv|ftp|local[0-7])\s*:\s*(emerg|alert|crit|err|warn|notice|info|debug)\s*: )"};
+  RE2 dmesg_decoded{R"(^(kern|user|mail|daemon|auth|syslog|lpr|news|uucp|cron|authpriv|ftp|local[0-7])\s*:)"
+                    R"(\s*(emerg|alert|crit|err|warn|notice|info|debug)\s*: )"};
   // nv-fabricmanager's log: "[Feb 27 2025 15:10:02] [ERROR] [tid 12727] ".
-  RE2 fabric_manager{R"(^\[(\S+?)\.?\s+(\d{1,2})\s+(\d{4})\s+(\d{1,2}):(\d\d):(\d\d)\]\s+\[([A-Z]+)\]\s+\[tid \d+\]\s?)"};
+  RE2 fabric_manager{R"(^\[(\S+?)\.?\s+(\d{1,2})\s+(\d{4})\s+(\d{1,2}):(\d\d):(\d\d)\])"
+                     R"(\s+\[([A-Z]+)\]\s+\[tid \d+\]\s?)"};
 };
 
 const Regexes& Patterns() {

@@ -298,9 +298,10 @@ TEST(LinePrefixLearned, AgreesWithTheGeneralPathOnTheCorpus) {
     for (const std::string& line : CorpusLines()) {
       LinePrefix a = ParseLinePrefix(line, options);
       LinePrefix b = ParseLinePrefix(line, Options());
-      EXPECT_TRUE(a == b) << LineFormatName(learned) << " line: \"" << line << "\"\n learned: " << LineFormatName(a.format)
-                          << " host \"" << a.host << "\" message \"" << a.message << "\"\n general: "
-                          << LineFormatName(b.format) << " host \"" << b.host << "\" message \"" << b.message << "\"";
+      EXPECT_TRUE(a == b) << LineFormatName(learned) << " line: \"" << line << "\"\n learned: "
+                          << LineFormatName(a.format) << " host \"" << a.host << "\" message \"" << a.message
+                          << "\"\n general: " << LineFormatName(b.format) << " host \"" << b.host << "\" message \""
+                          << b.message << "\"";
     }
   }
 }
