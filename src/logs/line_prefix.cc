@@ -13,8 +13,10 @@ namespace {
 
 using re2::RE2;
 
-const char* const kFormatNames[] = {"bare",    "kmsg",   "dmesg",      "dmesg_ctime",       "dmesg_delta", "dmesg_minute",
-                                    "dmesg_iso", "syslog", "syslog_iso", "journal_monotonic"};
+const char* const kFormatNames[] = {"bare",           "kmsg",           "dmesg",         "dmesg_ctime",
+                                    "dmesg_delta",    "dmesg_minute",   "dmesg_iso",     "syslog",
+                                    "syslog_iso",     "journal_monotonic", "talos",       "broadcast_header",
+                                    "broadcast_body", "fabric_manager", "syslog_5424",   "dmesg_decoded"};
 
 struct Regexes {
   RE2 priority{R"(^<(\d{1,3})>)"};
@@ -31,6 +33,20 @@ struct Regexes {
   RE2 collector{R"(^([A-Za-z0-9][\w.-]*|\d{1,3}(?:\.\d{1,3}){3}|\[[0-9A-Fa-f:.]+\])(?::\d{1,5})?[:,]?\s+)"};
   RE2 embedded_syslog{R"((?:^|[\s,;|])((?:\d{1,2}(?:月|월))|[^\s\d,;|:\[\]]{3,6})\s+\d{1,2}\s+\d{1,2}:\d\d:\d\d)"};
   RE2 embedded_uptime{R"((?:^|\s)(\[\s*\d+\.\d{6}\]\s))"};
+  // talosctl dmesg: "kern:     err: [2026-04-22T21:25:20.466Z]: " (its node, when named, is a collector host).
+  RE2 talos{R"(^([a-z]+):\s*([a-z]+):\s*\[(\d{4})-(\d\d)-(\d\d)T(\d\d):(\d\d):(\d\d)(?:\.(\d{1,9}))?Z\]:\s?)"};
+  // syslogd's console broadcast of an emergency message: a header line, then the message indented.
+  RE2 broadcast_header{R"(^Message from syslogd@(\S+) at (?:[A-Za-z]{3}\s+)?)"
+                       R"((\S+?)\.?\s+(\d{1,2})\s+(\d{1,2}):(\d\d):(\d\d)(?:\s+(\d{4}))?\s*\.\.\.\s*$)"};
+  RE2 broadcast_body{R"(^\s+kernel:\s*)"};
+  // RFC 5424 after its version "1 " and timestamp: "host app procid msgid structured-data ".
+  RE2 rfc5424{R"(^(\S+) (\S+) (\S+) (\S+) (?:-|(?:\[(?:[^\]\\]|\\.)*\])+)(?: |$))"};
+  // dmesg -x: "kern  :err   : " (facility and level, padded).
+  RE2 dmesg_decoded{R"(^(kern|user|mail|daemon|auth|syslog|lpr|news|uucp|cron|authpriv|ftp|local[0-7])\s*:)"
+                    R"(\s*(emerg|alert|crit|err|warn|notice|info|debug)\s*: )"};
+  // nv-fabricmanager's log: "[Feb 27 2025 15:10:02] [ERROR] [tid 12727] ".
+  RE2 fabric_manager{R"(^\[(\S+?)\.?\s+(\d{1,2})\s+(\d{4})\s+(\d{1,2}):(\d\d):(\d\d)\])"
+                     R"(\s+\[([A-Z]+)\]\s+\[tid \d+\]\s?)"};
 };
 
 const Regexes& Patterns() {
@@ -267,10 +283,118 @@ CivilTime MakeCivil(int year, unsigned month, unsigned day, unsigned hour, unsig
   return civil;
 }
 
+// "kern:     err: [2026-04-22T21:25:20.466Z]: msg" (talosctl dmesg, after the node a collector prefix took).
+bool ParseTalos(std::string_view text, LinePrefix& prefix) {
+  // Cheap refusal first: a facility word and a colon within the first few bytes.
+  const size_t colon = text.find(':');
+  if (colon == std::string_view::npos || colon > 8) return false;
+  std::string_view rest = text;
+  Piece facility, level, year, month, day, hour, minute, second, fraction;
+  if (!Consume(rest, Patterns().talos, &facility, &level, &year, &month, &day, &hour, &minute, &second, &fraction)) {
+    return false;
+  }
+  CivilTime civil = MakeCivil(ParseInt<int>(View(year)).value_or(0), ToUnsigned(month), ToUnsigned(day),
+                              ToUnsigned(hour), ToUnsigned(minute), ToUnsigned(second), FractionToNanos(fraction));
+  prefix.format = LineFormat::kTalos;
+  prefix.time = CivilToWallTime(civil, 0);
+  prefix.time_is_utc = prefix.time.has_value();
+  prefix.level = View(level);
+  prefix.program = facility == "kern" ? std::string_view("kernel") : View(facility);
+  Piece uptime;  // Talos keeps no uptime stamp, but a forwarded dmesg line may carry one
+  if (Consume(rest, Patterns().uptime, &uptime)) prefix.uptime_seconds = ParseDouble(View(uptime));
+  prefix.message = rest;
+  return true;
+}
+
+bool ParseTimestamped(std::string_view text, const PrefixOptions& options, LinePrefix& prefix);
+
+// "1 2003-10-11T22:14:15.003Z mymachine.example.com su - ID47 - msg" (RFC 5424, after its priority).
+bool ParseRfc5424(std::string_view text, const PrefixOptions& options, LinePrefix& prefix) {
+  if (!StartsWith(text, "1 ")) return false;
+  std::string_view rest = text.substr(2);
+  Piece year, month, day, hour, minute, second, fraction, zone, host, app, procid, msgid;
+  if (!Consume(rest, Patterns().iso, &year, &month, &day, &hour, &minute, &second, &fraction, &zone)) return false;
+  if (!Consume(rest, Patterns().rfc5424, &host, &app, &procid, &msgid)) return false;
+  std::optional<int> offset = ParseZone(zone);
+  CivilTime civil = MakeCivil(ParseInt<int>(View(year)).value_or(0), ToUnsigned(month), ToUnsigned(day),
+                              ToUnsigned(hour), ToUnsigned(minute), ToUnsigned(second), FractionToNanos(fraction));
+  prefix.format = LineFormat::kSyslog5424;
+  prefix.time = CivilToWallTime(civil, offset.value_or(options.utc_offset_minutes));
+  prefix.time_is_utc = offset.has_value() && prefix.time.has_value();
+  prefix.host = host == "-" ? std::string_view() : View(host);
+  prefix.program = app == "-" ? std::string_view() : View(app);
+  Piece uptime;
+  if (prefix.program == "kernel" && Consume(rest, Patterns().uptime, &uptime)) {
+    prefix.uptime_seconds = ParseDouble(View(uptime));
+  }
+  prefix.message = rest;
+  return true;
+}
+
+// "kern  :err   : [ 1.5] msg" (dmesg -x): the facility and level, then any stamp dmesg prints, or none.
+bool ParseDmesgDecoded(std::string_view text, const PrefixOptions& options, LinePrefix& prefix) {
+  std::string_view rest = text;
+  Piece facility, level;
+  if (!Consume(rest, Patterns().dmesg_decoded, &facility, &level)) return false;
+  if (!ParseTimestamped(rest, options, prefix)) {
+    prefix = LinePrefix{};
+    prefix.format = LineFormat::kDmesgDecoded;
+    prefix.message = rest;
+  }
+  prefix.level = View(level);
+  if (prefix.program.empty()) prefix.program = facility == "kern" ? std::string_view("kernel") : View(facility);
+  return true;
+}
+
+// "[Feb 27 2025 15:10:02] [ERROR] [tid 12727] msg" (nv-fabricmanager's log file).
+bool ParseFabricManager(std::string_view text, const PrefixOptions& options, LinePrefix& prefix) {
+  std::string_view rest = text;
+  Piece month_name, day, year, hour, minute, second, level;
+  if (!Consume(rest, Patterns().fabric_manager, &month_name, &day, &year, &hour, &minute, &second, &level)) {
+    return false;
+  }
+  auto month = MonthFromName(View(month_name));
+  if (!month) return false;
+  CivilTime civil = MakeCivil(ParseInt<int>(View(year)).value_or(1970), *month, ToUnsigned(day), ToUnsigned(hour),
+                              ToUnsigned(minute), ToUnsigned(second), 0);
+  prefix.format = LineFormat::kFabricManager;
+  prefix.time = CivilToWallTime(civil, options.utc_offset_minutes);
+  prefix.level = View(level);
+  prefix.program = "nv-fabricmanager";
+  prefix.message = rest;
+  return true;
+}
+
+// "Message from syslogd@node8 at May 13 18:01:09 ..." : a header with no message of its own.
+bool ParseBroadcastHeader(std::string_view text, const PrefixOptions& options, LinePrefix& prefix) {
+  if (!StartsWith(text, "Message from syslogd@")) return false;
+  Piece host, month_name, day, hour, minute, second, year;
+  if (!RE2::FullMatch(text, Patterns().broadcast_header, &host, &month_name, &day, &hour, &minute, &second, &year)) {
+    return false;
+  }
+  auto month = MonthFromName(View(month_name));
+  if (!month) return false;
+  const bool year_given = !year.empty() || options.year.has_value();
+  int civil_year = !year.empty() ? ParseInt<int>(View(year)).value_or(1970)
+                                 : options.year.value_or(InferYear(*month, ToUnsigned(day), options.reference_time));
+  CivilTime civil = MakeCivil(civil_year, *month, ToUnsigned(day), ToUnsigned(hour), ToUnsigned(minute),
+                              ToUnsigned(second), 0);
+  prefix.format = LineFormat::kBroadcastHeader;
+  prefix.time = CivilToWallTime(civil, options.utc_offset_minutes);
+  prefix.time_estimated = !year_given;
+  prefix.host = View(host);
+  prefix.program = "syslogd";
+  prefix.message = std::string_view();
+  return true;
+}
+
 // Tries every timestamped format at the start of `text`.
 bool ParseTimestamped(std::string_view text, const PrefixOptions& options, LinePrefix& prefix) {
   const Regexes& re = Patterns();
-  if (text.starts_with('<')) Consume(text, re.priority, static_cast<Piece*>(nullptr));  // syslog "<4>"
+  if (text.starts_with('<')) {
+    Consume(text, re.priority, static_cast<Piece*>(nullptr));  // syslog "<4>"
+    if (ParseRfc5424(text, options, prefix)) return true;
+  }
   if (text.empty()) return false;
   std::string_view rest = text;
   const char first = text.front();
@@ -334,7 +458,7 @@ bool ParseTimestamped(std::string_view text, const PrefixOptions& options, LineP
       prefix.message = rest;
       return true;
     }
-    return false;
+    return ParseFabricManager(text, options, prefix);
   }
 
   Piece month_name, day, hour, minute, second, fraction, year;
@@ -353,6 +477,8 @@ bool ParseTimestamped(std::string_view text, const PrefixOptions& options, LineP
     if (!TakeHostProgram(rest, /*strict=*/false, options, prefix)) prefix.message = rest;
     return true;
   }
+  if (first >= 'a' && first <= 'z') return ParseTalos(text, prefix) || ParseDmesgDecoded(text, options, prefix);
+  if (first == 'M') return ParseBroadcastHeader(text, options, prefix);
   return false;
 }
 
@@ -366,6 +492,21 @@ LinePrefix ParseLinePrefix(std::string_view line, const PrefixOptions& options) 
   while (!line.empty() && (line.back() == '\r' || line.back() == '\n')) line.remove_suffix(1);
   LinePrefix prefix;
   std::string_view text = line;
+  // The learned rare formats first; a line they do not fit goes the general way.
+  if (options.learned == LineFormat::kTalos) {
+    if (ParseTalos(text, prefix)) return prefix;
+    prefix = LinePrefix{};
+    std::string_view rest = text;
+    re2::StringPiece host;
+    if (Consume(rest, Patterns().collector, &host) && ParseTalos(rest, prefix)) {
+      prefix.host = std::string_view(host.data(), host.size());
+      return prefix;
+    }
+    prefix = LinePrefix{};
+  } else if (options.learned == LineFormat::kFabricManager && text.starts_with('[')) {
+    if (ParseFabricManager(text, options, prefix)) return prefix;
+    prefix = LinePrefix{};
+  }
   if (ParseTimestamped(text, options, prefix)) return prefix;
 
   // A collector's host in front of a timestamped line: "node17: [ 12.3] msg".
@@ -389,8 +530,21 @@ LinePrefix ParseLinePrefix(std::string_view line, const PrefixOptions& options) 
   }
 
   prefix = LinePrefix{};
-  prefix.message = text;
   prefix.indented = !text.empty() && IsHorizontalSpace(text.front());
+  // The body of a console broadcast: " kernel:[Hardware Error]: ..." (its time and host are on the header line).
+  if (prefix.indented) {
+    std::string_view body = text;
+    if (Consume(body, Patterns().broadcast_body)) {
+      prefix.format = LineFormat::kBroadcastBody;
+      prefix.program = "kernel";
+      prefix.indented = false;
+      Piece uptime;
+      if (Consume(body, Patterns().uptime, &uptime)) prefix.uptime_seconds = ParseDouble(View(uptime));
+      prefix.message = body;
+      return prefix;
+    }
+  }
+  prefix.message = text;
   return prefix;
 }
 

@@ -7,8 +7,9 @@
 //
 // Formats: /dev/kmsg records, dmesg (plain, -T, -H, --time-format iso),
 // journalctl (short, short-iso, short-precise, short-monotonic, any locale's
-// month names), RFC 3164 syslog, lines a collector prefixed with a host, and
-// lines with no prefix at all.
+// month names), RFC 3164 syslog, lines a collector prefixed with a host, Talos
+// (`talosctl dmesg`), syslogd's console broadcasts, the fabric manager's own log,
+// RFC 5424 syslog, `dmesg -x` (facility and level decoded), and lines with no prefix at all.
 #pragma once
 
 #include <cstdint>
@@ -30,6 +31,12 @@ enum class LineFormat {
   kSyslog,            // "Feb 15 17:37:45 host kernel: msg"           (syslog, journalctl short)
   kSyslogIso,         // "2024-05-01T12:00:00+0000 host kernel: msg"  (journalctl short-iso, rsyslog)
   kJournalMonotonic,  // "[ 123.456789] host kernel: msg"            (journalctl short-monotonic)
+  kTalos,             // "10.0.0.1: kern:     err: [2026-04-22T21:25:20.466Z]: msg"  (talosctl dmesg)
+  kBroadcastHeader,   // "Message from syslogd@host at May 13 18:01:09 ..."  (no message: it dates the next line)
+  kBroadcastBody,     // " kernel:[Hardware Error]: msg"              (the line after a broadcast header)
+  kFabricManager,     // "[Feb 27 2025 15:10:02] [ERROR] [tid 12727] msg"  (nv-fabricmanager's log file)
+  kSyslog5424,        // "<34>1 2003-10-11T22:14:15.003Z host app procid msgid [sd] msg"  (RFC 5424)
+  kDmesgDecoded,      // "kern  :err   : msg"  (dmesg -x with no time; with one, the time's format is kept)
 };
 const char* LineFormatName(LineFormat format);
 
@@ -40,6 +47,10 @@ struct PrefixOptions {
   // Skip the hand-written matchers of the common prefixes and use only the
   // regular expressions they stand in for: tests compare the two ways.
   bool regex_only = false;
+  // The prefix the input's first lines had (LearnedPrefix): its matcher is tried first, and a line it does
+  // not fit takes the general path. The result is the same either way; only the rare formats (Talos, the
+  // fabric manager's log), which the general path tries last, are read faster.
+  LineFormat learned = LineFormat::kBare;
 };
 
 struct LinePrefix {
@@ -52,6 +63,7 @@ struct LinePrefix {
   std::optional<uint64_t> kmsg_sequence;
   std::string_view host;     // syslog host, or the host a collector put in front
   std::string_view program;  // "kernel", "systemd", "nvidia-fabricmanager-start.sh"
+  std::string_view level;    // the level the line states: "err" (Talos), "ERROR" (fabric manager)
   // For kernel lines the text after "kernel: [uptime] "; for other programs
   // the text from the program name on ("systemd[1]: ..."), which patterns may
   // need; for bare lines the whole line.
@@ -64,5 +76,31 @@ struct LinePrefix {
 };
 
 LinePrefix ParseLinePrefix(std::string_view line, const PrefixOptions& options);
+
+// Learns an input's prefix from its first lines: feed each line's format; once `kLines` lines with a prefix
+// agree, learned() names it (kBare until then, and for good when they disagree).
+class LearnedPrefix {
+ public:
+  static constexpr int kLines = 8;
+  void Note(LineFormat format) {
+    if (settled_ || format == LineFormat::kBare || format == LineFormat::kBroadcastBody) return;
+    if (seen_ == 0) candidate_ = format;
+    if (format != candidate_) {
+      settled_ = true;
+      return;
+    }
+    if (++seen_ == kLines) {
+      learned_ = candidate_;
+      settled_ = true;
+    }
+  }
+  LineFormat learned() const { return learned_; }
+
+ private:
+  LineFormat candidate_ = LineFormat::kBare;
+  LineFormat learned_ = LineFormat::kBare;
+  int seen_ = 0;
+  bool settled_ = false;
+};
 
 }  // namespace gpudoctor

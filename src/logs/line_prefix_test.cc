@@ -152,6 +152,91 @@ TEST(LinePrefix, CollectorPrefixes) {
   EXPECT_EQ(p.message, "NVRM: x");
 }
 
+TEST(LinePrefix, Talos) {
+  // siderolabs/talos#6206 (talosctl dmesg): node, facility, level, UTC stamp.
+  LinePrefix p = ParseLinePrefix(
+      "10.0.20.203: kern: warning: [2022-09-02T19:03:17.235131838Z]: NVRM: GPU 0000:01:00.0: RmInitAdapter failed! "
+      "(0x63:0x0:1905)",
+      Options());
+  EXPECT_EQ(p.format, LineFormat::kTalos);
+  EXPECT_EQ(p.host, "10.0.20.203");
+  EXPECT_EQ(p.program, "kernel");
+  EXPECT_EQ(p.level, "warning");
+  EXPECT_EQ(Iso(p.time), "2022-09-02T19:03:17.235Z");
+  EXPECT_TRUE(p.time_is_utc);
+  EXPECT_EQ(p.message, "NVRM: GPU 0000:01:00.0: RmInitAdapter failed! (0x63:0x0:1905)");
+  // The issue's capture: the level padded to the width of the longest.
+  p = ParseLinePrefix("192.168.11.119: kern:     err: [2026-04-22T21:25:20.466Z]: nvidia-nvswitch1: SXid "
+                      "(PCI:0000:aa:00.0): 24007, Severity 1 Engine instance 12 Sub-engine instance 00",
+                      Options());
+  EXPECT_EQ(p.format, LineFormat::kTalos);
+  EXPECT_EQ(p.host, "192.168.11.119");
+  EXPECT_EQ(p.level, "err");
+  EXPECT_EQ(p.message, "nvidia-nvswitch1: SXid (PCI:0000:aa:00.0): 24007, Severity 1 Engine instance 12 Sub-engine "
+                       "instance 00");
+  // siderolabs/pkgs#792: a host name, and a user-space line.
+  p = ParseLinePrefix("k3s-node5.lab: kern:    info: [2023-08-18T13:36:47.292786465Z]: Linux agpgart interface v0.103",
+                      Options());
+  EXPECT_EQ(p.format, LineFormat::kTalos);
+  EXPECT_EQ(p.host, "k3s-node5.lab");
+  EXPECT_EQ(p.message, "Linux agpgart interface v0.103");
+}
+
+TEST(LinePrefix, ConsoleBroadcast) {
+  // madMAx43v3r/chia-plotter#535: the header dates the indented line after it.
+  LinePrefix p = ParseLinePrefix("Message from syslogd@plot-071 at Jun 17 13:06:42 ...", Options());
+  EXPECT_EQ(p.format, LineFormat::kBroadcastHeader);
+  EXPECT_EQ(p.host, "plot-071");
+  EXPECT_EQ(Iso(p.time), "2024-06-17T13:06:42.000Z");
+  EXPECT_TRUE(p.message.empty());
+  p = ParseLinePrefix(" kernel:[405108.698255] watchdog: BUG: soft lockup - CPU#2 stuck for 22s! [chia_plot:29632]",
+                      Options());
+  EXPECT_EQ(p.format, LineFormat::kBroadcastBody);
+  EXPECT_EQ(p.program, "kernel");
+  EXPECT_DOUBLE_EQ(*p.uptime_seconds, 405108.698255);
+  EXPECT_EQ(p.message, "watchdog: BUG: soft lockup - CPU#2 stuck for 22s! [chia_plot:29632]");
+  // A header with the weekday and year (quoted on linux-kernel, 2006).
+  p = ParseLinePrefix("Message from syslogd@xxxxx at Thu Dec  7 04:17:21 2006 ...", Options());
+  EXPECT_EQ(p.format, LineFormat::kBroadcastHeader);
+  EXPECT_EQ(Iso(p.time), "2006-12-07T04:17:21.000Z");
+}
+
+TEST(LinePrefix, FabricManagerLog) {
+  // leptonai/gpud's fabricmanager.log test data.
+  LinePrefix p = ParseLinePrefix("[Feb 27 2025 15:10:02] [ERROR] [tid 12727] detected NVSwitch non-fatal error 12028 "
+                                 "on fid 0 on NVSwitch pci bus id 00000000:86:00.0 physical id 3 port 61",
+                                 Options());
+  EXPECT_EQ(p.format, LineFormat::kFabricManager);
+  EXPECT_EQ(p.level, "ERROR");
+  EXPECT_EQ(Iso(p.time), "2025-02-27T15:10:02.000Z");
+  EXPECT_EQ(p.message, "detected NVSwitch non-fatal error 12028 on fid 0 on NVSwitch pci bus id 00000000:86:00.0 "
+                       "physical id 3 port 61");
+}
+
+TEST(LinePrefix, Rfc5424AndDmesgDecoded) {
+  // RFC 5424's own example (section 6.5.1).
+  LinePrefix p = ParseLinePrefix(
+      "<34>1 2003-10-11T22:14:15.003Z mymachine.example.com su - ID47 - 'su root' failed for lonvick on /dev/pts/8",
+      Options());
+  EXPECT_EQ(p.format, LineFormat::kSyslog5424);
+  EXPECT_EQ(p.host, "mymachine.example.com");
+  EXPECT_EQ(p.program, "su");
+  EXPECT_EQ(Iso(p.time), "2003-10-11T22:14:15.003Z");
+  EXPECT_TRUE(p.time_is_utc);
+  EXPECT_EQ(p.message, "'su root' failed for lonvick on /dev/pts/8");
+  // leptonai/gpud#338 (dmesg --decode --time-format iso, quoted by gpud's scan).
+  p = ParseLinePrefix("kern  :err   : 2025-01-25T10:34:54,859532+00:00 nvidia-nvswitch1: SXid (PCI:0000:84:00.0): "
+                      "12028, Data {0x000001c0, 0x00bd5c8a, 0x00000500, 0x00000064, 0x00000000, 0x40008000, "
+                      "0x5a001100, 0x00000000, 0x00000000}",
+                      Options());
+  EXPECT_EQ(p.format, LineFormat::kDmesgIso);
+  EXPECT_EQ(p.level, "err");
+  EXPECT_EQ(p.program, "kernel");
+  EXPECT_EQ(Iso(p.time), "2025-01-25T10:34:54.859Z");
+  EXPECT_EQ(p.message, "nvidia-nvswitch1: SXid (PCI:0000:84:00.0): 12028, Data {0x000001c0, 0x00bd5c8a, 0x00000500, "
+                       "0x00000064, 0x00000000, 0x40008000, 0x5a001100, 0x00000000, 0x00000000}");
+}
+
 TEST(LinePrefix, BareAndIndented) {
   LinePrefix p = ParseLinePrefix("oom-kill:constraint=CONSTRAINT_NONE,nodemask=(null)", Options());
   EXPECT_EQ(p.format, LineFormat::kBare);
@@ -204,6 +289,35 @@ TEST(LinePrefixFastPath, AgreesWithTheRegexesOnTheCorpus) {
   auto lines = CorpusLines();
   ASSERT_GT(lines.size(), 100u);
   for (const std::string& line : lines) ExpectFastEqualsRegex(line);
+}
+
+TEST(LinePrefixLearned, AgreesWithTheGeneralPathOnTheCorpus) {
+  for (LineFormat learned : {LineFormat::kTalos, LineFormat::kFabricManager, LineFormat::kSyslog}) {
+    PrefixOptions options = Options();
+    options.learned = learned;
+    for (const std::string& line : CorpusLines()) {
+      LinePrefix a = ParseLinePrefix(line, options);
+      LinePrefix b = ParseLinePrefix(line, Options());
+      EXPECT_TRUE(a == b) << LineFormatName(learned) << " line: \"" << line << "\"\n learned: "
+                          << LineFormatName(a.format) << " host \"" << a.host << "\" message \"" << a.message
+                          << "\"\n general: " << LineFormatName(b.format) << " host \"" << b.host << "\" message \""
+                          << b.message << "\"";
+    }
+  }
+}
+
+TEST(LinePrefixLearned, SettlesOnTheFirstLinesFormat) {
+  LearnedPrefix learned;
+  for (int i = 0; i < LearnedPrefix::kLines - 1; ++i) learned.Note(LineFormat::kTalos);
+  learned.Note(LineFormat::kBare);  // lines with no prefix do not count
+  EXPECT_EQ(learned.learned(), LineFormat::kBare);
+  learned.Note(LineFormat::kTalos);
+  EXPECT_EQ(learned.learned(), LineFormat::kTalos);
+  LearnedPrefix mixed;
+  mixed.Note(LineFormat::kSyslog);
+  mixed.Note(LineFormat::kTalos);
+  for (int i = 0; i < 2 * LearnedPrefix::kLines; ++i) mixed.Note(LineFormat::kTalos);
+  EXPECT_EQ(mixed.learned(), LineFormat::kBare);
 }
 
 TEST(LinePrefixFastPath, AgreesWithTheRegexesOnEdgeCases) {

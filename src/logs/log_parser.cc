@@ -3,8 +3,11 @@
 #include <algorithm>
 #include <limits>
 
+#include <nlohmann/json.hpp>
+
 #include "common/text.h"
 #include "logs/event_details.h"
+#include "logs/log_time.h"
 
 namespace gpudoctor {
 
@@ -195,6 +198,38 @@ void MergeInto(LogEvent& open, const LogEvent& addition, const std::vector<std::
   for (const EventField& field : addition.fields) AddField(open, field.name, field.value, Contains(append, field.name));
 }
 
+// A line that is one JSON object wrapping a log line: `journalctl -o json` ("MESSAGE", "_HOSTNAME",
+// "__REALTIME_TIMESTAMP"), Docker's json-file driver and `kubectl logs` of it ("log", "time"), and the
+// JSON logs of agents that quote the kernel line they read ("line", as gpud does). Fills `wrapped` with
+// the inner line; false when the line is no such object.
+bool UnwrapJsonLine(std::string_view line, std::string& wrapped, std::string& host, std::optional<WallTime>& time) {
+  if (line.empty() || line.front() != '{' || line.back() != '}') return false;
+  nlohmann::json object = nlohmann::json::parse(line, nullptr, /*allow_exceptions=*/false);
+  if (!object.is_object()) return false;
+  const nlohmann::json* inner = nullptr;
+  for (const char* key : {"MESSAGE", "log", "line"}) {
+    auto it = object.find(key);
+    if (it != object.end() && it->is_string()) {
+      inner = &*it;
+      break;
+    }
+  }
+  if (!inner) return false;
+  wrapped = inner->get<std::string>();
+  while (!wrapped.empty() && (wrapped.back() == '\n' || wrapped.back() == '\r')) wrapped.pop_back();
+  host.clear();
+  time.reset();
+  if (auto it = object.find("_HOSTNAME"); it != object.end() && it->is_string()) host = it->get<std::string>();
+  if (auto it = object.find("__REALTIME_TIMESTAMP"); it != object.end() && it->is_string()) {
+    if (auto micros = ParseInt<int64_t>(it->get<std::string>())) {
+      time = WallTime{std::chrono::duration_cast<WallTime::duration>(std::chrono::microseconds(*micros))};
+    }
+  } else if (auto it = object.find("time"); it != object.end() && it->is_string()) {
+    if (auto parsed = ParseTimeBound(it->get<std::string>(), WallTime{}, 0)) time = *parsed;
+  }
+  return true;
+}
+
 }  // namespace
 
 LogParser::LogParser(ParseOptions options, std::shared_ptr<const LineMatcher> matcher)
@@ -206,8 +241,31 @@ LogParser::LogParser(ParseOptions options, std::shared_ptr<const LineMatcher> ma
 
 void LogParser::Feed(std::string_view line, uint64_t line_number, std::vector<LogEvent>& out) {
   while (!line.empty() && (line.back() == '\n' || line.back() == '\r')) line.remove_suffix(1);
-  LinePrefix prefix = ParseLinePrefix(line, options_.prefix);
+  // A JSON-wrapped line is read as the line it wraps; the event's raw text stays the JSON.
+  const bool wrapped = UnwrapJsonLine(line, json_.text, json_.host, json_.time);
+  LinePrefix prefix = ParseLinePrefix(wrapped ? std::string_view(json_.text) : line, options_.prefix);
+  if (wrapped) {
+    if (!prefix.time && json_.time) {
+      prefix.time = json_.time;
+      prefix.time_is_utc = true;
+    }
+    if (prefix.host.empty()) prefix.host = json_.host;
+  }
+  if (options_.prefix.learned == LineFormat::kBare) {
+    learned_prefix_.Note(prefix.format);
+    options_.prefix.learned = learned_prefix_.learned();
+  }
   if (prefix.format == LineFormat::kDmesgMinute && minute_stamps_enabled_) minute_stamp_ = prefix.time;
+  if (prefix.format == LineFormat::kBroadcastHeader) {
+    broadcast_.line = line_number;
+    broadcast_.time = prefix.time;
+    broadcast_.time_estimated = prefix.time_estimated;
+    broadcast_.host = std::string(prefix.host);
+  } else if (prefix.format == LineFormat::kBroadcastBody && broadcast_.line + 1 == line_number) {
+    prefix.time = broadcast_.time;
+    prefix.time_estimated = broadcast_.time_estimated;
+    prefix.host = broadcast_.host;
+  }
   if (UnfoldEscapedLineBreaks(prefix.message, unfolded_)) prefix.message = unfolded_;
   // Close the events this line can no longer belong to: past their window,
   // or logged well before it.
@@ -217,51 +275,109 @@ void LogParser::Feed(std::string_view line, uint64_t line_number, std::vector<Lo
     }
   }
 
-  const bool joined = JoinWrappedLine(prefix, line, line_number);
+  const bool continues = ContinuesPreviousLine(prefix, previous_format_);
+  const bool joined = continues && JoinWrappedLine(prefix, line, line_number);
   previous_format_ = prefix.format;
-  if (!joined) {
-    matcher_->Candidates(line, scratch_, candidates_);
-    for (const OpenEvent& open : open_) {
-      const auto& continuations = matcher_->ContinuationsOf(open.event.kind);
-      candidates_.insert(candidates_.end(), continuations.begin(), continuations.end());
-    }
-    std::sort(candidates_.begin(), candidates_.end());
-    candidates_.erase(std::unique(candidates_.begin(), candidates_.end()), candidates_.end());
-    const uint32_t pattern_count = matcher_->pattern_count();
-    bool identity_checked = false;
-    bool recognised = false;  // a pattern made or joined an event, or the line names a GPU
-    bool matched = false;     // a pattern's expression matched, whether or not it took the line
-    bool fallbacks = false;
-    for (uint32_t index : candidates_) {
-      if (index >= pattern_count) {
-        if (identity_checked) continue;
-        identity_checked = true;
-        if (auto identity = matcher_->MatchIdentity(prefix.message, fields_)) {
-          NoteIdentity(*identity, fields_, line_number);
-          recognised = true;
-        }
-        continue;
-      }
-      if (matcher_->pattern(index).fallback) {
-        fallbacks = true;
-        continue;
-      }
-      if (matcher_->Match(index, prefix.message, fields_)) {
-        matched = true;
-        if (ApplyPattern(index, fields_, prefix, line, line_number)) recognised = true;
-      }
-    }
-    // A line of a multi-line report that found no report to join is not a report of its own.
-    for (size_t i = 0; fallbacks && !matched && i < candidates_.size(); ++i) {
-      const uint32_t index = candidates_[i];
-      if (index < pattern_count && matcher_->pattern(index).fallback &&
-          matcher_->Match(index, prefix.message, fields_) && ApplyPattern(index, fields_, prefix, line, line_number)) {
-        recognised = true;
-      }
-    }
+  if (joined) {
+    if (record_.last_line + 1 == line_number) record_.last_line = line_number;
+  } else if (continues && JoinRecord(prefix, line, line_number)) {
+    // The record's lines together made an event; the line is part of it.
+  } else {
+    const bool recognised = MatchLine(prefix, wrapped ? std::string_view(json_.text) : line, line, line_number);
     if (!recognised) ClassifyDriverLine(prefix, line, line_number);
+    if (!continues) StartRecord(prefix, line, line_number, recognised);
   }
   Release(out);
+}
+
+bool LogParser::MatchLine(const LinePrefix& prefix, std::string_view text, std::string_view raw,
+                          uint64_t line_number) {
+  matcher_->Candidates(text, scratch_, candidates_);
+  for (const OpenEvent& open : open_) {
+    const auto& continuations = matcher_->ContinuationsOf(open.event.kind);
+    candidates_.insert(candidates_.end(), continuations.begin(), continuations.end());
+  }
+  std::sort(candidates_.begin(), candidates_.end());
+  candidates_.erase(std::unique(candidates_.begin(), candidates_.end()), candidates_.end());
+  const uint32_t pattern_count = matcher_->pattern_count();
+  bool identity_checked = false;
+  bool recognised = false;  // a pattern made or joined an event, or the line names a GPU
+  bool matched = false;     // a pattern took the line, or one that starts events matched it
+  bool fallbacks = false;
+  for (uint32_t index : candidates_) {
+    if (index >= pattern_count) {
+      if (identity_checked) continue;
+      identity_checked = true;
+      if (auto identity = matcher_->MatchIdentity(prefix.message, fields_)) {
+        NoteIdentity(*identity, fields_, line_number);
+        recognised = true;
+      }
+      continue;
+    }
+    const PatternSpec& spec = matcher_->pattern(index);
+    if (spec.fallback) {
+      fallbacks = true;
+      continue;
+    }
+    if (matcher_->Match(index, prefix.message, fields_)) {
+      const bool applied = ApplyPattern(index, fields_, prefix, raw, line_number);
+      // A report's later line while no report of its kind is open (the log lost or cut its first line)
+      // is left to the fallbacks, so that it still counts as what it shows. With one open, the line
+      // belongs to another report printed in between.
+      if (applied || spec.role != PatternRole::kContinue || FindOpen(spec.kind)) matched = true;
+      if (applied) recognised = true;
+    }
+  }
+  // A line of a multi-line report that joined its report is not a report of its own.
+  for (size_t i = 0; fallbacks && !matched && i < candidates_.size(); ++i) {
+    const uint32_t index = candidates_[i];
+    if (index < pattern_count && matcher_->pattern(index).fallback && matcher_->Match(index, prefix.message, fields_) &&
+        ApplyPattern(index, fields_, prefix, raw, line_number)) {
+      recognised = true;
+    }
+  }
+  return recognised;
+}
+
+void LogParser::StartRecord(const LinePrefix& prefix, std::string_view line, uint64_t line_number, bool recognised) {
+  record_.line = 0;
+  std::string_view message = Trim(prefix.message);
+  // Only the driver's records are continued on lines of their own (ContinuesPreviousLine).
+  if (!StartsWith(message, "NVRM:")) return;
+  record_.line = line_number;
+  record_.last_line = line_number;
+  record_.taken = recognised;
+  record_.prefix = prefix;
+  record_.host.assign(prefix.host);
+  record_.program.assign(prefix.program);
+  record_.level.assign(prefix.level);
+  record_.message.assign(message);
+  record_.raw.assign(line);
+}
+
+bool LogParser::JoinRecord(const LinePrefix& prefix, std::string_view line, uint64_t line_number) {
+  if (record_.line == 0 || record_.last_line + 1 != line_number) return false;
+  record_.last_line = line_number;
+  std::string_view tail = Trim(AfterNvrmTag(Trim(prefix.message)).value_or(""));
+  if (!tail.empty()) {
+    record_.message += ' ';
+    record_.message += tail;
+  }
+  record_.raw += '\n';
+  record_.raw += line;
+  if (record_.taken || record_.last_line - record_.line > kRecordLines) return false;
+  LinePrefix joined = record_.prefix;
+  joined.host = record_.host;
+  joined.program = record_.program;
+  joined.level = record_.level;
+  joined.message = record_.message;
+  // Only the patterns: the head line alone already went to the driver classifier.
+  if (!MatchLine(joined, record_.message, record_.raw, record_.line)) return false;
+  record_.taken = true;
+  for (OpenEvent& open : open_) {
+    if (open.event.line_number == record_.line) open.message_end_line = line_number;
+  }
+  return true;
 }
 
 void LogParser::ClassifyDriverLine(const LinePrefix& prefix, std::string_view line, uint64_t line_number) {

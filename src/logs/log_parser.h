@@ -49,8 +49,10 @@ class LogParser {
 
   // Parses one line (without its newline); appends finished events to `out`.
   void Feed(std::string_view line, uint64_t line_number, std::vector<LogEvent>& out);
-  // True while an open event may still take the next line.
-  bool WantsNextLine() const { return !open_.empty(); }
+  // True while an open event, or a driver record no pattern has taken yet, may still take the next line.
+  bool WantsNextLine() const {
+    return !open_.empty() || (record_.line != 0 && !record_.taken && record_.last_line - record_.line < kRecordLines);
+  }
   // Closes every open event (end of input, or the input went quiet).
   void Flush(std::vector<LogEvent>& out);
   // Whether `dmesg -H` minute stamps date the "[  +0.000316]" lines after
@@ -90,6 +92,15 @@ class LogParser {
   // A driver line no pattern took: an event of its subsystem's kind when it is an error.
   void ClassifyDriverLine(const LinePrefix& prefix, std::string_view line, uint64_t line_number);
   bool JoinWrappedLine(const LinePrefix& prefix, std::string_view line, uint64_t line_number);
+  // Runs the catalog's patterns whose literals `text` holds (the line, or a joined record's text); whether one
+  // made or joined an event, or the text names a GPU.
+  bool MatchLine(const LinePrefix& prefix, std::string_view text, std::string_view raw, uint64_t line_number);
+  // A driver record printed over several lines ("NVRM: The NVIDIA GPU 0000:b3:00.0" then indented
+  // "NVRM: (PCI ID: ...) ... has" and "NVRM: fallen off the bus ..."): its head starts a record, each
+  // continuation extends it, and the joined text is matched again until a pattern takes it. The
+  // event is dated and numbered by the head line; its raw text holds every line.
+  void StartRecord(const LinePrefix& prefix, std::string_view line, uint64_t line_number, bool recognised);
+  bool JoinRecord(const LinePrefix& prefix, std::string_view line, uint64_t line_number);
   void NoteIdentity(IdentityLine kind, const std::vector<EventField>& fields, uint64_t line_number);
   OpenEvent* FindOpen(std::string_view kind);
   void Close(size_t open_index);
@@ -111,6 +122,30 @@ class LogParser {
   bool minute_stamps_enabled_ = true;
   LineFormat previous_format_ = LineFormat::kBare;  // of the line fed before this one
   std::string unfolded_;  // a message whose escaped line breaks were unfolded
+  // A record is matched again for at most this many lines: dumps run to hundreds.
+  static constexpr uint64_t kRecordLines = 16;
+  struct Record {
+    uint64_t line = 0;       // its head line; 0: none
+    uint64_t last_line = 0;  // the last line joined to it
+    bool taken = false;      // a pattern made an event of it already
+    LinePrefix prefix;       // the head's; its views are replaced by the strings below when used
+    std::string host, program, level, message, raw;
+  };
+  Record record_;
+  struct Broadcast {
+    uint64_t line = 0;  // of the latest "Message from syslogd@..." header
+    std::optional<WallTime> time;
+    bool time_estimated = false;
+    std::string host;
+  };
+  Broadcast broadcast_;
+  struct JsonWrapped {
+    std::string text;  // the line a JSON object wraps
+    std::string host;
+    std::optional<WallTime> time;
+  };
+  JsonWrapped json_;
+  LearnedPrefix learned_prefix_;  // sets options_.prefix.learned once the first lines agree
   // Reused buffers.
   std::vector<uint32_t> candidates_;
   std::vector<EventField> fields_;

@@ -1,5 +1,7 @@
 #include "logs/log_parser.h"
 
+#include <algorithm>
+
 #include <gtest/gtest.h>
 
 #include "common/text.h"
@@ -132,6 +134,103 @@ TEST(LogParser, WrappedNvrmMessageIsJoined) {
             "NVRM: API mismatch: the client has the version 550.76, but this kernel module has the version 550.67.  "
             "Please make sure that this kernel module and all NVIDIA driver components have the same version.");
   EXPECT_EQ(std::count(events[0].raw.begin(), events[0].raw.end(), '\n'), 3);
+}
+
+TEST(LogParser, RecordOverSeveralLinesIsJoinedBeforeMatching) {
+  // NVIDIA/NVSentinel#155: the probe prints one record over three lines; only the whole says the GPU fell off.
+  auto events = ParseText(
+      "[ 1843.308145] NVRM: The NVIDIA GPU 0000:b3:00.0\n"
+      "               NVRM: (PCI ID: 10de:26b5) installed in this system has\n"
+      "               NVRM: fallen off the bus and is not responding to commands.\n"
+      "[ 1843.439662] NVRM: The NVIDIA probe routine failed for 1 device(s).\n",
+      Options());
+  ASSERT_EQ(Kinds(events), (Strings{"gpu_off_bus", "driver_probe_failed"}));
+  EXPECT_EQ(events[0].pci_bus_id, "0000:b3:00.0");
+  EXPECT_EQ(events[0].Field("device_id"), "10de:26b5");
+  EXPECT_EQ(events[0].line_number, 1u);
+  EXPECT_DOUBLE_EQ(*events[0].uptime_seconds, 1843.308145);
+  EXPECT_EQ(std::count(events[0].raw.begin(), events[0].raw.end(), '\n'), 2);
+  // Its last line alone (the log lost the first two) still counts as what it shows.
+  events = ParseLine("               NVRM: fallen off the bus and is not responding to commands.", Options());
+  ASSERT_EQ(Kinds(events), (Strings{"gpu_off_bus"}));
+}
+
+TEST(LogParser, ReportLineWithoutItsFirstLineStillCounts) {
+  // The issue's Talos capture: an SXid report's second line, its first not in the log.
+  auto events = ParseLine("192.168.11.119: kern:     err: [2026-04-22T21:25:20.466Z]: nvidia-nvswitch1: SXid "
+                          "(PCI:0000:aa:00.0): 24007, Severity 1 Engine instance 12 Sub-engine instance 00",
+                          Options());
+  ASSERT_EQ(Kinds(events), (Strings{"nvswitch_sxid"}));
+  EXPECT_EQ(events[0].Field("sxid"), "24007");
+  EXPECT_EQ(events[0].pci_bus_id, "0000:aa:00.0");
+  EXPECT_EQ(events[0].host, "192.168.11.119");
+  ASSERT_TRUE(events[0].time);
+  EXPECT_EQ(FormatIsoUtc(*events[0].time), "2026-04-22T21:25:20.466Z");
+  // With its first line, the same line joins the report and makes nothing of its own.
+  events = ParseText("[   38.175561] nvidia-nvswitch3: SXid (PCI:0000:04:00.0): 22013, Non-fatal, Link 44 Minion Link "
+                     "DLREQ interrupt\n"
+                     "[   38.180708] nvidia-nvswitch3: SXid (PCI:0000:04:00.0): 22013, Severity 0 Engine instance 44 "
+                     "Sub-engine instance 00\n",
+                     Options());
+  ASSERT_EQ(Kinds(events), (Strings{"nvswitch_sxid"}));
+  EXPECT_EQ(events[0].Field("engine_instance"), "44");
+}
+
+TEST(LogParser, ConsoleBroadcastTakesItsHeadersTimeAndHost) {
+  // madMAx43v3r/chia-plotter#535.
+  auto events = ParseText(
+      "Message from syslogd@plot-071 at Jun 17 13:06:42 ...\n"
+      " kernel:[405108.698255] watchdog: BUG: soft lockup - CPU#2 stuck for 22s! [chia_plot:29632]\n",
+      Options());
+  ASSERT_EQ(Kinds(events), (Strings{"soft_lockup"}));
+  EXPECT_EQ(events[0].host, "plot-071");
+  ASSERT_TRUE(events[0].time);
+  EXPECT_EQ(FormatIsoUtc(*events[0].time), "2024-06-17T13:06:42.000Z");
+  EXPECT_EQ(events[0].line_number, 2u);
+  // Constructed: the header of the line above before an AMD machine check line of henrygd/beszel#1558.
+  events = ParseText(
+      "Message from syslogd@plot-071 at Jun 17 13:06:42 ...\n"
+      " kernel:[Hardware Error]: CPU:1 (19:18:1) MC17_STATUS[Over|CE|MiscV|-|-|-|SyndV|-|-|-]: 0xd820000000060150\n",
+      Options());
+  ASSERT_EQ(Kinds(events), (Strings{"mce"}));
+  EXPECT_EQ(events[0].Field("bank"), "17");
+  EXPECT_EQ(events[0].host, "plot-071");
+}
+
+TEST(LogParser, XidNamingItsCauseGivesTheCauseAnEvent) {
+  // NVIDIA/open-gpu-kernel-modules#1150.
+  auto events = ParseLine(
+      "kernel: NVRM: Xid (PCI:0000:dc:00): 45, pid=1818990, name=python3, Ch 00000001 caused by previous Xid 149",
+      Options());
+  ASSERT_EQ(Kinds(events), (Strings{"xid", "xid"}));
+  EXPECT_EQ(events[0].xid, 45u);
+  EXPECT_EQ(events[0].Field("caused_by_xid"), "149");
+  EXPECT_EQ(events[0].pid, 1818990u);
+  EXPECT_EQ(events[1].xid, 149u);
+  EXPECT_EQ(events[1].Field("named_by_xid"), "45");
+  EXPECT_EQ(events[1].pci_bus_id, "0000:dc:00.0");
+  EXPECT_FALSE(events[1].pid);
+}
+
+TEST(LogParser, JsonWrappedLinesAreReadAsTheLineTheyWrap) {
+  // Constructed: journalctl -o json's fields around the Xid line of NVIDIA/open-gpu-kernel-modules#1150.
+  auto events = ParseLine(
+      R"({"_HOSTNAME":"gpu-7","__REALTIME_TIMESTAMP":"1779091200000000","SYSLOG_IDENTIFIER":"kernel",)"
+      R"("MESSAGE":"NVRM: Xid (PCI:0000:dc:00): 45, pid=1818990, name=python3, Ch 00000001"})",
+      Options());
+  ASSERT_EQ(Kinds(events), (Strings{"xid"}));
+  EXPECT_EQ(events[0].host, "gpu-7");
+  ASSERT_TRUE(events[0].time);
+  EXPECT_EQ(FormatIsoUtc(*events[0].time), "2026-05-18T08:00:00.000Z");
+  EXPECT_EQ(events[0].message, "NVRM: Xid (PCI:0000:dc:00): 45, pid=1818990, name=python3, Ch 00000001");
+  EXPECT_EQ(events[0].raw.front(), '{');
+  // Constructed: Docker's json-file record of the same line as a container printed it.
+  events = ParseLine(R"({"log":"NVRM: Xid (PCI:0000:dc:00): 45, pid=1818990, name=python3, Ch 00000001\n",)"
+                     R"("stream":"stdout","time":"2026-05-18T08:00:01.5Z"})",
+                     Options());
+  ASSERT_EQ(Kinds(events), (Strings{"xid"}));
+  ASSERT_TRUE(events[0].time);
+  EXPECT_EQ(FormatIsoUtc(*events[0].time), "2026-05-18T08:00:01.500Z");
 }
 
 TEST(LogParser, ProbeFailureWithNouveau) {

@@ -77,6 +77,13 @@ bool IsValidUtf8(std::string_view text) {
   return true;
 }
 
+// Lines fed before an indented candidate line, at most.
+constexpr int kMaxBackedUpLines = 16;
+
+bool IsIndented(std::string_view block, size_t line_start) {
+  return line_start < block.size() && (block[line_start] == ' ' || block[line_start] == '\t');
+}
+
 }  // namespace
 
 LogScanner::LogScanner(ReadOptions options)
@@ -141,6 +148,7 @@ void LogScanner::FlushOpenEvents(const EventSink& sink) {
 
 void LogScanner::Restart() {
   partial_.clear();
+  carried_line_.clear();
   skipping_overlong_ = false;
   next_line_number_ = 1;
   minute_stamps_.reset();
@@ -174,9 +182,12 @@ void LogScanner::ProcessLines(std::string_view block, const EventSink& sink) {
   size_t cursor = 0;  // start of the next line not yet handled
   auto feed_next = [&] {
     size_t end = block.find('\n', cursor);
-    FeedLine(block.substr(cursor, end - cursor), sink);
+    FeedLine(block.substr(cursor, end - cursor), next_line_number_++, sink);
     cursor = end + 1;
   };
+  // The previous block's last line, when it was not fed: the first line here may continue it.
+  std::string carried;
+  carried.swap(carried_line_);
   auto feed_while_wanted = [&] {
     while (parser_.WantsNextLine() && cursor < block.size()) feed_next();
   };
@@ -185,22 +196,37 @@ void LogScanner::ProcessLines(std::string_view block, const EventSink& sink) {
     while (cursor < block.size()) feed_next();
     return;
   }
+  const uint64_t carried_number = next_line_number_ - 1;
   candidates_.clear();
   parser_.matcher().ScanBlock(block, *minute_stamps_, parser_.scratch(),
                               [this](size_t begin, size_t end) { candidates_.emplace_back(begin, end); });
-  for (const auto& [begin, end] : candidates_) {
+  for (const auto& [candidate, end] : candidates_) {
     feed_while_wanted();
-    if (begin < cursor) continue;  // already fed as part of an open event
+    if (candidate < cursor) continue;  // already fed as part of an open event
+    // An indented line continues the lines before it (a console broadcast's header, a driver
+    // record's head): those are fed first, as the full path reads them before it.
+    size_t begin = candidate;
+    for (int lines = 0; lines < kMaxBackedUpLines && begin > cursor && IsIndented(block, begin); ++lines) {
+      const void* newline = memrchr(block.data() + cursor, '\n', begin - 1 - cursor);
+      begin = newline ? static_cast<size_t>(static_cast<const char*>(newline) - block.data()) + 1 : cursor;
+    }
+    if (begin == 0 && IsIndented(block, 0) && !carried.empty()) FeedLine(carried, carried_number, sink);
+    carried.clear();
     next_line_number_ += CountNewlines(block.substr(cursor, begin - cursor));
     cursor = begin;
     feed_next();
+    while (cursor <= candidate && cursor < block.size()) feed_next();
   }
   feed_while_wanted();
+  if (cursor < block.size()) {
+    const void* newline = block.size() > 1 ? memrchr(block.data(), '\n', block.size() - 1) : nullptr;
+    const size_t last = newline ? static_cast<size_t>(static_cast<const char*>(newline) - block.data()) + 1 : 0;
+    if (last >= cursor) carried_line_.assign(block.substr(last, block.size() - 1 - last));
+  }
   next_line_number_ += CountNewlines(block.substr(cursor));
 }
 
-void LogScanner::FeedLine(std::string_view line, const EventSink& sink) {
-  const uint64_t number = next_line_number_++;
+void LogScanner::FeedLine(std::string_view line, uint64_t number, const EventSink& sink) {
   if (line.size() > options_.max_line_bytes) {
     ++stats_.overlong_lines;
     return;

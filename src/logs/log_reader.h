@@ -67,13 +67,16 @@ class LogScanner {
  private:
   void ProcessBlock(std::string_view block, const EventSink& sink);
   void ProcessLines(std::string_view block, const EventSink& sink);  // one cache-sized piece of a block
-  void FeedLine(std::string_view line, const EventSink& sink);
+  void FeedLine(std::string_view line, uint64_t number, const EventSink& sink);
   void Emit(const EventSink& sink);
 
   ReadOptions options_;
   LogParser parser_;
   std::string partial_;          // bytes of a line not yet ended by '\n'
   bool skipping_overlong_ = false;
+  // The last line of the block before, when it was not fed: an indented candidate line that opens the
+  // next block continues it (a console broadcast's header split from its message by a read).
+  std::string carried_line_;
   uint64_t next_line_number_ = 1;
   // Whether the input is `dmesg -H` output, decided from its first line for
   // both the fast and the full path; nullopt until that line is seen.

@@ -173,6 +173,23 @@ TEST(LogReader, PrefilterAgreesWithFullParseAmidNoise) {
   }
 }
 
+TEST(LogReader, LinesBeforeAnIndentedCandidateAreReadFirst) {
+  // madMAx43v3r/chia-plotter#535: the header names no event's words, the indented line after it does.
+  const std::string data =
+      "Message from syslogd@plot-071 at Jun 17 13:06:42 ...\n"
+      " kernel:[405108.698255] watchdog: BUG: soft lockup - CPU#2 stuck for 22s! [chia_plot:29632]\n";
+  for (const std::string& input : {data, "[ 1.000000] usb 1-1: new device\n" + data}) {
+    Scan slow = ScanBytes(input, SIZE_MAX, false);
+    // Whole, and read a few bytes at a time, so that the header and its message come in different blocks.
+    for (size_t read_size : {SIZE_MAX, size_t{7}, size_t{53}}) {
+      Scan fast = ScanBytes(input, read_size, true);
+      ASSERT_EQ(fast.events.size(), 1u) << input << read_size;
+      EXPECT_EQ(fast.events[0].host, "plot-071") << input << read_size;
+      EXPECT_EQ(Summary(fast.events), Summary(slow.events)) << input << read_size;
+    }
+  }
+}
+
 TEST(LogReader, NulBytesSplitLines) {
   std::string data = std::string(300, '\0') + kXid79 + std::string("text\0more\n", 10);
   Scan scan = ScanBytes(data);
