@@ -120,5 +120,26 @@ TEST(DriverClassifier, FastReaderHandsOverModuleErrorsOnly) {
   EXPECT_EQ(scanner.stats().parsed_lines, 2u);
 }
 
+// Found by fuzz_logs: "NVRM:" glued to a byte other than a blank is still a
+// driver line for the classifier, so the prefilter must hand it over too, or
+// the fast reader and the full parse disagree.
+TEST(DriverClassifier, FastReaderAndFullParseAgreeOnAGluedTag) {
+  const std::string text =
+      "[224705.332316] NVRM:\xc5 Xid (PCI:0003:00:00): 74, pid='<unknown>', name=<unknown>, NVLink: fatal error\n";
+  std::vector<size_t> counts;
+  for (bool prefilter : {true, false}) {
+    ReadOptions options;
+    options.prefilter = prefilter;
+    LogScanner scanner(options);
+    size_t events = 0;
+    auto sink = [&](LogEvent&&) { ++events; };
+    scanner.Consume(text, sink);
+    scanner.Finish(sink);
+    counts.push_back(events);
+  }
+  EXPECT_EQ(counts[0], counts[1]);
+  EXPECT_EQ(counts[0], 1u);
+}
+
 }  // namespace
 }  // namespace gpudoctor
