@@ -51,6 +51,11 @@ std::vector<Input> Inputs() {
     if (entry.path().extension() == ".toml") files.push_back(entry.path());
   for (const auto& entry : std::filesystem::directory_iterator(source / "testdata" / "nvidia_smi"))
     if (entry.is_regular_file()) files.push_back(entry.path());
+  // The public reports beyond the shared corpus (the corpus' own files are copies of those above).
+  for (const auto& entry : std::filesystem::directory_iterator(source / "testdata" / "health" / "nvidia_smi"))
+    if (entry.is_regular_file() &&
+        !std::filesystem::exists(source / "testdata" / "nvidia_smi" / entry.path().filename()))
+      files.push_back(entry.path());
   std::sort(files.begin(), files.end());
   for (const auto& file : files) {
     if (file.extension() == ".toml") {
@@ -151,8 +156,8 @@ TEST_P(Agreement, StatusCheckTriageAndNpdTellTheSameStory) {
   // line names a problem check reports.
   for (const std::string severity : {"critical", "warning"}) {
     testing::RunResult npd =
-        testing::RunGpudoctor("--probe-timeout 2s npd --severity " + severity + " " + input.arguments, testing::Stderr::kDiscard,
-                              input.env);
+        testing::RunGpudoctor("--probe-timeout 2s npd --severity " + severity + " " + input.arguments,
+                              testing::Stderr::kDiscard, input.env);
     const bool problem = worst == "critical" || (severity == "warning" && worst == "warning");
     EXPECT_EQ(npd.exit_code, problem ? 1 : 0) << severity << ": " << npd.output;
     if (!problem) continue;

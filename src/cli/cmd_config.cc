@@ -77,8 +77,11 @@ void PrintSettings(const std::string& path, const std::vector<ConfigSetting>& se
 int RunShow(const CommandContext& context) {
   const GlobalOptions& options = context.options;
   const bool json = options.json;
-  nlohmann::json out = {{"file", options.config_path.empty() ? nlohmann::json(nullptr) : nlohmann::json(options.config_path)},
-                        {"how", options.config_how.empty() ? nlohmann::json(nullptr) : nlohmann::json(options.config_how)},
+  auto text_or_null = [](const std::string& text) {
+    return text.empty() ? nlohmann::json(nullptr) : nlohmann::json(text);
+  };
+  nlohmann::json out = {{"file", text_or_null(options.config_path)},
+                        {"how", text_or_null(options.config_how)},
                         {"default_path", std::string(kDefaultConfigPath)}};
   if (options.config_path.empty()) {
     if (json) {

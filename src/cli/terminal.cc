@@ -62,8 +62,10 @@ void PrintRememberedIdentities(std::FILE* out, const Style& style, const Assessm
     if (!header) std::fprintf(out, "\n%s\n", style.Bold("GPUs that could not say which card they are").c_str());
     header = true;
     if (unknown) {
-      std::fprintf(out, "  GPU %-3u identity unknown: no UUID, serial or PCI address was read, and no history or kernel log "
-                   "line names it (a running agent remembers each card for next time)\n", gpu.index);
+      std::fprintf(out,
+                   "  GPU %-3u identity unknown: no UUID, serial or PCI address was read, and no history or kernel "
+                   "log line names it (a running agent remembers each card for next time)\n",
+                   gpu.index);
       continue;
     }
     std::vector<std::string> parts;

@@ -42,8 +42,9 @@ std::optional<SmiMessage> MatchSmiMessage(std::string_view line) {
   static const RE2 kNvmlInitFailed(R"((?i)Failed to initialize NVML:\s*(.*))");
   static const RE2 kNoDriver(R"((?i)NVIDIA-SMI has failed because it couldn't communicate with the NVIDIA driver.*)");
   static const RE2 kNoLibrary(R"((?i)NVIDIA-SMI couldn't find libnvidia-ml\.so.*)");
-  static const RE2 kNoHandle(
-      R"((?i)Unable to (?:determine|detect) the device handle for GPU\s*([0-9a-f]{4,8}:[0-9a-f]{2}:[0-9a-f]{2}\.[0-7])\s*:\s*(.*))");
+  // "determine" on Linux, "detect" in some builds' wording.
+  static const RE2 kNoHandle(R"((?i)Unable to (?:determine|detect) the device handle for GPU\s*)"
+                             R"(([0-9a-f]{4,8}:[0-9a-f]{2}:[0-9a-f]{2}\.[0-7])\s*:\s*(.*))");
   // Printed below an otherwise whole report, and by every nvidia-smi call (exit status 14).
   static const RE2 kInforomCorrupted(
       R"((?i)WARNING:\s*infoROM is corrupted at gpu\s*([0-9a-f]{4,8}:[0-9a-f]{2}:[0-9a-f]{2}\.[0-7]).*)");

@@ -239,7 +239,8 @@ Result<size_t> ParseTable(std::span<const std::string_view> lines, Snapshot& sna
         }
         break;
       case TablePart::kProcesses:
-        if (cells.size() == 1 && (ApplyProcessRow(cells[0], gpu_by_index, snapshot) || first_cell == "No running processes found")) {
+        if (cells.size() == 1 &&
+            (ApplyProcessRow(cells[0], gpu_by_index, snapshot) || first_cell == "No running processes found")) {
           ++recognised;
         }
         break;
