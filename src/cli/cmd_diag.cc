@@ -3,7 +3,7 @@
 // (diag/diag_run.h) through the CUDA driver, with the kernels this build
 // compiled to PTX; this command watches them, reads NVML before, during and
 // after, follows the kernel log, draws the progress, judges
-// (cli/diag_judge.h), and ends with a table of every GPU and test
+// (assess/diag_judge.h), and ends with a table of every GPU and test
 // (diag/diag_summary.h). A level (diag/diag_levels.h) sets the run's length.
 // Exit: 0 every GPU passed, 2 a GPU is faulty or hung, 3 a GPU could not be
 // tested, 130 interrupted (docs/exit-codes.md).
@@ -21,7 +21,7 @@
 
 #include "cli/commands.h"
 #include "cli/diag_history.h"
-#include "cli/diag_judge.h"
+#include "assess/diag_judge.h"
 #include "cli/diag_report.h"
 #include "cli/diag_watch.h"
 #include "cli/sources.h"

@@ -12,7 +12,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "cli/diag_judge.h"
+#include "assess/diag_judge.h"
 #include "diag/diag_summary.h"
 #include "model/snapshot.h"
 

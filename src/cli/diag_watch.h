@@ -1,7 +1,7 @@
 // What `gpudoctor diag` watches while its tests run, besides the workers:
 // NVML through the hang-proof probe every couple of seconds (DiagSampler),
 // and the kernel log followed from its end (DiagLogWatch), for the verdicts
-// of cli/diag_judge.h.
+// of assess/diag_judge.h.
 #pragma once
 
 #include <atomic>
@@ -12,7 +12,7 @@
 #include <thread>
 #include <vector>
 
-#include "cli/diag_judge.h"
+#include "assess/diag_judge.h"
 #include "logs/event.h"
 #include "nvml/collector.h"
 

@@ -1,4 +1,4 @@
-#include "cli/diag_judge.h"
+#include "assess/diag_judge.h"
 
 #include <fmt/format.h>
 
