@@ -35,6 +35,12 @@ GpuVerdict VerdictOf(const GpuSnapshot& gpu) {
 
 }  // namespace
 
+IdentityKnowledge GpuVerdict::Knowledge() const {
+  if (identity_from_memory) return IdentityKnowledge::kLastKnown;
+  return identity.uuid.empty() && identity.serial.empty() && identity.pci_bus_id.empty() ? IdentityKnowledge::kUnknown
+                                                                                         : IdentityKnowledge::kRead;
+}
+
 std::vector<const Finding*> Assessment::Problems() const {
   std::vector<const Finding*> problems;
   for (const Finding& finding : findings)

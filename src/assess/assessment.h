@@ -19,6 +19,7 @@
 #include <string>
 #include <vector>
 
+#include "assess/identity.h"
 #include "common/clock.h"
 #include "health/agent_record.h"
 #include "health/blocked_task_watch.h"
@@ -68,6 +69,9 @@ struct GpuVerdict {
   GpuRef identity;
   std::string name;               // the model, "" when not known
   bool identity_from_memory = false;
+  // How the identity above is known: last known when remembered, unknown when
+  // it holds no uuid, serial or bus id, else read.
+  IdentityKnowledge Knowledge() const;
   std::string identity_source;    // where a remembered identity comes from ("the agent's history", "the kernel log")
   Severity health = Severity::kOk;  // the worst finding about it
   std::vector<size_t> findings;     // indices into Assessment::findings, worst first

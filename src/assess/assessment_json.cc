@@ -1,19 +1,11 @@
 #include "assess/assessment_json.h"
 
-#include "assess/identity.h"
 #include "model/diagnostic_json.h"
 
 namespace gpudoctor {
 namespace {
 
 nlohmann::json TextOrNull(const std::string& text) { return text.empty() ? nlohmann::json(nullptr) : nlohmann::json(text); }
-
-IdentityKnowledge KnowledgeOf(const GpuVerdict& gpu) {
-  if (gpu.identity_from_memory) return IdentityKnowledge::kLastKnown;
-  const GpuRef& id = gpu.identity;
-  return id.uuid.empty() && id.serial.empty() && id.pci_bus_id.empty() ? IdentityKnowledge::kUnknown
-                                                                       : IdentityKnowledge::kRead;
-}
 
 }  // namespace
 
@@ -30,7 +22,7 @@ nlohmann::json GpuVerdictsToJson(const Assessment& assessment, const std::vector
                             {"serial", TextOrNull(gpu.identity.serial)},
                             {"pci_bus_id", TextOrNull(gpu.identity.pci_bus_id)},
                             {"name", TextOrNull(gpu.name)},
-                            {"identity", IdentityKnowledgeName(KnowledgeOf(gpu))},
+                            {"identity", IdentityKnowledgeName(gpu.Knowledge())},
                             {"identity_source", TextOrNull(gpu.identity_source)},
                             {"health", SeverityName(gpu.health)},
                             {"findings", std::move(ids)}};

@@ -56,9 +56,9 @@ void PrintFindings(std::FILE* out, const Style& style, const std::vector<Finding
 void PrintRememberedIdentities(std::FILE* out, const Style& style, const Assessment& assessment) {
   bool header = false;
   for (const GpuVerdict& gpu : assessment.gpus) {
-    const bool unknown = !gpu.identity_from_memory && gpu.identity.uuid.empty() && gpu.identity.serial.empty() &&
-                         gpu.identity.pci_bus_id.empty();
-    if (!gpu.identity_from_memory && !unknown) continue;
+    const IdentityKnowledge knowledge = gpu.Knowledge();
+    if (knowledge == IdentityKnowledge::kRead) continue;
+    const bool unknown = knowledge == IdentityKnowledge::kUnknown;
     if (!header) std::fprintf(out, "\n%s\n", style.Bold("GPUs that could not say which card they are").c_str());
     header = true;
     if (unknown) {
