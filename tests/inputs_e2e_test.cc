@@ -139,10 +139,10 @@ TEST_F(InputsEndToEnd, ConfigIsRefusedTheSameByEveryCommand) {
 TEST_F(InputsEndToEnd, CapturesScenariosAndLogsAreRefusedWithTheReason) {
   ExpectEveryRefusal({
       {"--simulate", "status --simulate {path}", "--simulate: "},
-      {"check --from-smi", "check --from-smi {path}", "--from-smi: "},
-      {"status --from-smi", "status --from-smi {path}", "--from-smi: "},
-      {"triage --from-smi", "triage --from-smi {path} --db {db}", "--from-smi: "},
-      {"report --from-smi", "report --from-smi {path} -o {out}", "--from-smi: "},
+      {"check --from-smi", "check --from-smi {path}", "--from: "},
+      {"status --from-smi", "status --from-smi {path}", "--from: "},
+      {"triage --from-smi", "triage --from-smi {path} --db {db}", "--from: "},
+      {"report --from-smi", "report --from-smi {path} -o {out}", "--from: "},
       {"check --logs", "check --no-host --simulate {healthy} --logs {path}", "--logs: "},
       {"triage --logs", "triage --no-host --simulate {healthy} --db {db} --logs {path}", "--logs: "},
       {"report --logs", "report --no-host --simulate {healthy} -o {out} --logs {path}", "--logs: "},

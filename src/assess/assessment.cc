@@ -69,6 +69,7 @@ Assessment Assess(const AssessInputs& inputs, const HealthConfig& config, const 
                     .agent = inputs.agent,
                     .host_history = inputs.host_history,
                     .diagnostics = inputs.diagnostics,
+                    .reported_conditions = inputs.reported_conditions,
                     .command_lines = inputs.command_lines,
                     .now = inputs.now};
   Assessment assessment;
@@ -84,6 +85,14 @@ Assessment Assess(const AssessInputs& inputs, const HealthConfig& config, const 
 
   if (inputs.snapshot != nullptr) {
     for (const GpuSnapshot& gpu : inputs.snapshot->gpus) assessment.gpus.push_back(VerdictOf(gpu));
+  } else {
+    // No readings (a captured dcgmi report, a log): the GPUs are those the findings name.
+    for (const Finding& finding : assessment.findings) {
+      if (!finding.gpu || !finding.gpu->index || assessment.Gpu(*finding.gpu->index) != nullptr) continue;
+      assessment.gpus.push_back(GpuVerdict{.index = *finding.gpu->index, .identity = *finding.gpu});
+    }
+    std::sort(assessment.gpus.begin(), assessment.gpus.end(),
+              [](const GpuVerdict& a, const GpuVerdict& b) { return a.index < b.index; });
   }
   for (size_t i = 0; i < assessment.findings.size(); ++i) {
     const Finding& finding = assessment.findings[i];

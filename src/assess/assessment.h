@@ -52,6 +52,8 @@ struct AssessInputs {
   const AgentRecord* agent = nullptr;
   const HostHistory* host_history = nullptr;
   const std::vector<DiagnosticRecord>* diagnostics = nullptr;
+  // What another tool's captured report concluded (`dcgmi health -c`); each joins as a finding of its rule.
+  const std::vector<ReportedCondition>* reported_conditions = nullptr;
   // What only a watcher over time sees: the agent's trend detectors and
   // escalations, judged with the rest.
   std::vector<Finding> watched;

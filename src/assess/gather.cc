@@ -78,12 +78,13 @@ void ReadAgentHistory(const std::string& path, Gathered& gathered) {
 }  // namespace
 
 AssessInputs Gathered::Inputs() const {
-  return AssessInputs{.snapshot = &snapshot,
+  return AssessInputs{.snapshot = has_snapshot ? &snapshot : nullptr,
                       .host = host ? &*host : nullptr,
                       .log_events = events ? &*events : nullptr,
                       .agent = agent ? &*agent : nullptr,
                       .host_history = host_history ? &*host_history : nullptr,
                       .diagnostics = diagnostics ? &*diagnostics : nullptr,
+                      .reported_conditions = reported_conditions.empty() ? nullptr : &reported_conditions,
                       .command_lines = command_lines.empty()
                                            ? ProcessCommandLines()
                                            : [this](uint32_t pid, const std::string&) {
@@ -123,11 +124,19 @@ LiveLogRead ReadThisMachinesKernelLog(EventCollector& events) {
 ThisMachine::ThisMachine()
     : host_("/", runner_), env_{.clock = SystemClock::Instance(), .host = &host_, .read_live_log = {}} {}
 
-Gathered Gather(SnapshotSource& source, std::string description, const GatherRequest& request,
+Gathered Gather(SnapshotSource* source, std::string description, const GatherRequest& request,
                 const HealthConfig& config, GatherEnv& env) {
   Gathered gathered;
-  gathered.snapshot = source.Collect();
+  if (source != nullptr) {
+    gathered.snapshot = source->Collect();
+  } else {
+    gathered.has_snapshot = false;
+    gathered.snapshot.source = "capture";
+  }
   gathered.snapshot_description = std::move(description);
+  std::vector<std::string> log_files = request.log_files;
+  if (request.capture != nullptr && !request.capture->log_file.empty())
+    log_files.insert(log_files.begin(), request.capture->log_file);
 
   const bool elsewhere = request.origin != SnapshotOrigin::kThisMachine;
   const char* whose = request.origin == SnapshotOrigin::kCapture ? "captured input" : "simulated server";
@@ -151,10 +160,10 @@ Gathered Gather(SnapshotSource& source, std::string description, const GatherReq
 
   if (request.no_logs) {
     gathered.sources.push_back({"kernel log", "skipped", "--no-logs"});
-  } else if (!request.log_files.empty()) {
+  } else if (!log_files.empty()) {
     EventCollector events({.keep_span = LogEventSpan(config)});
     std::string detail;
-    if (auto error = ReadCapturedLogs(request.log_files, events, detail)) {
+    if (auto error = ReadCapturedLogs(log_files, events, detail)) {
       gathered.error = error;
       return gathered;
     }
@@ -177,7 +186,7 @@ Gathered Gather(SnapshotSource& source, std::string description, const GatherReq
   }
 
   gathered.judged_at = env.clock.Now();
-  if (gathered.events && !request.log_files.empty()) {
+  if (gathered.events && !log_files.empty()) {
     // A log copied from a dead machine is judged as of its last event.
     auto newest = NewestEventTime(*gathered.events);
     if (newest && *newest < gathered.judged_at - std::chrono::duration_cast<WallTime::duration>(request.since))
@@ -185,6 +194,21 @@ Gathered Gather(SnapshotSource& source, std::string description, const GatherReq
   }
 
   ReadAgentHistory(request.history_database, gathered);
+  if (request.capture != nullptr) {
+    const Capture& capture = *request.capture;
+    gathered.reported_conditions = capture.conditions;
+    if (!capture.diagnostics.empty()) {
+      // A report states no time: its tests count as just run.
+      gathered.diagnostics = capture.diagnostics;
+      for (DiagnosticRecord& record : *gathered.diagnostics)
+        if (record.finished_at == WallTime{}) record.finished_at = gathered.judged_at;
+      gathered.sources.push_back({"diagnostics", "read", fmt::format("{} test result(s) of {}", capture.diagnostics.size(),
+                                                                     capture.path)});
+    }
+    if (capture.kind == CaptureKind::kDcgmiHealth)
+      gathered.sources.push_back({"health watches", "read",
+                                  fmt::format("{} condition(s) reported in {}", capture.conditions.size(), capture.path)});
+  }
   RecallIdentities(gathered.snapshot, {.log_events = gathered.events ? &*gathered.events : nullptr,
                                         .history_database = gathered.agent && gathered.agent->state ==
                                                                                   AgentRecord::State::kRead

@@ -22,6 +22,7 @@
 #include <vector>
 
 #include "assess/assessment.h"
+#include "capture/capture.h"
 #include "common/clock.h"
 #include "common/exit_codes.h"
 #include "health/agent_record.h"
@@ -48,6 +49,9 @@ struct GatherRequest {
   bool no_host = false;                 // skip this machine's host signals
   bool no_logs = false;                 // read no log at all
   std::string history_database;         // the agent's history to read; empty: none
+  // The capture judged (origin kCapture): its diagnostics and reported conditions join, and its own log is
+  // read with the log_files. Null: none.
+  const Capture* capture = nullptr;
 };
 
 // One input and what became of it: "read", "not available", "skipped".
@@ -76,6 +80,8 @@ struct GatherEnv {
 struct Gathered {
   std::optional<SourceError> error;  // a named input cannot be used: nothing below is meaningful
   Snapshot snapshot;
+  bool has_snapshot = true;  // false: no GPU readings (a captured log or dcgmi report alone)
+  std::vector<ReportedCondition> reported_conditions;  // a captured report's (dcgmi health -c)
   std::string snapshot_description;
   std::optional<HostSignals> host;              // nullopt: not collected
   std::optional<std::vector<LogEvent>> events;  // nullopt: no log read
@@ -98,7 +104,8 @@ struct Gathered {
 // The log window the rules judge: events of the last `since` count.
 void ApplyLogWindow(HealthConfig& config, Duration since);
 
-Gathered Gather(SnapshotSource& source, std::string description, const GatherRequest& request,
+// `source` null: no GPU readings to judge (a capture that holds none).
+Gathered Gather(SnapshotSource* source, std::string description, const GatherRequest& request,
                 const HealthConfig& config, GatherEnv& env);
 
 // The default live-log reader (GatherEnv::read_live_log).

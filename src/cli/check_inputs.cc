@@ -1,5 +1,7 @@
 #include "cli/check_inputs.h"
 
+#include "capture/capture.h"
+
 #include "common/text.h"
 #include "health/catalog_event_grader.h"
 #include "logs/catalog.h"
@@ -14,9 +16,11 @@ std::string AgentHistoryPath(const CommandContext& context, const CheckOptions& 
 
 void AddCheckInputOptions(CLI::App* command, CheckOptions& options) {
   command->add_option("--from,--from-smi", options.from_smi,
-                      "Judge a captured output instead of NVML: nvidia-smi's table, -q, -q -x, --query-gpu csv, -L, "
-                      "nvlink -s or its messages and warnings, nvidia-debugdump --list, or an nvidia-bug-report log; "
-                      "nothing of this machine (host, kernel log, agent history) is mixed in");
+                      "Judge a capture instead of NVML, recognised by its content: nvidia-smi's table, -q (or -q -d "
+                      "ECC, PAGE_RETIREMENT, ...), -q -x, --query-gpu csv, -L, nvlink -s, nvlink -e, topo -m, its "
+                      "messages and warnings; nvidia-debugdump --list; an nvidia-bug-report log (its nvidia-smi -q "
+                      "and kernel logs); dcgmi diag or dcgmi health -c output; or a kernel, system or fabric manager "
+                      "log alone. Nothing of this machine (host, kernel log, agent history) is mixed in");
   command->add_option("--logs", options.log_files,
                       "Captured kernel or system logs (.gz decoded) instead of this machine's kernel log")
       ->expected(1, -1);
@@ -44,21 +48,38 @@ CheckRun RunChecks(const CommandContext& context, const CheckOptions& options) {
   run.config = std::move(config.config);
   ApplyLogWindow(run.config, *since);
 
-  auto made = MakeSnapshotSource(context, options.from_smi);
-  if (made.error) {
-    run.error = made.error;
-    return run;
+  // A capture (--from) is judged on what it holds; else live or simulated NVML.
+  std::optional<Capture> capture;
+  SnapshotSourceResult made;
+  if (!options.from_smi.empty()) {
+    bool not_recognised = false;
+    auto read = ReadCapture(options.from_smi, &not_recognised);
+    if (!read) {
+      run.error = SourceError{"--from: " + read.error().message,
+                              not_recognised ? exit_code::kDataError : exit_code::kNoInput};
+      return run;
+    }
+    capture = std::move(*read);
+    made.description = capture->Description();
+    if (capture->snapshot) made.source = std::make_unique<FixedSnapshotSource>(std::move(*capture->snapshot));
+  } else {
+    made = MakeSnapshotSource(context);
+    if (made.error) {
+      run.error = made.error;
+      return run;
+    }
   }
   ThisMachine machine;
-  run.gathered = Gather(*made.source, made.description,
-                        {.origin = !options.from_smi.empty()             ? SnapshotOrigin::kCapture
+  run.gathered = Gather(made.source.get(), made.description,
+                        {.origin = capture                               ? SnapshotOrigin::kCapture
                                    : !context.options.simulate.empty() ? SnapshotOrigin::kSimulation
                                                                        : SnapshotOrigin::kThisMachine,
                          .log_files = options.log_files,
                          .since = *since,
                          .no_host = options.no_host,
                          .no_logs = options.no_logs,
-                         .history_database = AgentHistoryPath(context, options)},
+                         .history_database = AgentHistoryPath(context, options),
+                         .capture = capture ? &*capture : nullptr},
                         run.config, machine.env());
   if (run.gathered.error) {
     run.error = run.gathered.error;

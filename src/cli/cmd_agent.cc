@@ -170,7 +170,7 @@ int RunAgent(CommandContext& context, const AgentOptions& options) {
 
   // Under --simulate the whole agent keeps the scenario's time: its detectors'
   // windows, the findings' times, alert timing and the freshness of samples.
-  auto made = MakeSnapshotSource(context, "", SnapshotTiming::kScenario);
+  auto made = MakeSnapshotSource(context, SnapshotTiming::kScenario);
   if (made.error) {
     Say(made.error->message);
     return made.error->exit_code;

@@ -217,7 +217,7 @@ void RunDiag(const std::vector<DiagTest>& tests, const DiagOptions& options, Com
     return fail(exit_code::kUsage, "--transfer-size: between 1 and 16384 MiB");
 
   // The GPUs, their processes, links and PCI order come from NVML through the hang-proof probe.
-  auto made = MakeSnapshotSource(context, "");
+  auto made = MakeSnapshotSource(context);
   if (made.error) return fail(made.error->exit_code, made.error->message);
   const Snapshot before = made.source->Collect();
   if (before.driver_error != AccessError::kNone)

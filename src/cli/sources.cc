@@ -7,11 +7,9 @@
 
 #include "common/input_file.h"
 #include "common/loadable_module.h"
-#include "logs/bug_report.h"
 #include "nvml/probe.h"
 #include "scenario.h"        // the fake NVML library's scenario format
 #include "scenario_clock.h"  // and its clock
-#include "smi/nvidia_smi.h"
 
 namespace gpudoctor {
 
@@ -87,55 +85,10 @@ Result<std::unique_ptr<const ScaledClock>> ScenarioClockOf(const fake_nvml::Scen
   return std::make_unique<const ScaledClock>(FromUnixMillis(clock->epoch_ms()), clock->time_scale());
 }
 
-// The largest decoded nvidia-bug-report.sh log read for its nvidia-smi -q section.
-constexpr size_t kMaxBugReportBytes = size_t{1} << 30;
-
-// `capture`'s nvidia-smi text: the capture itself, or the nvidia-smi -q section
-// of an nvidia-bug-report.sh log (gzip'd or not). Sets `from_bug_report`.
-Result<std::string> SmiTextOf(std::string capture, bool* from_bug_report) {
-  const bool gzip = capture.size() >= 2 && capture[0] == '\x1f' && capture[1] == '\x8b';
-  *from_bug_report = false;
-  if (!gzip && !IsBugReport(capture)) return capture;
-  auto decoded = DecompressIfGzip(std::make_unique<MemoryByteSource>(std::move(capture), "capture"));
-  if (!decoded) return decoded.error();
-  std::string text;
-  char block[64 * 1024];
-  while (true) {
-    auto n = (*decoded)->Read(block, sizeof block);
-    if (!n) return n.error();
-    if (*n == 0) break;
-    if (text.size() + *n > kMaxBugReportBytes) return Error{"decoded, it is larger than 1 GiB"};
-    text.append(block, *n);
-  }
-  if (!IsBugReport(text)) return text;
-  *from_bug_report = true;
-  std::string smi = ExtractSmiQueryOutput(text);
-  if (smi.empty()) return Error{"an nvidia-bug-report.sh log without nvidia-smi --query output (run with --safe-mode?)"};
-  return smi;
-}
-
 }  // namespace
 
-SnapshotSourceResult MakeSnapshotSource(const CommandContext& context, const std::string& from_smi,
-                                        SnapshotTiming timing) {
+SnapshotSourceResult MakeSnapshotSource(const CommandContext& context, SnapshotTiming timing) {
   SnapshotSourceResult result;
-  if (!from_smi.empty()) {
-    InputText capture = ReadOptionInput("--from-smi", from_smi, kMaxNvidiaSmiFileBytes);
-    if (capture.error) {
-      result.error = capture.error;
-      return result;
-    }
-    bool from_bug_report = false;
-    auto text = SmiTextOf(std::move(capture.text), &from_bug_report);
-    auto snapshot = text ? ParseNvidiaSmi(*text, from_smi) : Result<Snapshot>(text.error());
-    if (!snapshot) {
-      result.error = SourceError{"--from-smi: " + from_smi + ": " + snapshot.error().message, exit_code::kDataError};
-      return result;
-    }
-    result.description = (from_bug_report ? "nvidia-smi -q in an nvidia-bug-report.sh log: " : "captured nvidia-smi output: ") + from_smi;
-    result.source = std::make_unique<FixedSnapshotSource>(std::move(*snapshot));
-    return result;
-  }
   fake_nvml::Scenario scenario;
   if (!context.options.simulate.empty()) {
     result.error = CheckScenario(context.options.simulate, scenario);

@@ -1,5 +1,5 @@
-// Where a command's snapshot comes from: live NVML, a simulated server
-// (--simulate), or captured nvidia-smi output (--from-smi).
+// Where a command's snapshot comes from: live NVML or a simulated server
+// (--simulate); a capture (--from) is read by capture/capture.h.
 #pragma once
 
 #include <cstdint>
@@ -37,10 +37,11 @@ struct SnapshotSourceResult {
 // ($GPUDOCTOR_FAKE_NOW) or a time_scale of 1 keep the system clock.
 enum class SnapshotTiming { kSystem, kScenario };
 
-// `from_smi` empty: live or simulated NVML per the global options. A capture
-// or scenario that cannot be opened is exit 66; one over its size limit or
-// not in its format, 65; a malformed $GPUDOCTOR_FAKE_* time setting, 64.
-SnapshotSourceResult MakeSnapshotSource(const CommandContext& context, const std::string& from_smi,
+// Live or simulated NVML per the global options (captures are read by
+// capture/capture.h). A scenario that cannot be opened is exit 66; one over
+// its size limit or not in its format, 65; a malformed $GPUDOCTOR_FAKE_* time
+// setting, 64.
+SnapshotSourceResult MakeSnapshotSource(const CommandContext& context,
                                         SnapshotTiming timing = SnapshotTiming::kSystem);
 
 // The collector options the global options imply (library, scenario, deadline).

@@ -61,6 +61,18 @@ bool EqualsIgnoreCase(std::string_view a, std::string_view b) {
   return std::equal(a.begin(), a.end(), b.begin(), b.end(), SameLetterIgnoringCase);
 }
 
+std::vector<std::string_view> SplitBlanks(std::string_view s) {
+  std::vector<std::string_view> words;
+  size_t i = 0;
+  while (i < s.size()) {
+    while (i < s.size() && (s[i] == ' ' || s[i] == '\t')) ++i;
+    const size_t start = i;
+    while (i < s.size() && s[i] != ' ' && s[i] != '\t') ++i;
+    if (i > start) words.push_back(s.substr(start, i - start));
+  }
+  return words;
+}
+
 std::vector<std::string_view> Split(std::string_view s, char separator) {
   std::vector<std::string_view> parts;
   size_t start = 0;

@@ -28,6 +28,8 @@ std::string FitOneLine(std::string_view text, size_t max_bytes);
 // `text` with every `from` (not empty) replaced by `to`.
 std::string ReplaceAll(std::string_view text, std::string_view from, std::string_view to);
 std::vector<std::string_view> Split(std::string_view s, char separator);
+// The words of `s` between runs of spaces and tabs; none for a blank `s`.
+std::vector<std::string_view> SplitBlanks(std::string_view s);
 
 template <typename Int>
 std::optional<Int> ParseInt(std::string_view s, int base = 10) {

@@ -65,6 +65,7 @@ std::vector<Binding> ThresholdBindings(RuleThresholds& t) {
       {"pcie_link_degraded", "min_utilization_percent", &t.pcie_link_degraded.min_utilization_percent},
       {"pcie_replay", "warning_per_minute", &t.pcie_replay.warning_per_minute},
       {"nvlink_errors", "warning_per_minute", &t.nvlink_errors.warning_per_minute},
+      {"nvlink_errors", "warning_total", &t.nvlink_errors.warning_total},
       {"xid_recent", "window", &t.xid_recent.window},
       {"log_errors", "window", &t.log_errors.window},
       {"cuda_incompatible", "required", &t.cuda_incompatible.required},

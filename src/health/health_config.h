@@ -70,6 +70,7 @@ struct RuleThresholds {
   } pcie_replay;
   struct {
     double warning_per_minute = 0;
+    uint64_t warning_total = 0;  // one snapshot alone: errors on one link since the counters were reset
   } nvlink_errors;
   struct {
     Duration window{};

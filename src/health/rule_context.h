@@ -123,6 +123,9 @@ void NvlinkFabric(RuleContext& context);
 void MaintenanceDue(RuleContext& context);
 void AgentHistory(RuleContext& context);
 void DiagnosticFailed(RuleContext& context);
+// Not a rule of its own: the conditions a captured tool reported (HealthInput::reported_conditions and the
+// snapshot's), each as a finding of the rule that judges the same thing live.
+void ReportedConditions(RuleContext& context);
 void NvlinkErrors(RuleContext& context);
 
 void XidRecent(RuleContext& context);

@@ -1,5 +1,8 @@
 #include "health/rules.h"
 
+#include <set>
+#include <string>
+
 #include "health/rule_context.h"
 #include "health/rule_ids.h"
 
@@ -82,6 +85,12 @@ std::vector<Finding> EvaluateRules(const HealthInput& input, const HealthConfig&
   for (const RuleEntry& rule : kRules) {
     if (config.Enabled(rule.id)) rule.evaluate(context);
   }
+  const size_t judged = findings.size();
+  rules_internal::ReportedConditions(context);
+  // A rule that found its own inputs in order says nothing against a fault the capture's tool reported.
+  std::set<std::string> reported;
+  for (size_t i = judged; i < findings.size(); ++i) reported.insert(findings[i].id);
+  std::erase_if(findings, [&](const Finding& f) { return f.severity == Severity::kOk && reported.contains(f.id); });
   return findings;
 }
 

@@ -30,6 +30,7 @@
 #include "host/process_command_line.h"
 #include "logs/event.h"
 #include "model/diagnostic.h"
+#include "model/reported_condition.h"
 #include "model/snapshot.h"
 
 namespace gpudoctor {
@@ -58,6 +59,9 @@ struct HealthInput {
   // The newest `gpudoctor diag` record of each GPU and test, from the agent's
   // history. nullptr: no history read.
   const std::vector<DiagnosticRecord>* diagnostics = nullptr;
+  // What another tool's report in a capture concluded (`dcgmi health -c`), besides the snapshot's own
+  // reported_conditions. Each becomes a finding of its rule; nullptr: none.
+  const std::vector<ReportedCondition>* reported_conditions = nullptr;
   // Reads a GPU process's command line, for memory_high's `gpudoctor
   // trace-alloc -- COMMAND`. Empty: not read (a capture from another machine).
   ProcessCommandLines command_lines;

@@ -1,6 +1,7 @@
 // The tests of `gpudoctor diag` (memtest, burn, pcie) as the agent's history
-// keeps them: a GPU whose newest test found it faulty, or hung, within the
-// window is a finding until a newer run of the same test passes.
+// keeps them, or those of a captured `dcgmi diag` report: a GPU whose newest
+// test found it faulty, or hung, within the window is a finding until a newer
+// run of the same test passes.
 #include "common/text.h"
 #include "health/rule_context.h"
 
@@ -39,10 +40,10 @@ std::string Line(const DiagnosticRecord& record, WallTime now) {
 void ReportFault(RuleContext& context, const DiagnosticRecord& record) {
   const WallTime now = context.input.now;
   const GpuRef gpu = DiagnosedGpu(record);
-  const std::string what = fmt::format("{} gpudoctor diag {}", record.state == "hung" ? "hung in" : "failed",
+  const std::string what = fmt::format("{} {} {}", record.state == "hung" ? "hung in" : "failed", record.tool,
                                        record.test);
   std::vector<std::string> evidence{
-      fmt::format("gpudoctor diag {}: {} at {}", record.test, record.state, FormatIsoUtc(record.finished_at)),
+      fmt::format("{} {}: {} at {}", record.tool, record.test, record.state, FormatIsoUtc(record.finished_at)),
       record.summary,
   };
   if (!record.uuid.empty()) evidence.push_back(record.uuid + (record.pci_bus_id.empty() ? "" : " at " + record.pci_bus_id));

@@ -230,31 +230,60 @@ void NvlinkFabric(RuleContext& context) {
 }
 
 
+namespace {
+
+using NvlinkCounter = Field<uint64_t> NvLinkInfo::*;
+constexpr std::pair<NvlinkCounter, std::string_view> kNvlinkCounters[] = {
+    {&NvLinkInfo::replay_errors, "replay"},
+    {&NvLinkInfo::recovery_errors, "recovery"},
+    {&NvLinkInfo::crc_flit_errors, "CRC flit"},
+    {&NvLinkInfo::crc_data_errors, "CRC data"},
+};
+
+// With no earlier snapshot to tell a rate, a link whose counters reached warning_total since they were last
+// reset (driver load, GPU reset) has been erring far more than a healthy link ever does.
+bool ReportErrorLevel(RuleContext& context, const GpuSnapshot& gpu, const NvLinkInfo& link) {
+  const uint64_t limit = context.thresholds.nvlink_errors.warning_total;
+  if (limit == 0) return false;
+  uint64_t total = 0;
+  std::vector<std::string> evidence;
+  for (const auto& [counter, name] : kNvlinkCounters) {
+    if (!(link.*counter).has_value() || (link.*counter).value() == 0) continue;
+    total += (link.*counter).value();
+    evidence.push_back(fmt::format("{} errors: {}", name, (link.*counter).value()));
+  }
+  if (total < limit) return false;
+  evidence.push_back(fmt::format("{} in all since the counters were last reset, warning at {}; one snapshot cannot "
+                                 "tell whether they still rise",
+                                 total, limit));
+  context.Report("nvlink_errors", Severity::kWarning, RefFor(gpu),
+                 fmt::format("{} NVLink {} has {} errors", GpuLabel(gpu), link.link, total), std::move(evidence));
+  return true;
+}
+
+}  // namespace
+
 void NvlinkErrors(RuleContext& context) {
   const double limit = context.thresholds.nvlink_errors.warning_per_minute;
   size_t links = 0, compared = 0;
   bool reported = false;
   uint64_t total_errors = 0;
-  using Counter = Field<uint64_t> NvLinkInfo::*;
-  static constexpr std::pair<Counter, std::string_view> kCounters[] = {
-      {&NvLinkInfo::replay_errors, "replay"},
-      {&NvLinkInfo::recovery_errors, "recovery"},
-      {&NvLinkInfo::crc_flit_errors, "CRC flit"},
-      {&NvLinkInfo::crc_data_errors, "CRC data"},
-  };
   for (const GpuSnapshot* gpu : context.ReadableGpus()) {
     if (!gpu->nvlinks.has_value()) continue;
     const GpuSnapshot* before = context.PreviousOf(*gpu);
     for (const NvLinkInfo& link : gpu->nvlinks.value()) {
       ++links;
-      for (const auto& [counter, name] : kCounters) total_errors += (link.*counter).value_or(0);
+      for (const auto& [counter, name] : kNvlinkCounters) total_errors += (link.*counter).value_or(0);
       const NvLinkInfo* earlier = FindLink(before, link.link);
-      if (earlier == nullptr) continue;
+      if (earlier == nullptr) {
+        reported |= ReportErrorLevel(context, *gpu, link);
+        continue;
+      }
       ++compared;
       const Duration interval = Interval(context);
       uint64_t delta = 0;
       std::vector<std::string> evidence;
-      for (const auto& [counter, name] : kCounters) {
+      for (const auto& [counter, name] : kNvlinkCounters) {
         if (!(link.*counter).has_value() || !((*earlier).*counter).has_value()) continue;
         const Rise rise = CounterRise((link.*counter).value(), ((*earlier).*counter).value(), interval);
         delta += rise.delta;

@@ -67,7 +67,10 @@ std::vector<std::string> QuoteLines(const std::vector<const LogEvent*>& events) 
   std::vector<std::string> lines;
   auto quote = [&](const LogEvent& event) {
     // A folded storm: its line is the last of them.
-    if (event.repeats > 0) lines.push_back(fmt::format("... {} more of the same ...", event.repeats));
+    if (event.repeats > 0 && event.repeats_differ)
+      lines.push_back(fmt::format("... {} more of this kind on this device ...", event.repeats));
+    else if (event.repeats > 0)
+      lines.push_back(fmt::format("... {} more of the same ...", event.repeats));
     std::string line = event.raw.empty() ? event.message : event.raw;
     if (!event.source.empty()) line = fmt::format("{}:{}: {}", event.source, event.line_number, line);
     lines.push_back(std::move(line));

@@ -16,23 +16,10 @@ std::optional<double> FiniteDouble(std::string_view text) {
   return value;
 }
 
-// Splits on runs of blanks.
-std::vector<std::string_view> Words(std::string_view text) {
-  std::vector<std::string_view> words;
-  size_t i = 0;
-  while (i < text.size()) {
-    while (i < text.size() && (text[i] == ' ' || text[i] == '\t')) ++i;
-    size_t start = i;
-    while (i < text.size() && text[i] != ' ' && text[i] != '\t') ++i;
-    if (i > start) words.push_back(text.substr(start, i - start));
-  }
-  return words;
-}
-
 std::optional<PressureAverages> ParsePressureLine(std::string_view line) {
   PressureAverages averages;
   int seen = 0;
-  auto words = Words(line);  // "some avg10=0.00 avg60=0.00 avg300=0.00 total=0"
+  auto words = SplitBlanks(line);  // "some avg10=0.00 avg60=0.00 avg300=0.00 total=0"
   for (size_t i = 1; i < words.size(); ++i) {
     std::string_view word = words[i];
     size_t eq = word.find('=');
@@ -91,7 +78,7 @@ SensorStatus DiscreteStatus(std::string_view states) {
 }  // namespace
 
 Result<LoadAverage> ParseLoadAverage(std::string_view text) {
-  auto words = Words(Trim(text));
+  auto words = SplitBlanks(Trim(text));
   if (words.size() < 4) return Error{"loadavg: expected 5 fields"};
   auto one = FiniteDouble(words[0]), five = FiniteDouble(words[1]), fifteen = FiniteDouble(words[2]);
   size_t slash = words[3].find('/');
@@ -126,7 +113,7 @@ Result<MemoryInfo> ParseMemInfo(std::string_view text) {
     size_t colon = line.find(':');
     if (colon == std::string_view::npos) continue;
     std::string_view key = line.substr(0, colon);
-    auto words = Words(line.substr(colon + 1));
+    auto words = SplitBlanks(line.substr(colon + 1));
     if (words.empty()) continue;
     auto number = ParseInt<uint64_t>(words[0]);
     if (!number) continue;
@@ -175,7 +162,7 @@ Result<ProcStat> ParseProcStat(std::string_view text) {
   if (!pid || rest.empty()) return Error{"stat: malformed"};
   ProcStat stat{*pid, std::string(text.substr(open + 1, close - open - 1)), rest.front()};
   // After the name: state is field 3, the parent field 4, the start time field 22.
-  const std::vector<std::string_view> fields = Words(rest);
+  const std::vector<std::string_view> fields = SplitBlanks(rest);
   if (fields.size() > 1) stat.parent_pid = ParseInt<uint32_t>(fields[1]).value_or(0);
   if (fields.size() > 19) stat.start_time_ticks = ParseInt<uint64_t>(fields[19]).value_or(0);
   return stat;
@@ -195,7 +182,7 @@ Result<uint64_t> ParseContextSwitches(std::string_view text) {
 }
 
 Result<double> ParsePcieSpeed(std::string_view text) {
-  auto words = Words(Trim(text));
+  auto words = SplitBlanks(Trim(text));
   if (words.size() < 2 || words[1] != "GT/s") return Error{"PCIe speed '" + std::string(Trim(text)) + "'"};
   auto speed = FiniteDouble(words[0]);
   if (!speed || *speed <= 0) return Error{"PCIe speed '" + std::string(Trim(text)) + "'"};
@@ -246,7 +233,7 @@ std::vector<Sensor> ParseIpmiSdrList(std::string_view text) {
     sensor.detail = std::string(reading);
     sensor.status = IpmiStatus(status);
 
-    auto words = Words(reading);
+    auto words = SplitBlanks(reading);
     std::optional<double> number = words.empty() ? std::nullopt : FiniteDouble(words[0]);
     std::string unit = words.size() > 1 ? std::string(reading.substr(words[1].data() - reading.data())) : "";
     std::string lower_name = ToLower(sensor.name);

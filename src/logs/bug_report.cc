@@ -31,7 +31,11 @@ std::optional<std::string_view> ArgumentsOf(std::string_view line, std::string_v
 std::optional<BugReportPart> SmiCommandPart(std::string_view line) {
   std::optional<std::string_view> arguments = ArgumentsOf(line, "nvidia-smi");
   if (!arguments) return std::nullopt;
-  return *arguments == "--query" || *arguments == "-q" ? BugReportPart::kSmiQuery : BugReportPart::kOther;
+  if (*arguments == "--query" || *arguments == "-q") return BugReportPart::kSmiQuery;
+  if (*arguments == "nvlink --errorcounters" || *arguments == "nvlink -e" || *arguments == "nvlink --status" ||
+      *arguments == "nvlink -s")
+    return BugReportPart::kSmiNvlink;
+  return BugReportPart::kOther;
 }
 
 BugReportPart PartOfHeader(std::string_view header) {
@@ -115,6 +119,7 @@ class BugReportKernelLogSource final : public ByteSource {
       case BugReportPart::kKernelLog: ++summary_->kernel_log_lines; return;
       case BugReportPart::kSmiQuery: ++summary_->smi_query_lines; return;
       case BugReportPart::kDebugDump: summary_->has_debugdump = true; return;
+      case BugReportPart::kSmiNvlink: return;
       case BugReportPart::kOther: break;
     }
     line = Trim(line);
@@ -173,7 +178,7 @@ BugReportPart BugReportSections::Classify(std::string_view line) {
   }
   // The script runs several nvidia-smi commands in one section, each after its command line.
   if (std::optional<BugReportPart> smi = SmiCommandPart(line);
-      smi && (part_ == BugReportPart::kSmiQuery || part_ == BugReportPart::kOther)) {
+      smi && (part_ == BugReportPart::kSmiQuery || part_ == BugReportPart::kSmiNvlink || part_ == BugReportPart::kOther)) {
     part_ = *smi;
     return BugReportPart::kOther;
   }
@@ -185,16 +190,24 @@ std::unique_ptr<ByteSource> MakeBugReportKernelLogSource(std::unique_ptr<ByteSou
   return std::make_unique<BugReportKernelLogSource>(std::move(report), summary);
 }
 
-std::string ExtractSmiQueryOutput(std::string_view report) {
+namespace {
+
+std::string ExtractPart(std::string_view report, BugReportPart part) {
   BugReportSections sections;
   std::string out;
   ForEachLine(report, [&](std::string_view line) {
-    if (sections.Classify(line) != BugReportPart::kSmiQuery) return;
+    if (sections.Classify(line) != part) return;
     out.append(line);
     out.push_back('\n');
   });
   return out;
 }
+
+}  // namespace
+
+std::string ExtractSmiQueryOutput(std::string_view report) { return ExtractPart(report, BugReportPart::kSmiQuery); }
+
+std::string ExtractSmiNvlinkOutput(std::string_view report) { return ExtractPart(report, BugReportPart::kSmiNvlink); }
 
 Result<std::optional<BugReportScan>> ScanBugReportFile(const std::string& path, ReadOptions options,
                                                        const EventSink& sink) {

@@ -6,7 +6,7 @@
 // messages:"). gpudoctor reads three kinds of section:
 //   - kernel logs: the script's grep of the system logs, dmesg, journal
 //     excerpts, the fabric manager's log and service status;
-//   - the `nvidia-smi --query` output, which the smi module parses;
+//   - the `nvidia-smi --query` and `nvidia-smi nvlink --errorcounters` outputs, which the smi module parses;
 //   - the nvidia-debugdump dump: a base64 binary for NVIDIA's engineers,
 //     which gpudoctor names but does not decode.
 //
@@ -29,7 +29,7 @@ namespace gpudoctor {
 // Whether `start`, the first bytes of a decoded file, begin a bug report.
 bool IsBugReport(std::string_view start);
 
-enum class BugReportPart { kOther, kKernelLog, kSmiQuery, kDebugDump };
+enum class BugReportPart { kOther, kKernelLog, kSmiQuery, kSmiNvlink, kDebugDump };
 
 // Says which part each line of a bug report belongs to, fed the lines in order.
 class BugReportSections {
@@ -59,6 +59,8 @@ std::unique_ptr<ByteSource> MakeBugReportKernelLogSource(std::unique_ptr<ByteSou
 
 // The lines of the report's `nvidia-smi --query` output; empty when it has none.
 std::string ExtractSmiQueryOutput(std::string_view report);
+// The lines of the report's `nvidia-smi nvlink --errorcounters` (or `--status`) output; empty when it has none.
+std::string ExtractSmiNvlinkOutput(std::string_view report);
 
 struct BugReportScan {
   ReadStats stats;

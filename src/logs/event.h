@@ -59,6 +59,9 @@ struct LogEvent {
   // `repeats_from` to `time`; `raw` and `line_number` are the last one's.
   uint64_t repeats = 0;
   std::optional<WallTime> repeats_from;
+  // The repeats differed in their details (their own pids, addresses, counters) and came at any pace: a crowd
+  // of one kind on one device folded to bound memory, not a storm of identical lines a second apart.
+  bool repeats_differ = false;
 
   // The value of detail field `name`, or empty.
   std::string_view Field(std::string_view name) const;

@@ -29,6 +29,40 @@ std::string EventCollector::KeyOf(const LogEvent& event) {
   return key;
 }
 
+std::string EventCollector::CrowdKeyOf(const LogEvent& event) {
+  std::string key;
+  for (std::string_view part : {std::string_view(event.kind), std::string_view(EventSeverityName(event.severity)),
+                                std::string_view(event.pci_bus_id), std::string_view(event.gpu_uuid),
+                                std::string_view(event.host), std::string_view(event.source)}) {
+    key.append(part);
+    key.push_back('\x1f');
+  }
+  if (event.xid) key.append(std::to_string(*event.xid));
+  return key;
+}
+
+bool EventCollector::JoinCrowd(LogEvent& event) {
+  if (events_.size() < options_.max_events) return false;
+  std::string key = CrowdKeyOf(event);
+  auto found = crowds_.find(key);
+  if (found == crowds_.end()) {
+    crowds_.emplace(std::move(key), events_.size());  // the caller holds it: it starts the crowd
+    return false;
+  }
+  LogEvent& crowd = events_[found->second];
+  if (crowd.repeats == 0) crowd.repeats_from = crowd.time;
+  ++crowd.repeats;
+  crowd.repeats_differ = true;
+  if (event.time && crowd.repeats_from && *event.time < *crowd.repeats_from) crowd.repeats_from = event.time;
+  if (event.time && (!crowd.time || *event.time > *crowd.time)) {
+    crowd.time = event.time;
+    crowd.uptime_seconds = event.uptime_seconds;
+    crowd.raw = std::move(event.raw);
+    crowd.line_number = event.line_number;
+  }
+  return true;
+}
+
 bool EventCollector::Continues(const LogEvent& last, const LogEvent& event) const {
   if (last.time.has_value() != event.time.has_value()) return false;
   if (!event.time) return true;  // no times to tell a storm from a slow trickle: the count is what matters
@@ -62,6 +96,7 @@ void EventCollector::Add(LogEvent&& event) {
     else run.has_slot = true;  // this one stands for the rest of the storm
     run.last = events_.size();
   } else {
+    if (JoinCrowd(event)) return;
     runs_.insert_or_assign(std::move(key), Run{.last = events_.size(), .verbatim = 1, .has_slot = false});
   }
   events_.push_back(std::move(event));
@@ -79,8 +114,9 @@ void EventCollector::DropOlderThan(WallTime oldest) {
   const size_t before = events_.size();
   std::erase_if(events_, [&](const LogEvent& event) { return event.time && *event.time < oldest; });
   if (events_.size() == before) return;
-  // Indices moved: rebuild the runs from what is left.
+  // Indices moved: rebuild the runs from what is left; crowds form again once the collector is full.
   runs_.clear();
+  crowds_.clear();
   for (size_t i = 0; i < events_.size(); ++i) {
     Run& run = runs_[KeyOf(events_[i])];
     run.last = i;
@@ -92,6 +128,7 @@ void EventCollector::DropOlderThan(WallTime oldest) {
 std::vector<LogEvent> EventCollector::Take() {
   Prune();
   runs_.clear();
+  crowds_.clear();
   prune_at_ = 4096;
   return std::exchange(events_, {});
 }

@@ -6,6 +6,12 @@
 //   `keep_verbatim` events and one more that stands for all the rest
 //   (LogEvent::repeats, repeats_from). Counts, first and last times and the
 //   first and last lines stay exact; the storm's other lines are dropped.
+// - A storm of events that differ (each with its own pid, address or counter
+//   in the message) cannot fold that way. Once `max_events` are held, an
+//   event of the same kind, severity, Xid, device, host and source as one
+//   already held past that mark joins it (repeats) whatever its message, so
+//   that memory stays bounded however long and dense the log; the first of
+//   each such crowd is kept as it is, with its count and time span exact.
 // - With `keep_span`, events older than the newest event seen minus that span
 //   are dropped as the log goes on: whatever the newest event turns out to
 //   be, they lie outside every window of that length.
@@ -31,6 +37,7 @@ struct CollectOptions {
   std::optional<Duration> keep_span;  // none: keep every time
   size_t keep_verbatim = 3;           // identical events kept one by one before folding
   Duration fold_gap = std::chrono::seconds(1);
+  size_t max_events = 20000;  // held events past which differing events of one kind and device fold
 };
 
 class EventCollector {
@@ -57,12 +64,16 @@ class EventCollector {
   };
 
   static std::string KeyOf(const LogEvent& event);
+  static std::string CrowdKeyOf(const LogEvent& event);
+  // Folds `event` into its crowd's event when the collector is full; false when it must be held.
+  bool JoinCrowd(LogEvent& event);
   bool Continues(const LogEvent& last, const LogEvent& event) const;
   void Prune();
 
   CollectOptions options_;
   std::vector<LogEvent> events_;
   std::unordered_map<std::string, Run> runs_;
+  std::unordered_map<std::string, size_t> crowds_;  // crowd key -> index of the event standing for it
   std::optional<WallTime> newest_;
   size_t prune_at_ = 4096;
   uint64_t seen_ = 0;

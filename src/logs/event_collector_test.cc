@@ -47,6 +47,32 @@ TEST(EventCollector, AStormIsAFewEventsThatStillCountEveryLine) {
   EXPECT_EQ(rest.raw, "[line 100000] " + rest.message);
 }
 
+TEST(EventCollector, AStormOfDifferingEventsIsHeldInBoundedMemory) {
+  // Each line names its own process, as an Xid 13/31/43 storm of many jobs does: no two events are identical.
+  EventCollector collector({.max_events = 1000});
+  for (int i = 0; i < 200'000; ++i) {
+    LogEvent event = Xid(i % 2 ? 31 : 13, "0000:3b:00.0", 0.001 * i, static_cast<uint64_t>(i + 1));
+    event.message += std::to_string(i);
+    collector.Add(std::move(event));
+  }
+  LogEvent other = Xid(79, "0000:86:00.0", 300, 200'001);  // a new kind of trouble is still held as it is
+  collector.Add(std::move(other));
+  std::vector<LogEvent> events = collector.Take();
+  EXPECT_LE(events.size(), 1003u);  // the held ones, one crowd per Xid, and the Xid 79
+  EXPECT_EQ(TotalOccurrences(events), 200'001u);
+  uint64_t xid13 = 0;
+  for (const LogEvent& event : events) {
+    if (event.xid == 13u) xid13 += Occurrences(event);
+    if (event.repeats > 0) {
+      EXPECT_LT(*event.repeats_from, *event.time);
+      EXPECT_EQ(*event.time, At(0.001 * (event.xid == 13u ? 199'998 : 199'999)));  // the crowd's newest line
+    }
+  }
+  EXPECT_EQ(xid13, 100'000u);
+  EXPECT_EQ(events.back().xid, 79u);
+  EXPECT_EQ(events.back().repeats, 0u);
+}
+
 TEST(EventCollector, DifferentEventsAndQuietGapsAreNotFolded) {
   EventCollector collector;
   for (int i = 0; i < 10; ++i) {

@@ -1,7 +1,7 @@
 // The outcome of one `gpudoctor diag` test on one GPU, as the history keeps it
 // and as `status`, `check` and the dashboard show it ("memtest passed 2 days
 // ago"). Written by the diag command; the diagnostics themselves live in
-// src/diag.
+// src/diag. A captured `dcgmi diag` report gives records of the same shape.
 #pragma once
 
 #include <cstdint>
@@ -21,6 +21,9 @@ struct DiagnosticRecord {
   std::string state;       // "passed", "faulty", "hung", "could_not_run", "interrupted"
   std::string summary;     // one line: what was tested and what was found
   std::string command;     // the command that runs the same test again
+  // What ran the test: "gpudoctor diag", or another tool whose report was captured ("dcgmi diag"), whose
+  // records are never stored.
+  std::string tool = "gpudoctor diag";
   bool operator==(const DiagnosticRecord&) const = default;
 };
 

@@ -16,6 +16,7 @@
 
 #include "common/clock.h"
 #include "model/field.h"
+#include "model/reported_condition.h"
 
 namespace gpudoctor {
 
@@ -211,6 +212,10 @@ struct Snapshot {
   // Why the source holds less than it names: a capture cut short, or one
   // describing fewer GPUs than it says are attached. Empty when whole.
   std::vector<std::string> incomplete_reasons;
+
+  // What the capture's own tool concluded where no reading says it (`nvidia-smi topo -m`: a GPU that reaches
+  // its peers over fewer NVLinks than the others do). Empty for live data.
+  std::vector<ReportedCondition> reported_conditions;
 
   const GpuSnapshot* FindGpu(uint32_t index) const;
   bool operator==(const Snapshot&) const = default;

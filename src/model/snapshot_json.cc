@@ -222,6 +222,14 @@ json SnapshotToJson(const Snapshot& s) {
   }
   j["hangs"] = std::move(hangs);
   j["incomplete_reasons"] = s.incomplete_reasons;
+  if (!s.reported_conditions.empty()) {
+    json conditions = json::array();
+    for (const ReportedCondition& c : s.reported_conditions) {
+      conditions.push_back({{"tool", c.tool}, {"rule_id", c.rule_id}, {"failure", c.failure}, {"system", c.system},
+                            {"text", c.text}, {"gpu_index", c.gpu_index ? json(*c.gpu_index) : json(nullptr)}});
+    }
+    j["reported_conditions"] = std::move(conditions);
+  }
   return j;
 }
 
@@ -235,6 +243,13 @@ Result<Snapshot> SnapshotFromJson(const json& j) {
     s.driver_error = AccessErrorFromName(j.value("driver_error", "none")).value_or(AccessError::kOther);
     s.driver_message = j.value("driver_message", "");
     s.incomplete_reasons = j.value("incomplete_reasons", std::vector<std::string>{});
+    for (const json& c : j.value("reported_conditions", json::array())) {
+      ReportedCondition condition{.tool = c.value("tool", ""), .rule_id = c.value("rule_id", ""),
+                                  .failure = c.value("failure", false), .system = c.value("system", ""),
+                                  .text = c.value("text", "")};
+      if (c.contains("gpu_index") && c["gpu_index"].is_number()) condition.gpu_index = c["gpu_index"].get<uint32_t>();
+      s.reported_conditions.push_back(std::move(condition));
+    }
     FieldReader r(j);
     r.Get("driver_version", s.driver_version);
     r.Get("nvml_version", s.nvml_version);

@@ -81,7 +81,7 @@ std::optional<CsvCommand> LastCsvCommand(const std::vector<std::string_view>& co
   return std::nullopt;
 }
 
-enum class Format { kXml, kTable, kDebugDumpList, kGpuList, kCsv, kQueryText, kHeaderlessCsv, kNone };
+enum class Format { kXml, kTable, kDebugDumpList, kTopology, kGpuList, kCsv, kQueryText, kHeaderlessCsv, kNone };
 
 Format DetectFormat(const InputLines& input, const std::optional<CsvCommand>& csv_command) {
   const auto& report = input.report;
@@ -89,6 +89,7 @@ Format DetectFormat(const InputLines& input, const std::optional<CsvCommand>& cs
   if (input.first_report_line && StartsWith(*input.first_report_line, "<")) return Format::kXml;
   if (any_line(smi::LooksLikeTable)) return Format::kTable;
   if (any_line(smi::LooksLikeDebugDumpList)) return Format::kDebugDumpList;
+  if (any_line(smi::LooksLikeTopology)) return Format::kTopology;
   if (any_line(smi::LooksLikeGpuList)) return Format::kGpuList;
   if (csv_command || (!report.empty() && smi::LooksLikeCsvHeader(report.front()))) return Format::kCsv;
   if (any_line(smi::LooksLikeQueryText)) return Format::kQueryText;
@@ -98,8 +99,8 @@ Format DetectFormat(const InputLines& input, const std::optional<CsvCommand>& cs
 
 std::string NothingFound(const InputLines& input) {
   std::string why =
-      "found no nvidia-smi table, -q report, XML log, --query-gpu CSV, -L or nvlink -s list, nvidia-debugdump --list "
-      "or nvidia-smi message";
+      "found no nvidia-smi table, -q report, XML log, --query-gpu CSV, -L, nvlink -s or -e list, topo -m matrix, "
+      "nvidia-debugdump --list or nvidia-smi message";
   if (input.overlong_lines > 0) {
     why += " (skipped " + std::to_string(input.overlong_lines) + " line(s) longer than " +
            std::to_string(kMaxLineBytes) + " bytes)";
@@ -145,6 +146,9 @@ Result<Snapshot> ParseNvidiaSmi(std::string_view text, std::string_view source_n
       break;
     case Format::kDebugDumpList:
       recognised = smi::ParseDebugDumpList(input.report, snapshot);
+      break;
+    case Format::kTopology:
+      recognised = smi::ParseTopology(input.report, snapshot);
       break;
     case Format::kGpuList:
       recognised = smi::ParseGpuList(input.report, snapshot);

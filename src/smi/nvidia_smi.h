@@ -10,7 +10,9 @@
 //   - the default `nvidia-smi` table, with its process table when present,
 //   - `--query-gpu=... --format=csv`, with a header, or without one when the
 //     pasted "$ nvidia-smi --query-gpu=..." command line names the columns,
-//   - `nvidia-smi -L` and `nvidia-smi nvlink -s` (which links are inactive),
+//   - `nvidia-smi -L`, `nvidia-smi nvlink -s` (which links are inactive) and
+//     `nvlink -e` (each link's error counters),
+//   - `nvidia-smi topo -m` (a GPU with fewer NVLinks to its peers than the others),
 //   - `nvidia-debugdump --list`, with the GPUs it failed to open,
 //   - nvidia-smi's failure messages ("Failed to initialize NVML: ...",
 //     "Unable to determine the device handle for GPU ...", "No devices were

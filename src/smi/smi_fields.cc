@@ -134,6 +134,21 @@ void ProcessMemory(GpuSnapshot& gpu, std::string_view value) {
   if (ProcessInfo* process = LastProcess(gpu)) process->used_memory_bytes = MebibytesField(value);
 }
 
+// nvidia-smi's words for the NVLink fabric registration ("Not Started", "In Progress", "Completed") as the
+// states NVML's fabric info gives; "N/A" off NVSwitch systems.
+void FabricState(GpuSnapshot& gpu, std::string_view value) {
+  Field<std::string> text = TextField(value);
+  if (text.has_value()) text.value() = ReplaceAll(ToLower(text.value()), " ", "_");
+  gpu.fabric_state = text;
+}
+
+// "Success", or why the registration failed.
+void FabricStatus(GpuSnapshot& gpu, std::string_view value) {
+  Field<std::string> text = TextField(value);
+  if (text.has_value() && EqualsIgnoreCase(text.value(), "Success")) text.value() = "success";
+  gpu.fabric_status = text;
+}
+
 // ---- The tables ----------------------------------------------------------------
 
 struct Reading {
@@ -202,6 +217,8 @@ constexpr Reading kQueryTextReadings[] = {
     {"remapped rows/uncorrectable error", Number<&G::remapped_rows_uncorrectable>},
     {"remapped rows/pending", Flag<&G::remapped_rows_pending>},
     {"remapped rows/remapping failure occurred", Flag<&G::remapped_rows_failure>},
+    {"fabric/state", FabricState},
+    {"fabric/status", FabricStatus},
     // Drivers from 550 print thresholds as T.Limit margins, which are not
     // temperatures; only the absolute spellings are read.
     {"temperature/gpu current temp", Number<&G::temperature_c>},
@@ -283,6 +300,8 @@ constexpr Reading kXmlReadings[] = {
     {"remapped_rows/remapped_row_corr", Number<&G::remapped_rows_correctable>},
     {"remapped_rows/remapped_row_unc", Number<&G::remapped_rows_uncorrectable>},
     {"remapped_rows/remapped_row_pending", Flag<&G::remapped_rows_pending>},
+    {"fabric/state", FabricState},
+    {"fabric/status", FabricStatus},
     {"remapped_rows/remapped_row_failure", Flag<&G::remapped_rows_failure>},
     {"temperature/gpu_temp", Number<&G::temperature_c>},
     {"temperature/gpu_temp_max_threshold", Number<&G::temperature_shutdown_c>},

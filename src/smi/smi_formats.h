@@ -74,11 +74,17 @@ bool LooksLikeCsvRows(std::span<const std::string_view> lines);
 Result<size_t> ParseQueryCsv(std::span<const std::string_view> lines, const std::optional<CsvCommand>& command,
                              Snapshot& snapshot);
 
-// The GPU lists of `nvidia-smi -L` and `nvidia-smi nvlink -s` ("GPU 0: <name>
-// (UUID: GPU-...)", then "Link N: 26.562 GB/s" or "Link N: <inactive>" per
-// link): each GPU's index, name and UUID, and which of its links are active.
+// The GPU lists of `nvidia-smi -L`, `nvidia-smi nvlink -s` and `nvlink -e`
+// ("GPU 0: <name> (UUID: GPU-...)", then "Link N: 26.562 GB/s", "Link N:
+// <inactive>" or "Link N: Replay Errors: 3" per link): each GPU's index, name
+// and UUID, which of its links are active, and their error counters.
 bool LooksLikeGpuList(std::string_view line);
 Result<size_t> ParseGpuList(std::span<const std::string_view> lines, Snapshot& snapshot);
+
+// `nvidia-smi topo -m`: the GPUs its matrix names, and a GPU whose NVLinks to
+// its peers add up to fewer than another's as a reported nvlink_down.
+bool LooksLikeTopology(std::string_view line);
+Result<size_t> ParseTopology(std::span<const std::string_view> lines, Snapshot& snapshot);
 
 // `nvidia-debugdump --list`: how many GPUs it found, each one's name, and the
 // GPUs it could not open ("FAILED to get details on GPU (0x1): Unknown

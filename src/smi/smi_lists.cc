@@ -4,6 +4,9 @@
 //   nvidia-smi nvlink -s        the same line per GPU, then one per link:
 //                                        Link 0: 26.562 GB/s
 //                                        Link 3: <inactive>
+//   nvidia-smi nvlink -e        the same line per GPU (some builds print no UUID), then one per link and counter:
+//                                        Link 3: Replay Errors: 211
+//                                        Link 0: CRC Errors: 65535
 //   nvidia-debugdump --list     Found 2 NVIDIA devices
 //                                       Device ID:              0
 //                                       Device name:            NVIDIA A10
@@ -26,9 +29,30 @@ namespace {
 
 re2::StringPiece Piece(std::string_view text) { return {text.data(), text.size()}; }
 
+// "GPU 0: NVIDIA H100 80GB HBM3 (UUID: GPU-...)"; `nvidia-smi nvlink -e` of some builds leaves the UUID out.
 const RE2& GpuLine() {
-  static const RE2 kGpu(R"(GPU (\d+): (.*?) \(UUID: ([^)]*)\))");
+  static const RE2 kGpu(R"(GPU (\d+): (\S.*?)(?: \(UUID: ([^)]*)\))?)");
   return kGpu;
+}
+
+// The error counter an `nvlink -e` line names, or null for one the snapshot has no field for (the newer
+// builds' "Rx Errors", "Effective Errors", ...), which is read and left out.
+Field<uint64_t>* CounterNamed(std::string_view name, NvLinkInfo& link) {
+  if (name == "Replay") return &link.replay_errors;
+  if (name == "Recovery") return &link.recovery_errors;
+  if (name == "CRC" || name == "CRC FLIT" || name == "CRC Flit") return &link.crc_flit_errors;
+  if (name == "CRC Data") return &link.crc_data_errors;
+  return nullptr;
+}
+
+// The entry of `link` in the GPU's list, added when the list has none yet.
+NvLinkInfo& LinkAt(uint32_t link, GpuSnapshot& gpu) {
+  if (!gpu.nvlinks.has_value()) gpu.nvlinks = Field<std::vector<NvLinkInfo>>::Value({});
+  for (NvLinkInfo& info : gpu.nvlinks.value())
+    if (info.link == link) return info;
+  NvLinkInfo& info = gpu.nvlinks.value().emplace_back();
+  info.link = link;
+  return info;
 }
 
 // The GPU with `index`, added when the list has not named it yet.
@@ -52,6 +76,7 @@ bool LooksLikeDebugDumpList(std::string_view line) {
 
 Result<size_t> ParseGpuList(std::span<const std::string_view> lines, Snapshot& snapshot) {
   static const RE2 kLink(R"(Link (\d+): (?:(<inactive>)|([0-9.]+) GB/s))");
+  static const RE2 kCounter(R"(Link (\d+): ([A-Za-z][A-Za-z ]*?) Errors: (\d+))");
   size_t recognised = 0;
   GpuSnapshot* current = nullptr;
   for (std::string_view line : lines) {
@@ -68,14 +93,16 @@ Result<size_t> ParseGpuList(std::span<const std::string_view> lines, Snapshot& s
       ++recognised;
       continue;
     }
+    if (current == nullptr) continue;
     uint32_t link = 0;
-    std::string inactive, speed;
-    if (current != nullptr && RE2::FullMatch(body, kLink, &link, &inactive, &speed)) {
-      if (!current->nvlinks.has_value()) current->nvlinks = Field<std::vector<NvLinkInfo>>::Value({});
-      NvLinkInfo info;
-      info.link = link;
-      info.active = Field<bool>::Value(inactive.empty());
-      current->nvlinks.value().push_back(std::move(info));
+    std::string inactive, speed, counter;
+    uint64_t count = 0;
+    if (RE2::FullMatch(body, kLink, &link, &inactive, &speed)) {
+      LinkAt(link, *current).active = Field<bool>::Value(inactive.empty());
+      ++recognised;
+    } else if (RE2::FullMatch(body, kCounter, &link, &counter, &count)) {
+      NvLinkInfo& info = LinkAt(link, *current);
+      if (Field<uint64_t>* field = CounterNamed(counter, info)) *field = Field<uint64_t>::Value(count);
       ++recognised;
     }
   }

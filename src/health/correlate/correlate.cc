@@ -62,8 +62,11 @@ std::vector<XidSighting> SightXids(const HealthInput& input, Duration window) {
       if (event.kind != "xid" || !event.xid || (event.time && *event.time < oldest)) continue;
       sightings.push_back({.code = *event.xid, .time = event.time, .log = &event});
       // A folded storm (logs/event_collector.h) was there all along, its lines
-      // no more than a second apart: one sighting per second of it.
-      if (event.repeats > 0 && event.repeats_from && event.time) {
+      // no more than a second apart: one sighting per second of it. A crowd of
+      // differing lines came at any pace: its first line is all that is known.
+      if (event.repeats_differ && event.repeats_from) {
+        sightings.push_back({.code = *event.xid, .time = std::max(*event.repeats_from, oldest), .log = &event});
+      } else if (event.repeats > 0 && event.repeats_from && event.time) {
         for (WallTime at = std::max(*event.repeats_from, oldest); at < *event.time && sightings.size() < kMaxSightings;
              at += std::chrono::seconds(1)) {
           sightings.push_back({.code = *event.xid, .time = at, .log = &event});

@@ -1,0 +1,340 @@
+// `dcgmi diag` reports: see dcgmi.h.
+
+#include <fmt/format.h>
+#include <re2/re2.h>
+
+#include <algorithm>
+#include <map>
+#include <optional>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "capture/dcgmi.h"
+#include "common/text.h"
+
+namespace gpudoctor::dcgmi {
+namespace {
+
+re2::StringPiece Piece(std::string_view text) { return {text.data(), text.size()}; }
+
+// DCGM's message column: one space, then this many characters of text, wrapped inside words.
+constexpr size_t kMessageWidth = 45;
+
+// A row of the report's two-column table: "| name | value |"; the closing '|' may be cut off.
+struct Row {
+  std::string_view name;   // trimmed; empty on a continuation row
+  std::string_view value;  // trimmed
+  std::string_view chunk;  // the value column's text as printed, for joining wrapped messages
+};
+
+std::optional<Row> RowOf(std::string_view line) {
+  line = Trim(line);
+  if (line.size() < 2 || line.front() != '|' || StartsWith(line, "|---") || StartsWith(line, "|===")) return std::nullopt;
+  const size_t split = line.find('|', 1);
+  if (split == std::string_view::npos) return std::nullopt;
+  std::string_view value = line.substr(split + 1);
+  if (!value.empty() && value.back() == '|') value.remove_suffix(1);
+  std::string_view chunk = value.empty() ? value : value.substr(1);
+  if (chunk.size() > kMessageWidth) chunk = chunk.substr(0, kMessageWidth);
+  return Row{.name = Trim(line.substr(1, split - 1)), .value = Trim(value), .chunk = chunk};
+}
+
+// Collapses the white space runs of a joined message.
+std::string Tidy(std::string_view text) {
+  std::string tidy;
+  bool space = false;
+  for (char c : Trim(text)) {
+    if (c == ' ' || c == '\t') {
+      space = true;
+      continue;
+    }
+    if (space && !tidy.empty()) tidy += ' ';
+    space = false;
+    tidy += c;
+  }
+  return tidy;
+}
+
+bool IsMessageRow(std::string_view name) { return name == "Warning" || name == "Info" || name == "Error"; }
+
+bool IsMetadataRow(std::string_view name) {
+  return name == "Diagnostic" || name == "DCGM Version" || name == "Driver Version Detected" ||
+         name == "GPU Device IDs Detected" || name == "Number of GPUs Detected";
+}
+
+// The gpudoctor test that tries what a DCGM test tries, or DCGM's name as a word ("Page Retirement/Row Remap"
+// -> "page_retirement_row_remap").
+std::string TestNamed(std::string_view dcgm_name) {
+  const std::string name = ToLower(dcgm_name);
+  if (name == "gpu memory" || name == "memory" || name == "memtest" || name == "memory bandwidth" ||
+      name == "memory_bandwidth")
+    return "memtest";
+  if (name == "diagnostic" || name == "targeted stress" || name == "targeted_stress" || name == "targeted power" ||
+      name == "targeted_power" || name == "sm stress" || name == "sm_stress" || name == "pulse test" ||
+      name == "pulse_test" || name == "eud")
+    return "burn";
+  if (name == "pcie") return "pcie";
+  std::string word;
+  for (char c : name) {
+    const bool alnum = (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9');
+    if (alnum) word += c;
+    else if (!word.empty() && word.back() != '_') word += '_';
+  }
+  while (!word.empty() && word.back() == '_') word.pop_back();
+  return word;
+}
+
+// The GPUs a result names: "GPU: 0", "GPUs: 1, 2, 3"; empty for "All" or none.
+std::vector<uint32_t> GpusListed(std::string_view text) {
+  std::vector<uint32_t> gpus;
+  static const RE2 kList(R"(GPUs?:\s*([0-9, ]+))");
+  std::string list;
+  if (!RE2::PartialMatch(Piece(text), kList, &list)) return gpus;
+  for (std::string_view number : Split(list, ','))
+    if (auto gpu = ParseInt<uint32_t>(Trim(number))) gpus.push_back(*gpu);
+  return gpus;
+}
+
+// The GPUs a message is about: "GPU 0 Thermal violations ...", "GPU 3 has ...".
+std::set<uint32_t> GpusMentioned(std::string_view text) {
+  std::set<uint32_t> gpus;
+  static const RE2 kGpu(R"(\bGPU ?(\d+))");
+  re2::StringPiece input = Piece(text);
+  uint32_t gpu = 0;
+  while (RE2::FindAndConsume(&input, kGpu, &gpu)) gpus.insert(gpu);
+  return gpus;
+}
+
+enum class Outcome { kPass, kFail, kWarn, kSkip };
+
+std::optional<Outcome> OutcomeOf(std::string_view word) {
+  if (word == "Pass") return Outcome::kPass;
+  if (word == "Fail") return Outcome::kFail;
+  if (word == "Warn" || word == "Warning") return Outcome::kWarn;
+  if (word == "Skip") return Outcome::kSkip;
+  return std::nullopt;
+}
+
+// "Fail - GPU: 0", "Pass - All", "Pass", "GPU0: Fail" (4.x).
+struct GpuResult {
+  Outcome outcome;
+  std::vector<uint32_t> gpus;  // empty: every GPU
+};
+
+std::optional<GpuResult> ResultOf(std::string_view value) {
+  static const RE2 kPerGpu(R"(GPU ?(\d+): (\w+).*)");
+  static const RE2 kListed(R"((\w+)(?:\s+-\s+(.*))?)");
+  uint32_t gpu = 0;
+  std::string word, rest;
+  if (RE2::FullMatch(Piece(value), kPerGpu, &gpu, &word)) {
+    if (auto outcome = OutcomeOf(word)) return GpuResult{*outcome, {gpu}};
+    return std::nullopt;
+  }
+  if (!RE2::FullMatch(Piece(value), kListed, &word, &rest)) return std::nullopt;
+  auto outcome = OutcomeOf(word);
+  if (!outcome) return std::nullopt;
+  return GpuResult{*outcome, GpusListed(rest)};
+}
+
+struct TestResult {
+  std::string dcgm_name;
+  Outcome outcome;
+  std::vector<uint32_t> gpus;  // empty: every GPU
+  std::vector<std::string> messages;
+};
+
+struct Reading {
+  std::vector<TestResult> results;
+  std::set<uint32_t> gpus_named;
+  size_t device_ids = 0;   // "GPU Device IDs Detected": how many GPUs the run had
+  std::string run_level;   // "-r 3" from a pasted command line
+};
+
+void AddMessage(Reading& reading, std::string_view section, std::string message) {
+  if (message.empty()) return;
+  for (uint32_t gpu : GpusMentioned(message)) reading.gpus_named.insert(gpu);
+  if (reading.results.empty()) {
+    // An excerpt that starts with an error row: the error is the section's own finding.
+    reading.results.push_back(TestResult{.dcgm_name = section.empty() ? "deployment" : std::string(section),
+                                         .outcome = Outcome::kFail});
+  }
+  TestResult& test = reading.results.back();
+  if (StartsWith(message, "Error:") && test.outcome == Outcome::kPass) test.outcome = Outcome::kFail;
+  test.messages.push_back(std::move(message));
+}
+
+Reading Read(std::string_view text) {
+  static const RE2 kSection(R"([|+]-+\s+(\w[\w ]*?)\s+-+[|+].*)");
+  static const RE2 kCommand(R"(.*dcgmi diag\b.*(-r\s*\d+|--run\s*\d+).*)");
+  Reading reading;
+  std::string section;
+  std::string message;       // a Warning/Info/Error being joined
+  std::string message_kind;  // its row name
+  auto flush = [&] {
+    if (!message.empty()) AddMessage(reading, section, (message_kind == "Error" ? "Error: " : "") + Tidy(message));
+    message.clear();
+  };
+  for (std::string_view line : Split(text, '\n')) {
+    if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
+    std::string run_level;
+    if (!StartsWith(Trim(line), "#") && RE2::FullMatch(Piece(line), kCommand, &run_level))
+      reading.run_level = run_level;
+    std::string name;
+    if (RE2::FullMatch(Piece(Trim(line)), kSection, &name)) {
+      flush();
+      section = ToLower(name);
+      continue;
+    }
+    std::optional<Row> row = RowOf(line);
+    if (!row) {
+      flush();
+      continue;
+    }
+    if (row->name.empty()) {
+      if (!message.empty()) {
+        message += row->chunk;
+        continue;
+      }
+      if (reading.results.empty()) continue;
+      if (auto result = ResultOf(row->value)) {  // another GPU list of the test above
+        TestResult& test = reading.results.back();
+        reading.results.push_back(TestResult{.dcgm_name = test.dcgm_name, .outcome = result->outcome,
+                                             .gpus = result->gpus});
+        for (uint32_t gpu : result->gpus) reading.gpus_named.insert(gpu);
+      }
+      continue;
+    }
+    flush();
+    if (IsMessageRow(row->name)) {
+      message_kind = std::string(row->name);
+      message = std::string(row->chunk);
+      continue;
+    }
+    if (row->name == "GPU Device IDs Detected") {
+      reading.device_ids = Split(row->value, ',').size();
+      continue;
+    }
+    if (IsMetadataRow(row->name)) continue;
+    if (auto result = ResultOf(row->value)) {
+      reading.results.push_back(TestResult{.dcgm_name = std::string(row->name), .outcome = result->outcome,
+                                           .gpus = result->gpus});
+      for (uint32_t gpu : result->gpus) reading.gpus_named.insert(gpu);
+    } else if (row->value.empty()) {
+      // 4.x: the test's name alone, its GPUs' results on the rows below.
+      reading.results.push_back(TestResult{.dcgm_name = std::string(row->name), .outcome = Outcome::kPass});
+    }
+  }
+  flush();
+  return reading;
+}
+
+// `dcgmi diag -j`: {"DCGM GPU Diagnostic": {"test_categories": [{"category", "tests": [{"name", "results":
+// [{"gpu_id", "status", "warnings": [{"warning"}], "info"}]}]}]}}. Read by its keys in order, not as a
+// document, so that an excerpt (cut short, or with a poster's "..." in it) still gives what it shows.
+Reading ReadJson(std::string_view text) {
+  static const RE2 kKey(R"re("(name|gpu_id|status|warning|info|error)"\s*:\s*"((?:[^"\\]|\\.)*)")re");
+  Reading reading;
+  std::string test;
+  re2::StringPiece input = Piece(text);
+  std::string key, value;
+  while (RE2::FindAndConsume(&input, kKey, &key, &value)) {
+    if (key == "name") {
+      test = value;
+    } else if (key == "gpu_id") {
+      auto gpu = ParseInt<uint32_t>(value);
+      if (!gpu || test.empty()) continue;
+      reading.results.push_back(TestResult{.dcgm_name = test, .outcome = Outcome::kPass, .gpus = {*gpu}});
+      reading.gpus_named.insert(*gpu);
+    } else if (reading.results.empty()) {
+      continue;
+    } else if (key == "status") {
+      if (auto outcome = OutcomeOf(value)) reading.results.back().outcome = *outcome;
+    } else {
+      reading.results.back().messages.push_back(Tidy(value));
+    }
+  }
+  return reading;
+}
+
+const char* StateOf(Outcome outcome) {
+  switch (outcome) {
+    case Outcome::kFail: return "faulty";
+    case Outcome::kSkip: return "could_not_run";
+    case Outcome::kPass:
+    case Outcome::kWarn: break;
+  }
+  return "passed";
+}
+
+const char* WordOf(Outcome outcome) {
+  switch (outcome) {
+    case Outcome::kPass: return "passed";
+    case Outcome::kFail: return "failed";
+    case Outcome::kWarn: return "passed with a warning";
+    case Outcome::kSkip: return "was skipped";
+  }
+  return "";
+}
+
+}  // namespace
+
+bool LooksLikeDiag(std::string_view text) {
+  static const RE2 kHeader(R"((?m)^\s*\|\s*Diagnostic\s*\|\s*Result\s*\|)");
+  static const RE2 kSection(R"((?m)^\s*[|+]-----\s+(?:Metadata|Deployment|Integration|Hardware|Stress|Plugins)\s+-+[|+])");
+  static const RE2 kTestRow(
+      R"((?m)^\s*\|\s*(?:GPU Memory|Memory Bandwidth|Memtest|Diagnostic|Targeted Stress|Targeted Power|SM Stress|)"
+      R"(Pulse Test|Context Create|PCIe|Denylist|Blacklist|NVML Library|CUDA Main Library|Inforom)\s*\|\s*)"
+      R"((?:Pass|Fail|Warn|Skip)\b)");
+  const std::string_view head = text.substr(0, 64 * 1024);
+  return head.find("\"DCGM GPU Diagnostic\"") != std::string_view::npos || RE2::PartialMatch(Piece(head), kHeader) || RE2::PartialMatch(Piece(head), kSection) ||
+         RE2::PartialMatch(Piece(head), kTestRow);
+}
+
+Result<std::vector<DiagnosticRecord>> ParseDiag(std::string_view text) {
+  const bool json = text.find("\"DCGM GPU Diagnostic\"") != std::string_view::npos;
+  const Reading reading = json ? ReadJson(text) : Read(text);
+  if (reading.results.empty()) return Error{"no dcgmi diag test result found"};
+  std::set<uint32_t> every_gpu = reading.gpus_named;
+  for (size_t gpu = 0; every_gpu.empty() && gpu < reading.device_ids; ++gpu) every_gpu.insert(static_cast<uint32_t>(gpu));
+  if (every_gpu.empty()) every_gpu.insert(0);
+  const std::string level = reading.run_level.empty() ? "-r 3" : reading.run_level;
+
+  // Each GPU's newest word on each test, with the messages about it.
+  std::map<std::pair<uint32_t, std::string>, DiagnosticRecord> records;
+  std::vector<std::pair<uint32_t, std::string>> order;
+  for (const TestResult& result : reading.results) {
+    const std::string test = TestNamed(result.dcgm_name);
+    const std::vector<uint32_t> gpus =
+        result.gpus.empty() ? std::vector<uint32_t>(every_gpu.begin(), every_gpu.end()) : result.gpus;
+    for (uint32_t gpu : gpus) {
+      const auto key = std::make_pair(gpu, test);
+      auto [it, added] = records.try_emplace(key);
+      DiagnosticRecord& record = it->second;
+      if (added) {
+        order.push_back(key);
+        record.gpu_index = gpu;
+        record.test = test;
+        record.tool = "dcgmi diag";
+        record.command = fmt::format("dcgmi diag {} -i {}", level, gpu);
+      }
+      // A GPU listed twice for one test (two DCGM tests map to one of ours): the worse result stands.
+      const bool worse = added || result.outcome == Outcome::kFail ||
+                         (result.outcome == Outcome::kSkip && record.state == "passed");
+      if (!worse) continue;
+      record.state = StateOf(result.outcome);
+      std::vector<std::string> said;
+      for (const std::string& message : result.messages) {
+        const std::set<uint32_t> about = GpusMentioned(message);
+        if (about.empty() || about.contains(gpu)) said.push_back(message);
+      }
+      record.summary = fmt::format("DCGM's {} test {} on GPU {}{}{}", result.dcgm_name, WordOf(result.outcome), gpu,
+                                   said.empty() ? "" : ": ", fmt::join(said, " "));
+    }
+  }
+  std::vector<DiagnosticRecord> out;
+  for (const auto& key : order) out.push_back(std::move(records[key]));
+  return out;
+}
+
+}  // namespace gpudoctor::dcgmi

@@ -1,0 +1,142 @@
+// `dcgmi health -c` reports: see dcgmi.h.
+//
+//   Health Monitor Report
+//   +----------------------------+------------------------------------------------------------+
+//   | Overall Health             | Failure                                                    |
+//   | GPU                        |                                                            |
+//   | -> 1                       | Failure                                                    |
+//   |    -> Errors               |                                                            |
+//   |       -> Memory system     | Failure                                                    |
+//   |                            | Green can be emerald and beautiful, but there are          |
+//   |                            | shades of green which are sure to disappoint.              |
+//
+// An entity group ("GPU", "Switch"), its entities ("-> 1") with their health, each watched system of an entity
+// ("-> PCIe system", "-> Driver") with its health and its messages, wrapped between words.
+
+#include <re2/re2.h>
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "capture/dcgmi.h"
+#include "common/text.h"
+
+namespace gpudoctor::dcgmi {
+namespace {
+
+re2::StringPiece Piece(std::string_view text) { return {text.data(), text.size()}; }
+
+struct Cells {
+  std::string_view name;
+  std::string_view value;
+};
+
+std::optional<Cells> CellsOf(std::string_view line) {
+  line = Trim(line);
+  if (line.size() < 2 || line.front() != '|') return std::nullopt;
+  const size_t split = line.find('|', 1);
+  if (split == std::string_view::npos) return std::nullopt;
+  std::string_view value = line.substr(split + 1);
+  if (!value.empty() && value.back() == '|') value.remove_suffix(1);
+  return Cells{Trim(line.substr(1, split - 1)), Trim(value)};
+}
+
+bool Contains(std::string_view text, std::string_view word) { return ContainsIgnoreCase(text, word); }
+
+// The rule that judges live what a DCGM health watch reports, refined by the words of its message.
+std::string RuleFor(std::string_view system, std::string_view text, bool failure) {
+  if (Contains(system, "PCIe")) {
+    if (Contains(text, "width") || Contains(text, "generation") || Contains(text, "link speed")) return "pcie_link_degraded";
+    return "pcie_replay";
+  }
+  if (Contains(system, "NVLINK")) return Contains(text, "down") ? "nvlink_down" : "nvlink_errors";
+  if (Contains(system, "NvSwitch")) return "nvlink_fabric";
+  if (Contains(system, "Memory") || Contains(system, "SM")) {
+    if (Contains(text, "remap")) return Contains(text, "pending") ? "remapped_rows_pending" : "row_remap_failure";
+    if (Contains(text, "retire")) return "retired_pages";
+    if (Contains(text, "SBE") || Contains(text, "single") || (!failure && !Contains(text, "uncorrectable")))
+      return "ecc_corrected_high";
+    return "ecc_uncorrectable";
+  }
+  if (Contains(system, "InfoROM")) return "inforom_corrupted";
+  if (Contains(system, "Thermal")) return "clock_throttle";
+  if (Contains(system, "Power")) return Contains(text, "violation") ? "power_capped" : "psu_fault";
+  if (Contains(system, "Driver")) return "driver_unavailable";
+  return "";
+}
+
+struct SystemReport {
+  std::optional<uint32_t> gpu;
+  std::string system;
+  bool failure = false;
+  std::string text;
+};
+
+}  // namespace
+
+bool LooksLikeHealth(std::string_view text) {
+  static const RE2 kReport(R"((?m)^\s*Health Monitor Report\s*$)");
+  static const RE2 kOverall(R"((?m)^\s*\|\s*Overall Health\s*[|:])");
+  static const RE2 kError(R"((?m)^\s*Error: (?:Health watches not enabled|Unable to \w+ health watches))");
+  const std::string_view head = text.substr(0, 64 * 1024);
+  return RE2::PartialMatch(Piece(head), kReport) || RE2::PartialMatch(Piece(head), kOverall) ||
+         RE2::PartialMatch(Piece(head), kError);
+}
+
+Result<std::vector<ReportedCondition>> ParseHealth(std::string_view text) {
+  static const RE2 kEntity(R"(->\s*(\d+))");
+  static const RE2 kSystem(R"(->\s*((?:\w[\w ]*?) system|Driver|NvSwitch N?F))");
+  bool overall = false;
+  bool in_gpus = true;  // the entity group of the entities that follow
+  std::optional<uint32_t> entity;
+  std::vector<SystemReport> reports;
+  bool in_system = false;
+  for (std::string_view line : Split(text, '\n')) {
+    std::optional<Cells> cells = CellsOf(line);
+    if (!cells) continue;
+    uint32_t id = 0;
+    std::string system;
+    if (StartsWith(cells->name, "Overall Health")) {
+      overall = true;
+      in_system = false;
+    } else if (RE2::FullMatch(Piece(cells->name), kSystem, &system)) {
+      reports.push_back(SystemReport{.gpu = in_gpus ? entity : std::nullopt, .system = system,
+                                     .failure = cells->value == "Failure"});
+      in_system = true;
+    } else if (RE2::FullMatch(Piece(cells->name), kEntity, &id)) {
+      entity = id;
+      in_system = false;
+    } else if (cells->name.empty()) {
+      if (in_system && !cells->value.empty()) {
+        std::string& said = reports.back().text;
+        said += said.empty() ? "" : " ";
+        said += cells->value;
+      }
+    } else if (!StartsWith(cells->name, "->")) {
+      in_gpus = cells->name == "GPU";  // "GPU", "Switch", "ConnectX", ...
+      entity.reset();
+      in_system = false;
+    }
+  }
+  if (!overall) {
+    // dcgmi prints one error line instead of a report when it cannot check (no watches set, no host engine).
+    for (std::string_view line : Split(text, '\n'))
+      if (StartsWith(Trim(line), "Error: ")) return Error{"dcgmi health printed no report: " + std::string(Trim(line))};
+    return Error{"no \"Overall Health\" line of a dcgmi health report found"};
+  }
+  std::vector<ReportedCondition> conditions;
+  for (SystemReport& report : reports) {
+    std::string rule = RuleFor(report.system, report.text, report.failure);
+    if (rule.empty()) rule = "log_errors";  // a watch gpudoctor has no rule of its own for: still reported
+    conditions.push_back(ReportedCondition{.tool = "dcgmi health",
+                                           .rule_id = std::move(rule),
+                                           .gpu_index = report.gpu,
+                                           .failure = report.failure,
+                                           .system = std::move(report.system),
+                                           .text = std::move(report.text)});
+  }
+  return conditions;
+}
+
+}  // namespace gpudoctor::dcgmi

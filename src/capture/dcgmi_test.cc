@@ -1,0 +1,172 @@
+// The dcgmi report readers on real reports (testdata/captures/dcgmi_diag, each naming its public source), and
+// on `dcgmi health -c` text laid out as DCGM's printer lays it out (the rows its own unit test,
+// dcgmi/tests/HealthTests.cpp, checks for): no real health report with a fault was found in public.
+#include <fmt/format.h>
+#include <gtest/gtest.h>
+
+#include <fstream>
+#include <sstream>
+
+#include "capture/dcgmi.h"
+
+namespace gpudoctor::dcgmi {
+namespace {
+
+std::string Read(const std::string& file) {
+  std::ifstream in(std::string(GPUDOCTOR_SOURCE_DIR) + "/testdata/captures/dcgmi_diag/" + file);
+  std::stringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+const DiagnosticRecord* Find(const std::vector<DiagnosticRecord>& records, uint32_t gpu, std::string_view test) {
+  for (const DiagnosticRecord& record : records)
+    if (record.gpu_index == gpu && record.test == test) return &record;
+  return nullptr;
+}
+
+TEST(DcgmiDiag, EveryRealReportIsRecognisedAndRead) {
+  for (int n = 1; n <= 9; ++n) {
+    const std::string file = fmt::format("{:03}.txt", n);
+    const std::string text = Read(file);
+    EXPECT_TRUE(LooksLikeDiag(text)) << file;
+    auto records = ParseDiag(text);
+    ASSERT_TRUE(records.ok()) << file << ": " << records.error().message;
+    EXPECT_FALSE(records->empty()) << file;
+    for (const DiagnosticRecord& record : *records) {
+      EXPECT_EQ(record.tool, "dcgmi diag");
+      EXPECT_FALSE(record.test.empty()) << file;
+    }
+  }
+}
+
+TEST(DcgmiDiag, FailingMemoryTestOfOneGpuWithItsWrappedWarning) {
+  auto records = ParseDiag(Read("001.txt"));
+  ASSERT_TRUE(records.ok());
+  const DiagnosticRecord* gpu0 = Find(*records, 0, "memtest");
+  ASSERT_NE(gpu0, nullptr);
+  EXPECT_EQ(gpu0->state, "faulty");
+  // DCGM wrapped "seconds" and "GPU 0" across rows; the reader joins them back.
+  EXPECT_NE(gpu0->summary.find("Thermal violations totaling 13.3 seconds started at 9.7 seconds into the test for "
+                               "GPU 0 Verify that the cooling"),
+            std::string::npos)
+      << gpu0->summary;
+  for (uint32_t gpu = 1; gpu <= 7; ++gpu) {
+    const DiagnosticRecord* other = Find(*records, gpu, "memtest");
+    ASSERT_NE(other, nullptr) << gpu;
+    EXPECT_EQ(other->state, "passed") << gpu;
+    EXPECT_EQ(other->summary.find("Thermal"), std::string::npos) << "GPU " << gpu << " got GPU 0's warning";
+  }
+  EXPECT_EQ(gpu0->command, "dcgmi diag -r 3 -i 0");
+}
+
+TEST(DcgmiDiag, AnErrorRowFailsTheGpuItNames) {
+  auto records = ParseDiag(Read("002.txt"));
+  ASSERT_TRUE(records.ok());
+  ASSERT_EQ(records->size(), 1u);
+  EXPECT_EQ((*records)[0].gpu_index, 3u);
+  EXPECT_EQ((*records)[0].state, "faulty");
+  EXPECT_NE((*records)[0].summary.find("uncorrectable memory errors and row remappings are pending"), std::string::npos)
+      << (*records)[0].summary;
+}
+
+TEST(DcgmiDiag, AllGpusFailingPcieAndTheRunLevelOfThePastedCommand) {
+  auto records = ParseDiag(Read("004.txt"));
+  ASSERT_TRUE(records.ok());
+  const DiagnosticRecord* pcie = Find(*records, 0, "pcie");
+  ASSERT_NE(pcie, nullptr);
+  EXPECT_EQ(pcie->state, "faulty");
+  EXPECT_NE(pcie->summary.find("NvLink link 0 is currently down"), std::string::npos) << pcie->summary;
+}
+
+TEST(DcgmiDiag, PassingDeploymentTestsPass) {
+  auto records = ParseDiag(Read("005.txt"));
+  ASSERT_TRUE(records.ok());
+  for (const DiagnosticRecord& record : *records) EXPECT_EQ(record.state, "passed") << record.test;
+  EXPECT_NE(Find(*records, 0, "page_retirement_row_remap"), nullptr);
+  EXPECT_EQ((*records)[0].command, "dcgmi diag -r 3 -i 0");
+}
+
+TEST(DcgmiDiag, Version4GivesOneLinePerGpu) {
+  auto records = ParseDiag(Read("006.txt"));
+  ASSERT_TRUE(records.ok());
+  for (uint32_t gpu = 0; gpu < 4; ++gpu) {
+    const DiagnosticRecord* software = Find(*records, gpu, "software");
+    ASSERT_NE(software, nullptr) << gpu;
+    EXPECT_EQ(software->state, "passed");
+  }
+}
+
+TEST(DcgmiDiag, JsonReportWithSkippedTests) {
+  auto records = ParseDiag(Read("008.txt"));
+  ASSERT_TRUE(records.ok()) << records.error().message;
+  const DiagnosticRecord* memory = Find(*records, 0, "memtest");
+  ASSERT_NE(memory, nullptr);
+  EXPECT_EQ(memory->state, "could_not_run");
+  EXPECT_EQ(memory->command, "dcgmi diag -r 3 -i 0");
+}
+
+TEST(DcgmiDiag, NoResultIsAnError) {
+  EXPECT_FALSE(ParseDiag("| Diagnostic                | Result                                         |\n").ok());
+  EXPECT_FALSE(LooksLikeDiag("+------+\n| GPU  | Name |\n"));
+}
+
+constexpr std::string_view kHealthReport =
+    "Health Monitor Report\n"
+    "+----------------------------+------------------------------------------------------------+\n"
+    "| Overall Health             | Failure                                                    |\n"
+    "| GPU                        |                                                            |\n"
+    "| -> 0                       | Warning                                                    |\n"
+    "|    -> Errors               |                                                            |\n"
+    "|       -> PCIe system       | Warning                                                    |\n"
+    "|                            | Detected more than 8 PCIe replays per minute for GPU 0 :   |\n"
+    "|                            | 13 Reconnect PCIe card. Run system side PCIE diagnostic    |\n"
+    "|                            | utilities to verify hops off the GPU board.                |\n"
+    "| -> 1                       | Failure                                                    |\n"
+    "|    -> Errors               |                                                            |\n"
+    "|       -> Memory system     | Failure                                                    |\n"
+    "|                            | Detected 2 uncorrectable (DBE) memory errors on GPU 1.     |\n"
+    "|       -> InfoROM system    | Warning                                                    |\n"
+    "|                            | A corrupt InfoROM has been detected in GPU 1.              |\n"
+    "+----------------------------+------------------------------------------------------------+\n";
+
+TEST(DcgmiHealth, EachWatchedSystemBecomesTheRuleThatJudgesItLive) {
+  EXPECT_TRUE(LooksLikeHealth(kHealthReport));
+  auto conditions = ParseHealth(kHealthReport);
+  ASSERT_TRUE(conditions.ok()) << conditions.error().message;
+  ASSERT_EQ(conditions->size(), 3u);
+  EXPECT_EQ((*conditions)[0].rule_id, "pcie_replay");
+  EXPECT_EQ((*conditions)[0].gpu_index, 0u);
+  EXPECT_FALSE((*conditions)[0].failure);
+  EXPECT_EQ((*conditions)[0].text,
+            "Detected more than 8 PCIe replays per minute for GPU 0 : 13 Reconnect PCIe card. Run system side PCIE "
+            "diagnostic utilities to verify hops off the GPU board.");
+  EXPECT_EQ((*conditions)[1].rule_id, "ecc_uncorrectable");
+  EXPECT_EQ((*conditions)[1].gpu_index, 1u);
+  EXPECT_TRUE((*conditions)[1].failure);
+  EXPECT_EQ((*conditions)[2].rule_id, "inforom_corrupted");
+  EXPECT_EQ((*conditions)[2].system, "InfoROM system");
+}
+
+TEST(DcgmiHealth, AHealthyReportHasNoCondition) {
+  auto conditions = ParseHealth(
+      "Health Monitor Report\n"
+      "+----------------------------+------------------------------------------------------------+\n"
+      "| Overall Health             | Healthy                                                    |\n"
+      "+----------------------------+------------------------------------------------------------+\n");
+  ASSERT_TRUE(conditions.ok());
+  EXPECT_TRUE(conditions->empty());
+}
+
+TEST(DcgmiHealth, AnErrorInsteadOfAReportIsNoReport) {
+  // testdata/captures/dcgmi_health/001.txt, as posted.
+  const std::string text = "dcgmi health --check -g 1\nError: Health watches not enabled. Please enable watches.\n";
+  EXPECT_TRUE(LooksLikeHealth(text));
+  auto conditions = ParseHealth(text);
+  ASSERT_FALSE(conditions.ok());
+  EXPECT_EQ(conditions.error().message,
+            "dcgmi health printed no report: Error: Health watches not enabled. Please enable watches.");
+}
+
+}  // namespace
+}  // namespace gpudoctor::dcgmi
