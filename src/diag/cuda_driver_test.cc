@@ -21,6 +21,13 @@ class CudaDriverVersion : public testing::FakeCudaTest {
     const std::string path = dir_.Write("scenario.toml", "gpu_count = 1\n" + cuda_table);
     setenv("GPUDOCTOR_SCENARIO", path.c_str(), 1);
   }
+  // The memory test once over the fake driver loaded with `cuda_table`: it loads the kernels' PTX first.
+  Result<MemtestResult> RunMemtestWith(const std::string& cuda_table) {
+    Load(cuda_table);
+    MemtestOptions options;
+    options.chunk_bytes = 1 << 20;
+    return RunMemtest(*driver_, kMemtestPtx, options, nullptr, nullptr);
+  }
 };
 
 TEST(DriverTooOldMessage, NamesTheBranchNeededAndTheVersionFound) {
@@ -47,10 +54,7 @@ TEST_F(CudaDriverVersion, TheOldestDriverItNeedsIsAccepted) {
 TEST_F(CudaDriverVersion, PtxNewerThanTheDriverReadsIsADriverTooOld) {
   if (std::string(kMemtestPtx).empty()) GTEST_SKIP() << "built without clang-16: no PTX";
   // A driver that says it is new enough but refuses the kernels' ISA (CUDA_ERROR_UNSUPPORTED_PTX_VERSION).
-  Load("[cuda]\nmemory_mib = 4\nptx_isa_max = \"6.5\"\n");
-  MemtestOptions options;
-  options.chunk_bytes = 1 << 20;
-  auto result = RunMemtest(*driver_, kMemtestPtx, options, nullptr, nullptr);
+  auto result = RunMemtestWith("[cuda]\nmemory_mib = 4\nptx_isa_max = \"6.5\"\n");
   ASSERT_FALSE(result);
   EXPECT_EQ(result.error().message, "driver too old for the diag kernels (needs R450, found CUDA 12.8)");
 }
@@ -58,10 +62,7 @@ TEST_F(CudaDriverVersion, PtxNewerThanTheDriverReadsIsADriverTooOld) {
 TEST_F(CudaDriverVersion, TheBuiltKernelsAreReadByTheOldestDriver) {
   if (std::string(kMemtestPtx).empty()) GTEST_SKIP() << "built without clang-16: no PTX";
   // R450 reads PTX ISA 7.0 (CUDA 11.0): the kernels load there.
-  Load("[cuda]\nmemory_mib = 4\ndriver_version = 11000\nptx_isa_max = \"7.0\"\n");
-  MemtestOptions options;
-  options.chunk_bytes = 1 << 20;
-  auto result = RunMemtest(*driver_, kMemtestPtx, options, nullptr, nullptr);
+  auto result = RunMemtestWith("[cuda]\nmemory_mib = 4\ndriver_version = 11000\nptx_isa_max = \"7.0\"\n");
   ASSERT_TRUE(result) << result.error().message;
   EXPECT_NE(std::string(kMemtestPtx).find(".version 7.0\n"), std::string::npos);
 }
