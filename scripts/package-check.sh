@@ -12,7 +12,7 @@
 #   --jobs N         build jobs (default: the number of CPUs)
 #   --previous DEB   the previous release's package to upgrade from (default: this build's package repacked
 #                    as VERSION~previous, which dpkg orders before VERSION: the product is built once)
-#   --out DIR        where the packages are left (default: the build folder)
+#   --out DIR        also leave this version's package and its -dbgsym in DIR (they stay in the build folder)
 #   --keep           keep the chroot afterwards (default: delete it; the logs are kept either way)
 #   --dir DIR        work folder, absent or empty, outside the repository (default: a new one in /var/tmp)
 #   --base FILE      tarball of the fresh debootstrap tree, shared with fresh-check.sh
@@ -57,11 +57,7 @@ parse_options() {
       --previous) [[ -f ${2:-} ]] || die "--previous needs a .deb file"; previous_deb=$(realpath "$2"); shift ;;
       --out) [[ -n ${2:-} ]] || die "--out needs a folder"; out=$(realpath -m "$2"); shift ;;
       -h | --help) usage; exit 0 ;;
-      *)
-        parse_chroot_option "$@"
-        ((chroot_option_used)) || die "unknown option $1 (see --help)"
-        shift $((chroot_option_used - 1))
-        ;;
+      *) take_chroot_option "$@"; shift $((chroot_option_used - 1)) ;;
     esac
     shift
   done
@@ -308,7 +304,7 @@ main() {
      [[ ! -e /etc/gpudoctor ]]"
 
   if [[ -n $out ]]; then
-    mkdir -p "$out" && cp "$work"/debs/* "$out/"
+    mkdir -p "$out" && cp "$current" "${current%/*}"/gpudoctor-dbgsym_*.ddeb "$out/"
   fi
   echo "== summary ($((SECONDS - start)) s; logs in $work)"
   printf '%s\n' "${summary[@]}"
