@@ -53,6 +53,9 @@ gpudoctor_install_system_file(${PROJECT_SOURCE_DIR}/deploy/config.toml /etc/gpud
 
 # Documentation, with the layout of the source tree so that README's and the docs' links hold.
 install(FILES README.md DESTINATION share/doc/gpudoctor PERMISSIONS ${document_permissions})
+# lintian's tags that are wrong about this package, each with its reason.
+install(FILES ${packaging_dir}/lintian-overrides DESTINATION share/lintian/overrides RENAME gpudoctor
+        PERMISSIONS ${document_permissions})
 foreach(folder docs examples deploy)
   install(DIRECTORY ${folder}/ DESTINATION share/doc/gpudoctor/${folder} FILE_PERMISSIONS ${document_permissions}
           DIRECTORY_PERMISSIONS OWNER_READ OWNER_WRITE OWNER_EXECUTE GROUP_READ GROUP_EXECUTE WORLD_READ WORLD_EXECUTE)
