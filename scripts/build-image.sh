@@ -11,11 +11,13 @@
 #   scripts/build-image.sh --deb FILE [OPTIONS]
 #
 #   --deb FILE       the package (default: the one gpudoctor_*_amd64.deb in build-pkg/)
-#   --name NAME      the image's name (default: gpudoctor:VERSION, VERSION read from the package); push it with
-#                    `buildah push NAME docker://REGISTRY/gpudoctor:VERSION` (docs/kubernetes.md, "The image")
+#   --name NAME      the image's name (default: gpudoctor:VERSION, VERSION read from the package), pushed with
+#                    buildah push (below; docs/kubernetes.md, "The images")
 #   --npd FILE       also build NAME-npd (gpudoctor-npd:VERSION): the image with node-problem-detector's
 #                    program FILE as /node-problem-detector, for deploy/kubernetes/npd-gpudoctor-daemonset.yaml
 #   --no-test        build only
+#   --storage-driver DRIVER  buildah's storage driver (default: vfs, which works everywhere; overlay is faster
+#                    where the kernel allows it); the image is kept in /var/lib/containers/storage
 #   --keep           keep the chroot afterwards (default: delete it; the logs are kept either way)
 #   --dir DIR        work folder, absent or empty, outside the repository (default: a new one in /var/tmp)
 #   --base FILE      tarball of the fresh debootstrap tree (default: /var/tmp/gpudoctor-fresh-bookworm.tar)
@@ -24,9 +26,9 @@
 #   -h, --help       this text
 #
 # Needs root, network access to the mirror, and buildah (`scripts/install-deps.sh --test` installs it). buildah
-# runs with its own storage (/var/lib/containers/storage) and the `vfs` driver unless STORAGE_DRIVER says
-# otherwise, and `--isolation chroot`: both work where user namespaces, overlay mounts or cgroups do not (a
-# container or a CI runner), as root.
+# runs with the `vfs` storage driver and `--isolation chroot`: both work as root where user namespaces, overlay
+# mounts or cgroups do not (a container, or a CI runner where `podman run` fails on rlimits and cgroups). Use
+# the same driver to push: `buildah --storage-driver vfs push NAME docker://REGISTRY/gpudoctor:VERSION`.
 #
 # Exit status: 0 when the image was built and every check passed, 1 when a check failed, 2 when this script
 # could not run or the image could not be built.
@@ -41,7 +43,10 @@ npd_binary=""
 test_image=true
 readonly port=9847
 readonly scenario=/usr/share/doc/gpudoctor/examples/healthy-8xh100.toml
-export STORAGE_DRIVER=${STORAGE_DRIVER:-vfs}
+storage_driver=vfs
+
+# buildah with this script's storage driver, whatever containers-storage.conf says.
+buildah() { command buildah --storage-driver "$storage_driver" "$@"; }
 
 usage() { sed -n '2,/^set -euo/{/^set -euo/d;s/^# \{0,1\}//;p}' "$0"; }
 die() { echo "build-image: $*" >&2; exit 2; }
@@ -53,6 +58,7 @@ parse_options() {
       --name) [[ -n ${2:-} ]] || die "--name needs a name"; name=$2; shift ;;
       --npd) [[ -x ${2:-} ]] || die "--npd needs node-problem-detector's program"; npd_binary=$(realpath "$2"); shift ;;
       --no-test) test_image=false ;;
+      --storage-driver) [[ -n ${2:-} ]] || die "--storage-driver needs a name"; storage_driver=$2; shift ;;
       -h | --help) usage; exit 0 ;;
       *) take_chroot_option "$@"; shift $((chroot_option_used - 1)) ;;
     esac
@@ -147,6 +153,7 @@ commit_image() {
       --label org.opencontainers.image.title=gpudoctor \
       --label "org.opencontainers.image.version=$version" \
       "$container" &&
+    { buildah rmi "$image_name" >/dev/null 2>&1 || true; } &&  # a rebuild replaces the image, leaves no copy
     buildah commit --quiet --format oci --rm "$container" "$image_name" >/dev/null ||
     { buildah rm "$container" >/dev/null 2>&1; return 1; }
 }
@@ -220,7 +227,7 @@ main() {
   install_package || die "installing the package failed (log: $work/install.log)"
   echo "== the image's tree: the package's files and the $(wc -l <"$root/tmp/libraries") libraries they load"
   assemble_rootfs || die "assembling the image's tree failed"
-  echo "== buildah commit $name (storage driver $STORAGE_DRIVER)"
+  echo "== buildah commit $name (storage driver $storage_driver)"
   commit_image "$name" || die "buildah could not make the image"
   local size
   size=$(buildah images --format '{{.Size}}' "$name" | head -1)
