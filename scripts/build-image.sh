@@ -84,6 +84,8 @@ check() {
 # shared library a program or module of the package loads, as ldd resolves it there.
 install_package() {
   cp "$deb" "$root/tmp/gpudoctor.deb"
+  # NPD's program, when given, only for the libraries it loads: they join the image's (glibc's, as a rule).
+  [[ -z $npd_binary ]] || cp "$npd_binary" "$root/tmp/node-problem-detector"
   # shellcheck disable=SC2016  # the chroot's shell expands these
   in_chroot root / '
     set -euo pipefail
@@ -100,12 +102,14 @@ install_package() {
       esac
     done >/tmp/files
     echo /usr/bin/journalctl >>/tmp/files
-    # ldd names each library by the path the loader finds it at, and the loader itself.
+    cp /tmp/files /tmp/programs
+    [[ ! -f /tmp/node-problem-detector ]] || echo /tmp/node-problem-detector >>/tmp/programs
+    # ldd names each library by the path the loader finds it at, and the loader itself; a static program, none.
     while read -r path; do
-      head -c 4 "$path" | grep -q ELF || continue
-      ldd "$path" | grep -v "not found" | grep -o "/[^ ]*"
-    done </tmp/files | sort -u >/tmp/libraries
-    ! grep -q "not found" <(while read -r path; do head -c 4 "$path" | grep -q ELF && ldd "$path"; done </tmp/files)
+      if head -c 4 "$path" | grep -q ELF; then ldd "$path" || true; fi
+    done </tmp/programs >/tmp/ldd
+    ! grep "not found" /tmp/ldd
+    grep -o "/[^ ]*" /tmp/ldd | sort -u >/tmp/libraries
   ' >"$work/install.log" 2>&1 || { tail -20 "$work/install.log" >&2; return 1; }
 }
 
