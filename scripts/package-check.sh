@@ -36,7 +36,8 @@ previous_deb=""
 out=""
 readonly unit=/lib/systemd/system/gpudoctor-agent.service
 readonly history=/var/lib/gpudoctor/history.db
-readonly scenario=/usr/share/doc/gpudoctor/examples/healthy-8xh100.toml
+# A machine with findings (temperature, throttling), so that the history holds findings for the upgrade to keep.
+readonly scenario=/usr/share/doc/gpudoctor/examples/overheating.toml
 # What schema version 1 had (src/store/schema.cc): every later table and column is dropped to make a history
 # as the first agent wrote it.
 readonly schema1_tables="'gpus', 'samples_raw', 'process_memory', 'downsample_progress', 'findings', 'samples_1m',
@@ -135,7 +136,8 @@ seed_old_history() {
   downgrade_history "$root$history" || return 1
   history_rows >"$work/rows-before" && echo "    $(schema_of_history) history rows (samples|gpus|findings):" \
     "$(cat "$work/rows-before")"
-  [[ $(sqlite3 "$root$history" "SELECT max(version) FROM schema_migrations") == 1 ]]
+  [[ $(sqlite3 "$root$history" "SELECT max(version) FROM schema_migrations") == 1 ]] &&
+    (($(cut -d'|' -f3 "$work/rows-before") > 0))  # findings to migrate
 }
 
 schema_of_history() { echo "schema $(sqlite3 "$root$history" "SELECT max(version) FROM schema_migrations")"; }
