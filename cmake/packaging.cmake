@@ -10,8 +10,23 @@
 # scripts (packaging/deb/) enable and start the agent; purging deletes the agent's history, removing keeps it.
 # scripts/package-check.sh builds, lints, installs, upgrades, removes and purges it in a fresh Debian 12.
 
-set(GPUDOCTOR_PACKAGE_MAINTAINER "gpudoctor <gpudoctor@example.org>" CACHE STRING
-    "Maintainer field of the Debian package, and its changelog's signature")
+# The maintainer is whoever builds the package: DEBFULLNAME and DEBEMAIL as Debian's tools read them, else the
+# author of the commit built; without either, `--target package` stops (CPack wants one) until
+# -DGPUDOCTOR_PACKAGE_MAINTAINER="Name <address>" names one.
+if(NOT GPUDOCTOR_PACKAGE_MAINTAINER)
+  set(maintainer "")
+  if(NOT "$ENV{DEBFULLNAME}" STREQUAL "" AND "$ENV{DEBEMAIL}" MATCHES "@")
+    set(maintainer "$ENV{DEBFULLNAME} <$ENV{DEBEMAIL}>")
+  elseif(GIT_FOUND)
+    execute_process(COMMAND ${GIT_EXECUTABLE} -c safe.directory=* -C ${PROJECT_SOURCE_DIR} log -1 "--format=%an <%ae>"
+                    OUTPUT_VARIABLE maintainer ERROR_QUIET OUTPUT_STRIP_TRAILING_WHITESPACE)
+  endif()
+  if(NOT maintainer MATCHES "^[^<>]+ <[^<>@ ]+@[^<>@ ]+>$")
+    set(maintainer "")
+  endif()
+  set(GPUDOCTOR_PACKAGE_MAINTAINER "${maintainer}" CACHE STRING
+      "Maintainer field of the Debian package and its changelog's signature")
+endif()
 set(packaging_dir ${PROJECT_SOURCE_DIR}/packaging/deb)
 set(generated_dir ${CMAKE_BINARY_DIR}/packaging)
 set(document_permissions OWNER_READ OWNER_WRITE GROUP_READ WORLD_READ)
@@ -38,6 +53,9 @@ gpudoctor_install_system_file(${PROJECT_SOURCE_DIR}/deploy/config.toml /etc/gpud
 
 # Documentation, with the layout of the source tree so that README's and the docs' links hold.
 install(FILES README.md DESTINATION share/doc/gpudoctor PERMISSIONS ${document_permissions})
+# lintian's tags that are wrong about this package, each with its reason.
+install(FILES ${packaging_dir}/lintian-overrides DESTINATION share/lintian/overrides RENAME gpudoctor
+        PERMISSIONS ${document_permissions})
 foreach(folder docs examples deploy)
   install(DIRECTORY ${folder}/ DESTINATION share/doc/gpudoctor/${folder} FILE_PERMISSIONS ${document_permissions}
           DIRECTORY_PERMISSIONS OWNER_READ OWNER_WRITE OWNER_EXECUTE GROUP_READ GROUP_EXECUTE WORLD_READ WORLD_EXECUTE)

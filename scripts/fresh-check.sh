@@ -47,11 +47,7 @@ parse_options() {
       --worktree) copy_worktree=true ;;
       --sudo-user) sudo_user=true ;;
       -h | --help) usage; exit 0 ;;
-      *)
-        parse_chroot_option "$@"
-        ((chroot_option_used)) || die "unknown option $1 (see --help)"
-        shift $((chroot_option_used - 1))
-        ;;
+      *) take_chroot_option "$@"; shift $((chroot_option_used - 1)) ;;
     esac
     shift
   done

@@ -16,7 +16,8 @@ if [[ "${1:-}" == "--test" ]]; then
   packages+=(libgtest-dev libgmock-dev libcpp-httplib-dev clang libclang-rt-14-dev python3 sqlite3 chromium
              procps psmisc prometheus prometheus-alertmanager python3-yaml python3-jsonschema
              slurmctld slurmd slurm-client munge
-             help2man dpkg-dev lintian debootstrap systemd)  # the package: man pages, scripts/package-check.sh
+             help2man dpkg-dev lintian debootstrap systemd  # the package: man pages, scripts/package-check.sh
+             buildah curl)  # the image: scripts/build-image.sh
 fi
 
 missing=()

@@ -1,9 +1,12 @@
 #!/usr/bin/env bash
 # Builds gpudoctor with warnings as errors under AddressSanitizer and
 # UndefinedBehaviorSanitizer and runs the whole test suite on that build, then
-# builds the libFuzzer targets and runs each one briefly.
+# builds the libFuzzer targets and runs each one briefly, then builds the product
+# once as the Debian package and proves it on a fresh Debian 12
+# (scripts/package-check.sh) and as the container image (scripts/build-image.sh).
 #
-#   scripts/test.sh            the full run (what CI runs)
+#   scripts/test.sh            the full run (what CI runs); the package and the image need root
+#                              and the Debian mirror, and are skipped, saying so, without root
 #   scripts/test.sh --quick    an optimised build of the tests and benchmarks in build-dev/, and the
 #                              tests, without sanitizers or fuzzing (build/ stays the product alone)
 #
@@ -52,3 +55,13 @@ for target in build-fuzz/bin/fuzz_*; do
     >"$corpus_dir.log" 2>&1 || { tail -50 "$corpus_dir.log"; echo "fuzz target $target failed"; exit 1; }
   echo "$(basename "$target"): $(grep -Eo 'Done [0-9]+ runs' "$corpus_dir.log" || echo ran)"
 done
+
+echo "== the Debian package (scripts/package-check.sh) and the container image (scripts/build-image.sh)"
+if [[ $(id -u) -ne 0 ]]; then
+  echo "SKIPPED: the package check and the image need root (debootstrap, chroot, buildah)"
+  exit 0
+fi
+packages=$(mktemp -d /var/tmp/gpudoctor-ci-packages.XXXXXX)
+scripts/package-check.sh --jobs "$jobs" --out "$packages"
+scripts/build-image.sh --deb "$(echo "$packages"/gpudoctor_*_amd64.deb)"
+rm -rf "$packages"

@@ -228,6 +228,17 @@ TEST_F(Diag, TooLittleMemoryCouldNotRun) {
   EXPECT_TRUE(Mentions(ResultOf(0, "memtest"), "too little free memory"));
 }
 
+TEST_F(Diag, ADriverTooOldForTheKernelsCouldNotRunAndSaysWhichItNeeds) {
+  const std::string scenario = Scenario(2, "[cuda]\nmemory_mib = 4\ndriver_version = 10020\n");
+  RunResult r = Run(scenario, "memtest");
+  EXPECT_EQ(r.exit_code, 3) << r.output;
+  for (int gpu : {0, 1}) {
+    EXPECT_EQ(ResultOf(gpu, "memtest")["state"], "could_not_run");
+    EXPECT_TRUE(Mentions(ResultOf(gpu, "memtest"), "driver too old for the diag kernels (needs R450, found CUDA 10.2)"))
+        << ResultOf(gpu, "memtest");
+  }
+}
+
 TEST_F(Diag, ABusyGpuIsRefusedUnlessForced) {
   REQUIRE_KERNELS();
   const std::string scenario = Scenario(

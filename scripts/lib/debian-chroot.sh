@@ -33,6 +33,12 @@ parse_chroot_option() {
   esac
 }
 
+# take_chroot_option ARGS...: parse_chroot_option, and die naming $1 when it is none of them.
+take_chroot_option() {
+  parse_chroot_option "$@"
+  ((chroot_option_used)) || die "unknown option $1 (see --help)"
+}
+
 # prepare_work_folder NAME: work (--dir's folder, or a new /var/tmp/NAME.XXXXXX) and root, the empty tree in it.
 prepare_work_folder() {
   if [[ -z $work ]]; then

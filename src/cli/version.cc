@@ -43,10 +43,10 @@ std::optional<std::string> Locate(const FileSpec& spec) {
   return *found;
 }
 
-// "memtest, burn: PTX ISA 7.8 for sm_80", or each set on its own when they differ; "" when none was built.
+// "memtest, burn: PTX ISA 7.0 for sm_70", or each set on its own when they differ; "" when none was built.
 std::string KernelSummary(const std::vector<DiagKernelSet>& kernels) {
   std::vector<std::string> groups;
-  std::vector<std::pair<std::string, std::vector<std::string>>> by_header;  // "PTX ISA 7.8 for sm_80" -> names
+  std::vector<std::pair<std::string, std::vector<std::string>>> by_header;  // "PTX ISA 7.0 for sm_70" -> names
   for (const DiagKernelSet& set : kernels) {
     if (!set.built) continue;
     const std::string header = fmt::format("PTX ISA {} for {}", set.ptx_isa.empty() ? "unknown" : set.ptx_isa,

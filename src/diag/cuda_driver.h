@@ -16,10 +16,20 @@ namespace gpudoctor {
 
 inline constexpr const char* kDefaultCudaLibrary = "libcuda.so.1";
 
+// The oldest driver the diag kernels run on: CUDA 11.0's (branch R450), which reads their PTX ISA 7.0 and has
+// every entry point of cuda_api.h (cuDevicePrimaryCtxRelease_v2 is the newest). docs/diag.md#the-driver.
+inline constexpr int kMinimumCudaDriverVersion = 11000;
+inline constexpr const char* kMinimumDriverBranch = "R450";
+
+// "driver too old for the diag kernels (needs R450, found CUDA 10.2)": what a diag that could not run says.
+std::string DriverTooOldMessage(int cuda_driver_version);
+
 class CudaDriver {
  public:
   // Loads `path` (default libcuda.so.1). A missing library or entry point is
-  // an Error naming it: gpudoctor needs every function of the list.
+  // an Error naming it: gpudoctor needs every function of the list. A driver
+  // older than kMinimumCudaDriverVersion, or one without an entry point of the
+  // list, is an Error of DriverTooOldMessage.
   static Result<std::unique_ptr<CudaDriver>> Load(const std::string& path);
   ~CudaDriver();
   CudaDriver(const CudaDriver&) = delete;
@@ -33,6 +43,9 @@ class CudaDriver {
 
   // "CUDA_ERROR_OUT_OF_MEMORY: out of memory", from the driver's own strings.
   std::string ErrorMessage(CUresult code) const;
+
+  // The CUDA version the driver implements (cuDriverGetVersion: 12080 for 12.8), 0 when it does not say.
+  int Version() const;
 
  private:
   CudaDriver() = default;

@@ -42,7 +42,10 @@ Result<std::vector<CUfunction>> DeviceSession::LoadModule(std::string_view ptx, 
   if (ptx.empty()) return Error{"this gpudoctor was built without GPU kernels (clang-16 was missing at build time)"};
   const std::string image(ptx);  // the driver wants NUL-terminated text
   CUmodule module = nullptr;
-  if (Status s = Call(cuda_.cuModuleLoadData(&module, image.c_str()), "loading the GPU kernels"); !s) return s.error();
+  const CUresult loaded = cuda_.cuModuleLoadData(&module, image.c_str());
+  // A driver that cannot read the kernels' PTX ISA is too old, whatever version it gave.
+  if (loaded == CUDA_ERROR_UNSUPPORTED_PTX_VERSION) return Error{DriverTooOldMessage(cuda_.Version())};
+  if (Status s = Call(loaded, "loading the GPU kernels"); !s) return s.error();
   modules_.push_back(module);
   std::vector<CUfunction> functions;
   for (const std::string& name : names) {

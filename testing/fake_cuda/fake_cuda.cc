@@ -14,6 +14,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
@@ -93,6 +94,10 @@ struct State {
   // A loaded host: every kernel launch and product also waits this long on
   // the wall clock (never on the device's clock, so rates stay the scenario's).
   std::chrono::milliseconds launch_delay{0};
+  // What cuDriverGetVersion answers ([cuda] driver_version, CUDA 12.8's by default), and the newest PTX ISA
+  // cuModuleLoadData reads ([cuda] ptx_isa_max, "major.minor"; none: any), as an older driver would refuse more.
+  int driver_version = 12080;
+  int ptx_isa_max = 0;  // major * 10 + minor
 };
 
 std::mutex g_mutex;
@@ -129,7 +134,8 @@ constexpr const char* kKernelNames[kKindCount] = {
 Status CheckKeys(const toml::table* cuda, const char* path) {
   if (cuda == nullptr) return {};
   static const std::set<std::string> kCuda = {"memory_mib", "sms",      "gemm_ms",     "memory_gbps",    "pcie_gbps",
-                                              "p2p_gbps",   "peer_access", "fault", "launch_delay_ms"};
+                                              "p2p_gbps",   "peer_access", "fault", "launch_delay_ms",
+                                              "driver_version", "ptx_isa_max"};
   static const std::set<std::string> kFault = {"gpu",           "stuck_bits",     "flip_rate",   "hang_at_launch",
                                                "lost_at_launch", "free_mib",      "wrong_product", "slow_factor",
                                                "memory_gbps",    "pcie_gbps",     "corrupt_copies", "seed"};
@@ -178,6 +184,11 @@ CUresult Load() {
   const double p2p_gbps = cuda ? (*cuda)["p2p_gbps"].value_or(0.0) : 0.0;
   g_state.peer_access = cuda ? (*cuda)["peer_access"].value_or(true) : true;
   g_state.launch_delay = std::chrono::milliseconds(cuda ? (*cuda)["launch_delay_ms"].value_or<int64_t>(0) : 0);
+  g_state.driver_version = cuda ? static_cast<int>((*cuda)["driver_version"].value_or<int64_t>(12080)) : 12080;
+  if (const auto isa = cuda ? (*cuda)["ptx_isa_max"].value<std::string>() : std::nullopt) {
+    int major = 0, minor = 0;
+    if (std::sscanf(isa->c_str(), "%d.%d", &major, &minor) == 2) g_state.ptx_isa_max = major * 10 + minor;
+  }
   for (const GpuSpec& gpu : scenario->gpus) {
     FakeDevice device;
     device.name = gpu.Text(GpuField::kName);
@@ -403,7 +414,9 @@ FAKE_CUDA_EXPORT CUresult cuInit(unsigned int) {
 }
 
 FAKE_CUDA_EXPORT CUresult cuDriverGetVersion(int* version) {
-  *version = 12080;
+  std::lock_guard lock(g_mutex);
+  Load();  // needs no cuInit, as the real driver's
+  *version = g_state.driver_version;
   return CUDA_SUCCESS;
 }
 
@@ -416,6 +429,7 @@ FAKE_CUDA_EXPORT CUresult cuGetErrorName(CUresult error, const char** name) {
     case CUDA_ERROR_NO_DEVICE: *name = "CUDA_ERROR_NO_DEVICE"; break;
     case CUDA_ERROR_INVALID_DEVICE: *name = "CUDA_ERROR_INVALID_DEVICE"; break;
     case CUDA_ERROR_INVALID_PTX: *name = "CUDA_ERROR_INVALID_PTX"; break;
+    case CUDA_ERROR_UNSUPPORTED_PTX_VERSION: *name = "CUDA_ERROR_UNSUPPORTED_PTX_VERSION"; break;
     case CUDA_ERROR_NOT_FOUND: *name = "CUDA_ERROR_NOT_FOUND"; break;
     case CUDA_ERROR_LAUNCH_FAILED: *name = "CUDA_ERROR_LAUNCH_FAILED"; break;
     case CUDA_ERROR_UNKNOWN: *name = "CUDA_ERROR_UNKNOWN"; break;
@@ -591,6 +605,10 @@ FAKE_CUDA_EXPORT CUresult cuModuleLoadData(CUmodule* module, const void* image) 
   // Real PTX, as clang wrote it: a version and a target before any entry.
   if (text == nullptr || std::strstr(text, ".version ") == nullptr || std::strstr(text, ".target ") == nullptr)
     return CUDA_ERROR_INVALID_PTX;
+  int major = 0, minor = 0;
+  if (g_state.ptx_isa_max > 0 && std::sscanf(std::strstr(text, ".version ") + 9, "%d.%d", &major, &minor) == 2 &&
+      major * 10 + minor > g_state.ptx_isa_max)
+    return CUDA_ERROR_UNSUPPORTED_PTX_VERSION;
   *module = reinterpret_cast<CUmodule>(const_cast<char*>(strdup(text)));
   return CUDA_SUCCESS;
 }
