@@ -92,8 +92,8 @@ class RunningAgent {
     args.insert(args.end(), setup.args.begin(), setup.args.end());
     pid_ = fork();
     if (pid_ == 0) {
-      std::freopen(stderr_path().c_str(), "w", stderr);
-      std::freopen("/dev/null", "w", stdout);
+      if (std::freopen(stderr_path().c_str(), "w", stderr) == nullptr || std::freopen("/dev/null", "w", stdout) == nullptr)
+        _exit(127);
       for (const auto& [name, value] : setup.env) setenv(name.c_str(), value.c_str(), 1);
       std::vector<char*> argv;
       for (auto& a : args) argv.push_back(a.data());
