@@ -73,6 +73,7 @@ Result<TrendConfig> TrendConfigFromToml(const toml::table& root) {
     r.Read("high_percent", c.high_percent);
     r.Read("low_percent", c.low_percent);
     r.Read("busy_wait_power_fraction", c.busy_wait_power_fraction);
+    r.Read("busy_wait_sm_active", c.busy_wait_sm_active);
   }));
   check(Section(*detectors, "utilization_flapping", [&](TomlTableReader& r) {
     UtilizationFlappingConfig& c = config.utilization_flapping;

@@ -30,6 +30,11 @@ struct UtilizationStuckConfig {
   // At the high end, only a GPU drawing under this share of its power limit
   // (a spinning or hung kernel) or one without processes counts as stuck.
   double busy_wait_power_fraction = 0.5;
+  // Where the GPU has GPM, the SMs say it directly instead of the power: at
+  // the high end a GPU whose SMs are busy under this share counts as stuck
+  // (a kernel spinning in a collective holds a few SMs), and one above it as
+  // working, whatever it draws.
+  double busy_wait_sm_active = 0.05;
 };
 
 // utilization_flapping: swings between high and low, counted with hysteresis.

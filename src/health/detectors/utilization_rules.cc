@@ -10,6 +10,7 @@ namespace {
 bool SpinningAtFull(const GpuPoint& point, const UtilizationStuckConfig& config) {
   if (!point.utilization_percent || *point.utilization_percent < config.high_percent) return false;
   if (point.process_count == 0u) return true;
+  if (point.sm_active) return *point.sm_active < config.busy_wait_sm_active;
   return point.power_w && point.power_limit_w && *point.power_limit_w > 0 &&
          *point.power_w < config.busy_wait_power_fraction * *point.power_limit_w;
 }
@@ -41,9 +42,14 @@ std::optional<Finding> DetectUtilizationStuck(const GpuTrack& track, const Utili
     const bool no_process = last.process_count == 0u;
     finding.summary = fmt::format("{} utilisation stuck at {:.0f}% for {} {}", gpu, *last.utilization_percent,
                                   FormatDuration(*held),
-                                  no_process ? "with no compute process" : "while drawing little power");
+                                  no_process        ? "with no compute process"
+                                  : last.sm_active ? "while its SMs are idle"
+                                                    : "while drawing little power");
     finding.evidence.push_back(fmt::format("utilization_gpu={:.0f}% for {} (threshold {})", *last.utilization_percent,
                                            FormatDuration(*held), FormatDuration(config.after)));
+    if (last.sm_active)
+      finding.evidence.push_back(fmt::format("sm_active={:.1f}% (GPM; threshold {:.1f}%)", 100 * *last.sm_active,
+                                             100 * config.busy_wait_sm_active));
     if (last.power_w && last.power_limit_w)
       finding.evidence.push_back(fmt::format("power={:.0f} W of a {:.0f} W limit", *last.power_w, *last.power_limit_w));
     if (last.process_count) finding.evidence.push_back(fmt::format("compute_processes={}", *last.process_count));
