@@ -37,6 +37,16 @@ struct UtilizationStuckConfig {
   double busy_wait_sm_active = 0.05;
 };
 
+// tensor_cores_idle (GPM, Hopper and newer): a GPU whose SMs work hard for
+// `after` while its tensor pipes stay under `max_tensor_active`: a job doing its
+// math without the tensor cores runs at a fraction of what the GPU can.
+struct TensorCoresIdleConfig {
+  Duration after = std::chrono::minutes(30);
+  double min_utilization_percent = 90;
+  double min_sm_active = 0.5;
+  double max_tensor_active = 0.05;
+};
+
 // utilization_flapping: swings between high and low, counted with hysteresis.
 struct UtilizationFlappingConfig {
   Duration window = std::chrono::minutes(10);
@@ -102,6 +112,7 @@ struct JobWatchConfig {
 struct TrendConfig {
   UtilizationStuckConfig utilization_stuck;
   UtilizationFlappingConfig utilization_flapping;
+  TensorCoresIdleConfig tensor_cores_idle;
   StragglerConfig gpu_straggler;
   MemoryLeakConfig memory_leak;
   CounterRateConfig counter_rates;

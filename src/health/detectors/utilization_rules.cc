@@ -115,6 +115,37 @@ std::optional<Finding> DetectUtilizationFlapping(const GpuTrack& track, const Ut
   return finding;
 }
 
+std::optional<Finding> DetectTensorCoresIdle(const GpuTrack& track, const TensorCoresIdleConfig& config,
+                                             Duration max_gap) {
+  auto computing_without_tensor_cores = [&](const GpuPoint& p) {
+    return p.utilization_percent && *p.utilization_percent >= config.min_utilization_percent && p.sm_active &&
+           *p.sm_active >= config.min_sm_active && p.tensor_active && *p.tensor_active < config.max_tensor_active &&
+           p.process_count && *p.process_count > 0;
+  };
+  auto held = HeldFor(track.points, computing_without_tensor_cores, max_gap);
+  if (!held || *held < config.after) return std::nullopt;
+  const GpuPoint& last = track.points.back();
+  Finding finding = Make("tensor_cores_idle", Severity::kWarning, track.ref);
+  finding.summary = fmt::format("{} busy for {} with its tensor cores at {:.1f}%: the job computes without them",
+                                GpuLabel(track.ref), FormatDuration(*held), 100 * *last.tensor_active);
+  finding.evidence = {
+      fmt::format("tensor_active={:.1f}% (GPM; under {:.1f}%) for {} (threshold {})", 100 * *last.tensor_active,
+                  100 * config.max_tensor_active, FormatDuration(*held), FormatDuration(config.after)),
+      fmt::format("sm_active={:.0f}%, utilization_gpu={:.0f}%", 100 * *last.sm_active, *last.utilization_percent),
+      fmt::format("compute_processes={}", *last.process_count)};
+  finding.cause =
+      "The SMs are busy but none of the work reaches the tensor cores: matrix math in plain FP32 (without TF32 or "
+      "mixed precision), or kernels the framework could not map onto them. A Hopper GPU then runs the job at a "
+      "small fraction of its throughput (dense FP32 is about 67 TFLOPS on an H100 SXM, BF16 on tensor cores about "
+      "990).";
+  finding.actions = {
+      "Enable TF32 or mixed precision in the job (PyTorch: torch.backends.cuda.matmul.allow_tf32 = True, "
+      "torch.autocast(\"cuda\", dtype=torch.bfloat16))",
+      "Profile a few steps (nsys profile) to see which kernels take the time",
+      "For work that cannot use tensor cores (integer, FP32 stencils), raise [detectors.tensor_cores_idle] after"};
+  return finding;
+}
+
 std::optional<Finding> DetectGpuStraggler(const GpuTrack& track, const StragglerConfig& config, Duration max_gap) {
   auto held = HeldFor(track.points, [](const GpuPoint& p) { return p.idle_while_peers_busy; }, max_gap);
   if (!held || *held < config.after) return std::nullopt;

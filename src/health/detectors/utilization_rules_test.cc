@@ -67,6 +67,42 @@ TEST(UtilizationStuck, OnAGpuWithGpmTheSmActivityDecidesInsteadOfThePower) {
   EXPECT_TRUE(DetectUtilizationStuck(TrackOf(16min, 5s, memory_bound), stricter, kGap));
 }
 
+// A job keeping the SMs busy with its tensor cores idle is slow on Hopper;
+// one using them, a GPU without GPM, and a spin (utilization_stuck's case) stay quiet.
+TEST(TensorCoresIdle, BusySmsWithIdleTensorCoresFireAfterTheThreshold) {
+  auto fp32_training = [](double) {
+    GpuPoint p = Busy(98, 600);
+    p.sm_active = 0.86;
+    p.tensor_active = 0.012;
+    return p;
+  };
+  TensorCoresIdleConfig config;  // 30 minutes
+  EXPECT_FALSE(DetectTensorCoresIdle(TrackOf(29min, 5s, fp32_training), config, kGap));
+  auto finding = DetectTensorCoresIdle(TrackOf(31min, 5s, fp32_training), config, kGap);
+  ASSERT_TRUE(finding);
+  EXPECT_EQ(finding->id, "tensor_cores_idle");
+  EXPECT_EQ(finding->severity, Severity::kWarning);
+  EXPECT_NE(finding->summary.find("tensor cores at 1.2%"), std::string::npos) << finding->summary;
+  EXPECT_NE(finding->evidence[1].find("sm_active=86%"), std::string::npos) << finding->evidence[1];
+
+  auto mixed_precision = [](double) {
+    GpuPoint p = Busy(98, 650);
+    p.sm_active = 0.88;
+    p.tensor_active = 0.52;
+    return p;
+  };
+  EXPECT_FALSE(DetectTensorCoresIdle(TrackOf(2h, 5s, mixed_precision), config, kGap));
+  auto without_gpm = [](double) { return Busy(98, 600); };
+  EXPECT_FALSE(DetectTensorCoresIdle(TrackOf(2h, 5s, without_gpm), config, kGap));
+  auto spinning = [](double) {
+    GpuPoint p = Busy(100, 380);
+    p.sm_active = 0.015;
+    p.tensor_active = 0;
+    return p;
+  };
+  EXPECT_FALSE(DetectTensorCoresIdle(TrackOf(2h, 5s, spinning), config, kGap));
+}
+
 TEST(UtilizationStuck, IdleWhileProcessesHoldTheGpu) {
   auto idle_held = [](double) { return Busy(0, 60); };
   EXPECT_FALSE(DetectUtilizationStuck(TrackOf(14min, 5s, idle_held), {}, kGap));
