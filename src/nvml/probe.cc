@@ -5,9 +5,9 @@
 
 #include <algorithm>
 #include <array>
+#include <cerrno>
 #include <chrono>
 #include <cmath>
-#include <cerrno>
 #include <condition_variable>
 #include <cstring>
 #include <deque>
