@@ -164,6 +164,7 @@ AgentRoutes::AgentRoutes(HttpServerSources sources, const HttpServerOptions& opt
       clock_(clock),
       metrics_(sources_.view, sources_.alert_counters,
                {.dcgm_compatible = options.dcgm_compatible_metrics,
+                .dcgm_hostname_label = options.dcgm_hostname_label,
                 .stale_after = options.stale_after,
                 .version = options.version,
                 .build_labels = options.build_labels,

@@ -47,6 +47,7 @@ struct HttpServerOptions {
   // /healthz answers 200 while the latest sample is at most this old.
   Duration stale_after = std::chrono::seconds(15);
   bool dcgm_compatible_metrics = false;
+  std::string dcgm_hostname_label = "Hostname";  // MetricsOptions::dcgm_hostname_label
   std::string version;  // shown in gpudoctor_build_info and /api/v1/status
   std::vector<std::pair<std::string, std::string>> build_labels;  // gpudoctor_build_info's other labels
   MachineIdentity machine;  // for gpudoctor_host_info and the GPUs' slots

@@ -10,7 +10,7 @@
 //
 // With dcgm_compatible set, the same readings are also emitted under
 // dcgm-exporter's names, units and labels (DCGM_FI_DEV_GPU_TEMP{gpu,UUID,
-// pci_bus_id,device,modelName,Hostname}) so existing dashboards keep working.
+// pci_bus_id,device,modelName,Hostname,DCGM_FI_DRIVER_VERSION}) so existing dashboards keep working.
 //
 //   MetricsInput input{.snapshot = view.LatestSnapshot().get(), .findings = view.OpenFindings(),
 //                      .checklist = view.ChecklistItems(), .status = view.Status(), .now = clock.Now()};
@@ -50,6 +50,9 @@ struct AlertCounters {
 
 struct MetricsOptions {
   bool dcgm_compatible = false;
+  // The name of the host label on dcgm-exporter's series: "Hostname", as every
+  // released dcgm-exporter writes it, or "hostname", as its main branch does.
+  std::string dcgm_hostname_label = "Hostname";
   // Per-GPU readings older than this are not exported (gpudoctor_up is 0):
   // a stalled sampler must not look like a steady GPU.
   Duration stale_after = std::chrono::seconds(15);

@@ -273,7 +273,9 @@ TEST(Metrics, DcgmExporterNamesOnlyWhenAsked) {
                                                               {"pci_bus_id", "00000000:18:00.0"},
                                                               {"device", "nvidia0"},
                                                               {"modelName", "NVIDIA H100 80GB HBM3"},
-                                                              {"Hostname", kSyntheticHostname}};
+                                                              {"Hostname", kSyntheticHostname},
+                                                              {"DCGM_FI_DRIVER_VERSION",
+                                                               scene.snapshot.driver_version.value()}};
   EXPECT_EQ(temp[0]->labels, expected_labels);
   EXPECT_EQ(temp[0]->value, scene.snapshot.gpus[0].temperature_c.value());
   // dcgm-exporter's units: MiB, %, MHz.
@@ -288,6 +290,83 @@ TEST(Metrics, DcgmExporterNamesOnlyWhenAsked) {
   EXPECT_EQ(e.Value("gpudoctor_gpu_last_xid_code", Gpu(5)), 63);
   EXPECT_EQ(e.families.at("DCGM_FI_DEV_PCIE_REPLAY_COUNTER").type, "counter");
   EXPECT_TRUE(e.Find("DCGM_FI_DEV_FAN_SPEED").empty());  // no fans: no sample
+}
+
+// dcgm-exporter's main branch names the host label `hostname`; one name is
+// written, never both. Without a driver version there is no version label.
+TEST(Metrics, TheDcgmHostLabelFollowsTheOptionAndTheDriverVersionLabelNeedsAVersion) {
+  Scene scene;
+  scene.snapshot.driver_version = Field<std::string>::Failed("NVML_ERROR_UNKNOWN");
+  const PromExposition e = scene.Parse({.dcgm_compatible = true, .dcgm_hostname_label = "hostname"});
+  for (const std::string_view family : {"DCGM_FI_DEV_GPU_TEMP", "DCGM_FI_DEV_XID_ERRORS"}) {
+    const std::vector<const PromSample*> samples = e.Find(family, Gpu(3));
+    ASSERT_EQ(samples.size(), 1u) << family;
+    EXPECT_EQ(samples[0]->labels.at("hostname"), kSyntheticHostname);
+    EXPECT_EQ(samples[0]->labels.count("Hostname"), 0u);
+    EXPECT_EQ(samples[0]->labels.count("DCGM_FI_DRIVER_VERSION"), 0u);
+  }
+}
+
+// GPM's readings in gpudoctor's units and in DCGM's, the other new readings
+// likewise; a GPU without them has no sample under either name.
+TEST(Metrics, GpmAndEnergyEncoderDecoderReservedInBothNamesAndAbsentWithoutThem) {
+  Scene scene;
+  GpuSnapshot& gpu = scene.snapshot.gpus[2];
+  gpu.gpm_supported.SetValue(true);
+  gpu.gpm_graphics_active.SetValue(0.96);
+  gpu.gpm_sm_active.SetValue(0.875);
+  gpu.gpm_sm_occupancy.SetValue(0.385);
+  gpu.gpm_tensor_active.SetValue(0.4925);
+  gpu.gpm_fp64_active.SetValue(0.005);
+  gpu.gpm_fp32_active.SetValue(0.21);
+  gpu.gpm_fp16_active.SetValue(0.0775);
+  gpu.gpm_dram_active.SetValue(0.51);
+  gpu.gpm_pcie_tx_bytes_per_second.SetValue(1210.0 * 1048576);
+  gpu.gpm_pcie_rx_bytes_per_second.SetValue(2350.0 * 1048576);
+  gpu.gpm_nvlink_tx_bytes_per_second.SetValue(64000.0 * 1048576);
+  gpu.gpm_nvlink_rx_bytes_per_second.SetValue(60800.0 * 1048576);
+  gpu.gpm_nvlink_bytes_total.SetValue(987654321);
+  gpu.total_energy_mj.SetValue(367200000);
+  gpu.encoder_utilization_percent.SetValue(4);
+  gpu.decoder_utilization_percent.SetValue(11);
+  gpu.memory_reserved_bytes.SetValue(600ULL << 20);
+  scene.snapshot.gpus[3].gpm_supported.SetValue(false);
+  const PromExposition e = scene.Parse({.dcgm_compatible = true});
+
+  const struct {
+    std::string_view ours, dcgm;
+    double ours_value, dcgm_value;
+  } expected[] = {
+      {"gpudoctor_gpu_graphics_engine_active_ratio", "DCGM_FI_PROF_GR_ENGINE_ACTIVE", 0.96, 0.96},
+      {"gpudoctor_gpu_sm_active_ratio", "DCGM_FI_PROF_SM_ACTIVE", 0.875, 0.875},
+      {"gpudoctor_gpu_sm_occupancy_ratio", "DCGM_FI_PROF_SM_OCCUPANCY", 0.385, 0.385},
+      {"gpudoctor_gpu_tensor_active_ratio", "DCGM_FI_PROF_PIPE_TENSOR_ACTIVE", 0.4925, 0.4925},
+      {"gpudoctor_gpu_fp64_active_ratio", "DCGM_FI_PROF_PIPE_FP64_ACTIVE", 0.005, 0.005},
+      {"gpudoctor_gpu_fp32_active_ratio", "DCGM_FI_PROF_PIPE_FP32_ACTIVE", 0.21, 0.21},
+      {"gpudoctor_gpu_fp16_active_ratio", "DCGM_FI_PROF_PIPE_FP16_ACTIVE", 0.0775, 0.0775},
+      {"gpudoctor_gpu_dram_active_ratio", "DCGM_FI_PROF_DRAM_ACTIVE", 0.51, 0.51},
+      {"gpudoctor_gpu_pcie_tx_bytes_per_second", "DCGM_FI_PROF_PCIE_TX_BYTES", 1210.0 * 1048576, 1210.0 * 1048576},
+      {"gpudoctor_gpu_pcie_rx_bytes_per_second", "DCGM_FI_PROF_PCIE_RX_BYTES", 2350.0 * 1048576, 2350.0 * 1048576},
+      {"gpudoctor_gpu_nvlink_tx_bytes_per_second", "DCGM_FI_PROF_NVLINK_TX_BYTES", 64000.0 * 1048576,
+       64000.0 * 1048576},
+      {"gpudoctor_gpu_nvlink_rx_bytes_per_second", "DCGM_FI_PROF_NVLINK_RX_BYTES", 60800.0 * 1048576,
+       60800.0 * 1048576},
+      {"gpudoctor_gpu_nvlink_traffic_bytes_total", "DCGM_FI_DEV_NVLINK_BANDWIDTH_TOTAL", 987654321, 987654321},
+      {"gpudoctor_gpu_energy_joules_total", "DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION", 367200, 367200000},
+      {"gpudoctor_gpu_encoder_utilization_ratio", "DCGM_FI_DEV_ENC_UTIL", 0.04, 4},
+      {"gpudoctor_gpu_decoder_utilization_ratio", "DCGM_FI_DEV_DEC_UTIL", 0.11, 11},
+      {"gpudoctor_gpu_memory_reserved_bytes", "DCGM_FI_DEV_FB_RESERVED", 600.0 * 1048576, 600},
+  };
+  for (const auto& reading : expected) {
+    for (const auto& [family, value] :
+         {std::pair{reading.ours, reading.ours_value}, std::pair{reading.dcgm, reading.dcgm_value}}) {
+      EXPECT_DOUBLE_EQ(e.Value(family, Gpu(2)).value_or(-1), value) << family;
+      EXPECT_EQ(e.Find(family).size(), 1u) << family << ": only GPU 2 has it, GPU 3 (no GPM) and the rest have none";
+    }
+  }
+  EXPECT_EQ(e.families.at("DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION").type, "counter");
+  EXPECT_EQ(e.families.at("gpudoctor_gpu_nvlink_traffic_bytes_total").type, "counter");
+  EXPECT_EQ(e.families.at("DCGM_FI_PROF_PCIE_TX_BYTES").type, "gauge");
 }
 
 // A counter that first appears at 1 hides the first Xid from increase():

@@ -56,6 +56,7 @@ struct AgentOptions {
   std::string token;
   std::string token_file;
   bool dcgm_names = false;
+  std::string dcgm_hostname_label = "Hostname";
   bool alerts_dry_run = false;
   std::string log_path;  // empty: the live kernel log; "none": no log
   bool once = false;
@@ -229,6 +230,7 @@ int RunAgent(CommandContext& context, const AgentOptions& options) {
   server_options.listen = *listen;
   server_options.bearer_token = token;
   server_options.dcgm_compatible_metrics = options.dcgm_names;
+  server_options.dcgm_hostname_label = options.dcgm_hostname_label;
   server_options.stale_after = std::chrono::duration_cast<Duration>(
       std::max<Duration>(std::chrono::seconds(15), 3 * *interval) * made.time_scale());
   const VersionDescription build = DescribeThisBuild();
@@ -342,6 +344,11 @@ void RegisterAgentCommand(CLI::App& app, CommandContext& context) {
                       "Read the bearer token from the first line of this file (read once, at start)")
       ->excludes(token);
   command->add_flag("--dcgm-names", options->dcgm_names, "Also serve dcgm-exporter metric names on /metrics");
+  command->add_option("--dcgm-hostname-label", options->dcgm_hostname_label,
+                      "The host label of the dcgm-exporter names: Hostname (released dcgm-exporter) or hostname "
+                      "(its main branch)")
+      ->check(CLI::IsMember({"Hostname", "hostname"}))
+      ->capture_default_str();
   command->add_flag("--alerts-dry-run", options->alerts_dry_run, "Log alerts instead of sending them");
   command->add_option("--log", options->log_path,
                       "Kernel log file to follow; default: the live kernel log; 'none': no log");

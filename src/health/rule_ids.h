@@ -74,6 +74,7 @@ inline bool IsRuleId(std::string_view id) {
 inline constexpr std::string_view kTrendDetectorIds[] = {
     "utilization_stuck",
     "utilization_flapping",
+    "tensor_cores_idle",
     "gpu_straggler",
     "memory_leak",
     "ecc_rate",

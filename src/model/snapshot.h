@@ -131,6 +131,7 @@ struct GpuSnapshot {
   Field<double> power_draw_w;
   Field<double> power_limit_w;          // enforced
   Field<double> power_default_limit_w;  // the board's default (before any operator change)
+  Field<uint64_t> total_energy_mj;      // energy used since the driver loaded, in millijoules
   Field<uint32_t> sm_clock_mhz;
   Field<uint32_t> memory_clock_mhz;
   Field<uint64_t> clock_event_reasons;  // clock_event bits
@@ -138,9 +139,12 @@ struct GpuSnapshot {
   // Use.
   Field<uint32_t> utilization_gpu_percent;
   Field<uint32_t> utilization_memory_percent;
+  Field<uint32_t> encoder_utilization_percent;  // NVENC busy over the driver's sample period
+  Field<uint32_t> decoder_utilization_percent;  // NVDEC likewise
   Field<uint64_t> memory_total_bytes;
   Field<uint64_t> memory_used_bytes;
   Field<uint64_t> memory_free_bytes;
+  Field<uint64_t> memory_reserved_bytes;  // kept by the driver and firmware; counted in neither used nor free
   Field<std::vector<ProcessInfo>> processes;
 
   // Errors.
@@ -164,6 +168,28 @@ struct GpuSnapshot {
   Field<uint32_t> fabric_clique_id;
   Field<std::string> fabric_cluster_uuid;  // 32 hex digits
   Field<uint32_t> fabric_health_mask;      // fabric_health bits, from NVML's v2 call
+
+  // GPU Performance Monitoring (Hopper and newer), averaged over the time
+  // between two samples. gpm_supported false: the GPU has no GPM, and every
+  // gpm_ reading is not supported. Activities are ratios (0-1): the share of
+  // time the engine was busy (graphics), of SMs busy (sm_active), of warps
+  // resident against the maximum (sm_occupancy), of SM time in a pipe.
+  Field<bool> gpm_supported;
+  Field<double> gpm_graphics_active;
+  Field<double> gpm_sm_active;
+  Field<double> gpm_sm_occupancy;
+  Field<double> gpm_tensor_active;
+  Field<double> gpm_fp64_active;
+  Field<double> gpm_fp32_active;
+  Field<double> gpm_fp16_active;
+  Field<double> gpm_dram_active;  // DRAM bandwidth used against its peak
+  Field<double> gpm_pcie_tx_bytes_per_second;
+  Field<double> gpm_pcie_rx_bytes_per_second;
+  Field<double> gpm_nvlink_tx_bytes_per_second;  // all links together
+  Field<double> gpm_nvlink_rx_bytes_per_second;
+  // NVLink bytes sent and received since the probe started, summed from the
+  // rates over each interval: a counter where GPM itself gives only rates.
+  Field<uint64_t> gpm_nvlink_bytes_total;
 
   // Marks the whole GPU unreadable: every field becomes an error with `message`.
   void MarkUnreadable(AccessError error, const std::string& message);

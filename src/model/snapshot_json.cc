@@ -95,6 +95,19 @@ json NvLinkToJson(const NvLinkInfo& link) {
 
 }  // namespace
 
+std::vector<std::string> GpuNotes(const GpuSnapshot& gpu) {
+  std::vector<std::string> notes;
+  if (gpu.gpm_supported.has_value() && !gpu.gpm_supported.value()) {
+    notes.emplace_back("no GPU Performance Monitoring (GPM: Hopper and newer, not in MIG mode): SM, tensor and DRAM "
+                       "activity and PCIe and NVLink throughput are not read");
+  } else if (gpu.gpm_supported.has_value() && gpu.gpm_sm_active.not_supported() &&
+             gpu.gpm_graphics_active.not_supported()) {
+    notes.emplace_back("GPM gives rates between two samples at least 100 ms apart and this was the GPU's first: "
+                       "the agent reports them from its second sample on");
+  }
+  return notes;
+}
+
 json GpuToJson(const GpuSnapshot& gpu) {
   json j;
   j["index"] = gpu.index;
@@ -130,6 +143,8 @@ json GpuToJson(const GpuSnapshot& gpu) {
       return array;
     });
   }
+  std::vector<std::string> notes = GpuNotes(gpu);
+  if (!notes.empty()) j["notes"] = std::move(notes);
   return j;
 }
 

@@ -8,11 +8,17 @@
 #pragma once
 
 #include <nlohmann/json_fwd.hpp>
+#include <string>
+#include <vector>
 
 #include "common/result.h"
 #include "model/snapshot.h"
 
 namespace gpudoctor {
+
+// What is missing for a reason worth saying once rather than field by field
+// (a GPU without GPM, GPM's first sample); the "notes" array of a GPU's JSON.
+std::vector<std::string> GpuNotes(const GpuSnapshot& gpu);
 
 nlohmann::json GpuToJson(const GpuSnapshot& gpu);
 Result<GpuSnapshot> GpuFromJson(const nlohmann::json& json);

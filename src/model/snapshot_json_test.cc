@@ -87,6 +87,27 @@ TEST(SnapshotJson, SnapshotWithoutDefaultPowerLimitReadsItAsNotSupported) {
   EXPECT_TRUE(parsed->gpus[0].power_default_limit_w.not_supported());
 }
 
+// A GPU without GPM says so once, in notes, and its gpm_ fields are null;
+// one that has it says nothing, and the notes do not disturb reading it back.
+TEST(SnapshotJson, AGpuWithoutGpmSaysSoOnceInItsNotes) {
+  GpuSnapshot without;
+  without.gpm_supported.SetValue(false);
+  const nlohmann::json j = GpuToJson(without);
+  ASSERT_TRUE(j.contains("notes"));
+  ASSERT_EQ(j["notes"].size(), 1u);
+  EXPECT_NE(j["notes"][0].get<std::string>().find("no GPU Performance Monitoring"), std::string::npos);
+  EXPECT_TRUE(j["gpm_sm_active"].is_null());
+  Result<GpuSnapshot> back = GpuFromJson(j);
+  ASSERT_TRUE(back.ok());
+  EXPECT_EQ(*back, without);
+
+  GpuSnapshot with;
+  with.gpm_supported.SetValue(true);
+  with.gpm_sm_active.SetValue(0.5);
+  EXPECT_FALSE(GpuToJson(with).contains("notes"));
+  EXPECT_DOUBLE_EQ(GpuToJson(with)["gpm_sm_active"].get<double>(), 0.5);
+}
+
 TEST(SnapshotJson, MalformedInputIsAnErrorNotACrash) {
   auto parsed = SnapshotFromJson(nlohmann::json::parse(R"({"gpus":[{"name":"x"}]})"));
   EXPECT_FALSE(parsed.ok());

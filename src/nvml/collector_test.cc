@@ -14,6 +14,7 @@
 #include <thread>
 
 #include "model/gpu_fields.h"
+#include "model/snapshot_json.h"
 #include "nvml/probe.h"
 
 namespace gpudoctor {
@@ -233,6 +234,57 @@ not_supported = ["fan_speeds_percent", "memory_temperature_c", "power_draw_w"]
 
 // nvmlDeviceValidateInforom answers a corrupted infoROM with an error code,
 // which the probe reads as the value false, not as a failed reading.
+// GPM gives rates between two samples: the probe's first look at a GPU has
+// none, every later one the scenario's values in the model's units. A GPU
+// without GPM says so; one metric a GPU lacks is absent for it alone.
+TEST_F(CollectorTest, GpmRatesComeFromTheSecondSampleOnInTheModelsUnits) {
+  NvmlCollector collector(Options("hopper-gpm.toml"));
+  Snapshot first = collector.Collect();
+  ASSERT_EQ(first.gpus.size(), 8u);
+  for (const GpuSnapshot& gpu : first.gpus) {
+    EXPECT_TRUE(gpu.gpm_supported.value_or(false)) << gpu.index;
+    EXPECT_TRUE(gpu.gpm_sm_active.not_supported()) << gpu.index;
+    EXPECT_NE(GpuNotes(gpu).at(0).find("first"), std::string::npos) << gpu.index;
+  }
+  std::this_thread::sleep_for(milliseconds(150));  // GPM's samples are at least 100 ms apart
+  Snapshot second = collector.Collect();
+  ASSERT_EQ(second.gpus.size(), 8u);
+  const GpuSnapshot& one = second.gpus[1];
+  EXPECT_DOUBLE_EQ(one.gpm_graphics_active.value(), 0.96);
+  EXPECT_DOUBLE_EQ(one.gpm_sm_active.value(), 0.875);
+  EXPECT_DOUBLE_EQ(one.gpm_sm_occupancy.value(), 0.41);
+  EXPECT_DOUBLE_EQ(one.gpm_tensor_active.value(), 0.4925);
+  EXPECT_DOUBLE_EQ(one.gpm_fp64_active.value(), 0.005);
+  EXPECT_DOUBLE_EQ(one.gpm_fp32_active.value(), 0.18);
+  EXPECT_DOUBLE_EQ(one.gpm_fp16_active.value(), 0.06);
+  EXPECT_DOUBLE_EQ(one.gpm_dram_active.value(), 0.51);
+  EXPECT_DOUBLE_EQ(one.gpm_pcie_tx_bytes_per_second.value(), 1210.0 * 1048576);
+  EXPECT_DOUBLE_EQ(one.gpm_pcie_rx_bytes_per_second.value(), 2350.0 * 1048576);
+  EXPECT_DOUBLE_EQ(one.gpm_nvlink_tx_bytes_per_second.value(), 61500.0 * 1048576);
+  EXPECT_DOUBLE_EQ(one.gpm_nvlink_rx_bytes_per_second.value(), 60800.0 * 1048576);
+  // The counter: both rates over the real time between the two samples, at least 150 ms.
+  EXPECT_GE(one.gpm_nvlink_bytes_total.value(), 0.15 * (61500.0 + 60800.0) * 1048576);
+  EXPECT_TRUE(GpuNotes(one).empty());
+  EXPECT_TRUE(second.gpus[7].gpm_fp64_active.not_supported());
+  EXPECT_DOUBLE_EQ(second.gpus[7].gpm_tensor_active.value(), 0.44);
+  // The other new readings. GPUDOCTOR_FAKE_NOW is 10 minutes: 600 s at the base draw.
+  EXPECT_EQ(second.gpus[2].total_energy_mj.value(), 598ULL * 1000 * 600);
+  EXPECT_EQ(second.gpus[5].decoder_utilization_percent.value(), 11u);
+  EXPECT_EQ(second.gpus[5].encoder_utilization_percent.value(), 0u);
+  EXPECT_EQ(second.gpus[6].memory_reserved_bytes.value(), 600ULL << 20);
+  EXPECT_EQ(second.gpus[6].memory_used_bytes.value(), 70112ULL << 20) << "used as the original call counts it";
+
+  NvmlCollector without(Options("healthy-8xh100.toml"));
+  without.Collect();
+  std::this_thread::sleep_for(milliseconds(150));
+  for (const GpuSnapshot& gpu : without.Collect().gpus) {
+    EXPECT_FALSE(gpu.gpm_supported.value_or(true)) << gpu.index;
+    EXPECT_TRUE(gpu.gpm_sm_active.not_supported() && gpu.gpm_nvlink_bytes_total.not_supported()) << gpu.index;
+    ASSERT_EQ(GpuNotes(gpu).size(), 1u);
+    EXPECT_NE(GpuNotes(gpu)[0].find("no GPU Performance Monitoring"), std::string::npos);
+  }
+}
+
 TEST_F(CollectorTest, ACorruptedInforomIsReadAsInvalid) {
   const Snapshot s = CollectScenario("inforom.toml", R"(
 gpu_count = 3

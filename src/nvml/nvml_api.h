@@ -182,6 +182,72 @@ typedef struct {
   nvmlValue_t value;
 } nvmlFieldValue_t;
 
+// Memory with the share the driver and firmware keep for themselves: what
+// nvmlDeviceGetMemoryInfo_v2 fills. `used` includes `reserved`.
+typedef struct {
+  unsigned int version;
+  unsigned long long total;
+  unsigned long long reserved;
+  unsigned long long free;
+  unsigned long long used;
+} nvmlMemory_v2_t;
+// NVML_STRUCT_VERSION(Memory, 2).
+constexpr unsigned int nvmlMemory_v2 = static_cast<unsigned int>(sizeof(nvmlMemory_v2_t)) | (2u << 24);
+
+// GPU Performance Monitoring (GPM, Hopper and newer): counters sampled into
+// opaque buffers; nvmlGpmMetricsGet turns two samples of one GPU into rates
+// over the time between them. Activities are percentages (0-100), PCIe and
+// NVLink throughput MiB per second.
+typedef struct nvmlGpmSample_st* nvmlGpmSample_t;
+enum : unsigned int {
+  NVML_GPM_METRIC_GRAPHICS_UTIL = 1,
+  NVML_GPM_METRIC_SM_UTIL = 2,
+  NVML_GPM_METRIC_SM_OCCUPANCY = 3,
+  NVML_GPM_METRIC_INTEGER_UTIL = 4,
+  NVML_GPM_METRIC_ANY_TENSOR_UTIL = 5,
+  NVML_GPM_METRIC_DFMA_TENSOR_UTIL = 6,
+  NVML_GPM_METRIC_HMMA_TENSOR_UTIL = 7,
+  NVML_GPM_METRIC_IMMA_TENSOR_UTIL = 9,
+  NVML_GPM_METRIC_DRAM_BW_UTIL = 10,
+  NVML_GPM_METRIC_FP64_UTIL = 11,
+  NVML_GPM_METRIC_FP32_UTIL = 12,
+  NVML_GPM_METRIC_FP16_UTIL = 13,
+  NVML_GPM_METRIC_PCIE_TX_PER_SEC = 20,
+  NVML_GPM_METRIC_PCIE_RX_PER_SEC = 21,
+  NVML_GPM_METRIC_NVLINK_TOTAL_RX_PER_SEC = 60,
+  NVML_GPM_METRIC_NVLINK_TOTAL_TX_PER_SEC = 61,
+};
+// The metrics array's length. Headers have grown it (98, then 333) without
+// changing the struct's version: the library reads `numMetrics` entries, so
+// the largest length any header used is safe with every driver.
+constexpr unsigned int kNvmlGpmMetricSlots = 333;
+constexpr unsigned int NVML_GPM_METRICS_GET_VERSION = 1;
+constexpr unsigned int NVML_GPM_SUPPORT_VERSION = 1;
+
+typedef struct {
+  unsigned int metricId;    // in
+  nvmlReturn_t nvmlReturn;  // out: this metric's own status; `value` is valid only on NVML_SUCCESS
+  double value;             // out
+  struct {
+    char* shortName;
+    char* longName;
+    char* unit;
+  } metricInfo;  // out, owned by the library; may be null
+} nvmlGpmMetric_t;
+
+typedef struct {
+  unsigned int version;  // NVML_GPM_METRICS_GET_VERSION
+  unsigned int numMetrics;
+  nvmlGpmSample_t sample1;  // the earlier sample
+  nvmlGpmSample_t sample2;
+  nvmlGpmMetric_t metrics[kNvmlGpmMetricSlots];
+} nvmlGpmMetricsGet_t;
+
+typedef struct {
+  unsigned int version;  // NVML_GPM_SUPPORT_VERSION
+  unsigned int isSupportedDevice;
+} nvmlGpmSupport_t;
+
 }  // extern "C"
 
 // X(name, return, parameter list). Fallbacks for versioned entry points are
@@ -224,13 +290,19 @@ typedef struct {
   X(nvmlDeviceGetPowerUsage, nvmlReturn_t, (nvmlDevice_t device, unsigned int* milliwatts))              \
   X(nvmlDeviceGetEnforcedPowerLimit, nvmlReturn_t, (nvmlDevice_t device, unsigned int* milliwatts))      \
   X(nvmlDeviceGetPowerManagementDefaultLimit, nvmlReturn_t, (nvmlDevice_t device, unsigned int* milliwatts)) \
+  X(nvmlDeviceGetTotalEnergyConsumption, nvmlReturn_t, (nvmlDevice_t device, unsigned long long* millijoules)) \
   X(nvmlDeviceGetClockInfo, nvmlReturn_t, (nvmlDevice_t device, int type, unsigned int* mhz))            \
   X(nvmlDeviceGetCurrentClocksEventReasons, nvmlReturn_t,                                                \
     (nvmlDevice_t device, unsigned long long* reasons))                                                  \
   X(nvmlDeviceGetCurrentClocksThrottleReasons, nvmlReturn_t,                                             \
     (nvmlDevice_t device, unsigned long long* reasons))                                                  \
   X(nvmlDeviceGetUtilizationRates, nvmlReturn_t, (nvmlDevice_t device, nvmlUtilization_t * utilization)) \
+  X(nvmlDeviceGetMemoryInfo_v2, nvmlReturn_t, (nvmlDevice_t device, nvmlMemory_v2_t * memory))          \
   X(nvmlDeviceGetMemoryInfo, nvmlReturn_t, (nvmlDevice_t device, nvmlMemory_t * memory))                 \
+  X(nvmlDeviceGetEncoderUtilization, nvmlReturn_t,                                                       \
+    (nvmlDevice_t device, unsigned int* utilization, unsigned int* sampling_period_us))                  \
+  X(nvmlDeviceGetDecoderUtilization, nvmlReturn_t,                                                       \
+    (nvmlDevice_t device, unsigned int* utilization, unsigned int* sampling_period_us))                  \
   X(nvmlDeviceGetComputeRunningProcesses_v3, nvmlReturn_t,                                               \
     (nvmlDevice_t device, unsigned int* count, nvmlProcessInfo_t* infos))                                \
   X(nvmlDeviceGetComputeRunningProcesses_v2, nvmlReturn_t,                                               \
@@ -257,4 +329,9 @@ typedef struct {
     (nvmlDevice_t device, unsigned long long event_types, nvmlEventSet_t set))                           \
   X(nvmlEventSetWait_v2, nvmlReturn_t, (nvmlEventSet_t set, nvmlEventData_t * data, unsigned int timeout_ms)) \
   X(nvmlEventSetWait, nvmlReturn_t, (nvmlEventSet_t set, nvmlEventData_t * data, unsigned int timeout_ms)) \
-  X(nvmlEventSetFree, nvmlReturn_t, (nvmlEventSet_t set))
+  X(nvmlEventSetFree, nvmlReturn_t, (nvmlEventSet_t set))                                                \
+  X(nvmlGpmQueryDeviceSupport, nvmlReturn_t, (nvmlDevice_t device, nvmlGpmSupport_t * support))          \
+  X(nvmlGpmSampleAlloc, nvmlReturn_t, (nvmlGpmSample_t * sample))                                        \
+  X(nvmlGpmSampleFree, nvmlReturn_t, (nvmlGpmSample_t sample))                                           \
+  X(nvmlGpmSampleGet, nvmlReturn_t, (nvmlDevice_t device, nvmlGpmSample_t sample))                       \
+  X(nvmlGpmMetricsGet, nvmlReturn_t, (nvmlGpmMetricsGet_t * metrics))

@@ -6,6 +6,8 @@
 #include <algorithm>
 #include <array>
 #include <cerrno>
+#include <chrono>
+#include <cmath>
 #include <condition_variable>
 #include <cstring>
 #include <deque>
@@ -111,6 +113,29 @@ class CallScope {
 
 #define TRACK(slot, name) CallScope scope_##name(slot, NvmlCall(#name))
 
+// What the probe keeps of one GPU's GPM between requests: whether the GPU has
+// GPM, and its latest sample with the time it was taken. GPM turns two samples
+// into rates over the time between them; the probe serves request after
+// request, so each request's sample is the next one's start and no request
+// waits between two samples. The first look at a GPU only takes a sample.
+struct GpmState {
+  // Held while the GPU's GPM is read. A reader that finds it held (a thread
+  // still in NVML for this GPU) leaves GPM out rather than wait.
+  std::mutex mutex;
+  bool support_known = false;
+  bool supported = false;
+  nvmlGpmSample_t previous = nullptr;
+  nvmlGpmSample_t current = nullptr;
+  bool has_previous = false;
+  std::chrono::steady_clock::time_point previous_at;
+  double nvlink_bytes = 0;  // sent and received since the probe started: each interval's rates times its length
+};
+
+// NVML refreshes GPM counters about every 100 ms; two samples closer than
+// that give no rate.
+constexpr auto kGpmMinimumInterval = std::chrono::milliseconds(100);
+constexpr double kBytesPerMib = 1024.0 * 1024.0;
+
 // Reads one GPU into a GPU frame, writing each field as it is read: no
 // GpuSnapshot is built in the probe (nvml/probe_wire_writer.h). Fields are
 // read in the order of kScalarGpuFields. Stops calling NVML once the GPU
@@ -121,8 +146,9 @@ class GpuReader {
   // `slot` (never null) is where the call in progress is marked, and `pci`
   // (null for a GPU beyond the tracker) where the GPU's PCI id goes as soon
   // as it is known, so a GPU that hangs later can still be named by its bus.
-  GpuReader(const NvmlLibrary& nvml, uint32_t index, std::atomic<uint16_t>* slot, SharedPciId* pci)
-      : nvml_(nvml), index_(index), slot_(slot), pci_(pci) {}
+  // `gpm` (null: GPM is not read) is what is kept of the GPU's GPM between requests.
+  GpuReader(const NvmlLibrary& nvml, uint32_t index, std::atomic<uint16_t>* slot, SharedPciId* pci, GpmState* gpm)
+      : nvml_(nvml), index_(index), slot_(slot), pci_(pci), gpm_(gpm) {}
 
   // Reads the GPU once and appends its frame to `out`.
   void Read(std::string& out) {
@@ -147,6 +173,7 @@ class GpuReader {
     ReadUse(gpu);
     ReadErrors(gpu);
     ReadFabric(gpu);
+    ReadGpm(gpu);
     ReadProcesses(gpu);
     ReadNvLinks(gpu);
     gpu.Finish(lost_ ? AccessError::kGpuLost : AccessError::kNone, lost_message_);
@@ -350,6 +377,8 @@ class GpuReader {
     Milliwatts<&GpuSnapshot::power_limit_w>(gpu, "nvmlDeviceGetEnforcedPowerLimit", nvml_.nvmlDeviceGetEnforcedPowerLimit);
     Milliwatts<&GpuSnapshot::power_default_limit_w>(gpu, "nvmlDeviceGetPowerManagementDefaultLimit",
                                                     nvml_.nvmlDeviceGetPowerManagementDefaultLimit);
+    Call<&GpuSnapshot::total_energy_mj, unsigned long long>(gpu, "nvmlDeviceGetTotalEnergyConsumption",
+                                                            nvml_.nvmlDeviceGetTotalEnergyConsumption);
     Call<&GpuSnapshot::sm_clock_mhz, unsigned>(gpu, "nvmlDeviceGetClockInfo", nvml_.nvmlDeviceGetClockInfo,
                                                int{NVML_CLOCK_SM});
     Call<&GpuSnapshot::memory_clock_mhz, unsigned>(gpu, "nvmlDeviceGetClockInfo", nvml_.nvmlDeviceGetClockInfo,
@@ -376,6 +405,10 @@ class GpuReader {
       Record<&GpuSnapshot::utilization_gpu_percent>(gpu, rc, utilization.gpu);
       Record<&GpuSnapshot::utilization_memory_percent>(gpu, rc, utilization.memory);
     }
+    EngineUtilization<&GpuSnapshot::encoder_utilization_percent>(gpu, "nvmlDeviceGetEncoderUtilization",
+                                                                 nvml_.nvmlDeviceGetEncoderUtilization);
+    EngineUtilization<&GpuSnapshot::decoder_utilization_percent>(gpu, "nvmlDeviceGetDecoderUtilization",
+                                                                 nvml_.nvmlDeviceGetDecoderUtilization);
     if (lost_) {
       gpu.Failed<&GpuSnapshot::memory_total_bytes>(lost_message_);
       gpu.Failed<&GpuSnapshot::memory_used_bytes>(lost_message_);
@@ -390,6 +423,197 @@ class GpuReader {
       Record<&GpuSnapshot::memory_total_bytes>(gpu, rc, memory.total);
       Record<&GpuSnapshot::memory_used_bytes>(gpu, rc, memory.used);
       Record<&GpuSnapshot::memory_free_bytes>(gpu, rc, memory.free);
+    }
+    // Only the versioned call knows the reserved share. Its `used` includes
+    // that share, so used and free stay from the call above, as they always were.
+    if (FailIfLost<&GpuSnapshot::memory_reserved_bytes>(gpu) || !nvml_.nvmlDeviceGetMemoryInfo_v2) return;
+    nvmlMemory_v2_t memory{};
+    memory.version = nvmlMemory_v2;
+    const nvmlReturn_t rc = CallFor(&memory, "nvmlDeviceGetMemoryInfo_v2", nvml_.nvmlDeviceGetMemoryInfo_v2);
+    Record<&GpuSnapshot::memory_reserved_bytes>(gpu, rc, memory.reserved);
+  }
+
+  // An engine's utilization; NVML also answers its sampling period, not kept.
+  template <auto Member>
+  void EngineUtilization(GpuFrameEncoder& gpu, NvmlCall name,
+                         nvmlReturn_t (*fn)(nvmlDevice_t, unsigned*, unsigned*)) {
+    if (FailIfLost<Member>(gpu) || fn == nullptr) return;
+    unsigned percent = 0, period_us = 0;
+    nvmlReturn_t rc;
+    {
+      CallScope scope(slot_, name);
+      rc = fn(device_, &percent, &period_us);
+    }
+    NoteLost(rc);
+    Record<Member>(gpu, rc, percent);
+  }
+
+  // The GPM readings, in the order of kScalarGpuFields, with what NVML's
+  // units become: a percentage a ratio, MiB/s bytes/s.
+  struct GpmReading {
+    unsigned int metric;
+    double scale;
+  };
+  static constexpr GpmReading kGpmReadings[] = {
+      {NVML_GPM_METRIC_GRAPHICS_UTIL, 0.01},          {NVML_GPM_METRIC_SM_UTIL, 0.01},
+      {NVML_GPM_METRIC_SM_OCCUPANCY, 0.01},           {NVML_GPM_METRIC_ANY_TENSOR_UTIL, 0.01},
+      {NVML_GPM_METRIC_FP64_UTIL, 0.01},              {NVML_GPM_METRIC_FP32_UTIL, 0.01},
+      {NVML_GPM_METRIC_FP16_UTIL, 0.01},              {NVML_GPM_METRIC_DRAM_BW_UTIL, 0.01},
+      {NVML_GPM_METRIC_PCIE_TX_PER_SEC, kBytesPerMib}, {NVML_GPM_METRIC_PCIE_RX_PER_SEC, kBytesPerMib},
+      {NVML_GPM_METRIC_NVLINK_TOTAL_TX_PER_SEC, kBytesPerMib},
+      {NVML_GPM_METRIC_NVLINK_TOTAL_RX_PER_SEC, kBytesPerMib},
+  };
+  static constexpr size_t kGpmReadingCount = std::size(kGpmReadings);
+
+  // Writes the GPM values: `values` in the order of kGpmReadings, each NVML's
+  // code and the converted value. The members are listed once, here.
+  void PutGpmValues(GpuFrameEncoder& gpu, const nvmlReturn_t (&codes)[kGpmReadingCount],
+                    const double (&values)[kGpmReadingCount], const std::string& error) {
+    size_t i = 0;
+    auto put = [&]<auto Member>() {
+      const nvmlReturn_t rc = codes[i];
+      if (rc == NVML_SUCCESS) gpu.Value<Member>(values[i]);
+      else if (rc != NVML_ERROR_NOT_SUPPORTED && rc != NVML_ERROR_FUNCTION_NOT_FOUND)
+        gpu.Failed<Member>(error.empty() ? NvmlErrorMessage(rc) : error);
+      ++i;
+    };
+    put.template operator()<&GpuSnapshot::gpm_graphics_active>();
+    put.template operator()<&GpuSnapshot::gpm_sm_active>();
+    put.template operator()<&GpuSnapshot::gpm_sm_occupancy>();
+    put.template operator()<&GpuSnapshot::gpm_tensor_active>();
+    put.template operator()<&GpuSnapshot::gpm_fp64_active>();
+    put.template operator()<&GpuSnapshot::gpm_fp32_active>();
+    put.template operator()<&GpuSnapshot::gpm_fp16_active>();
+    put.template operator()<&GpuSnapshot::gpm_dram_active>();
+    put.template operator()<&GpuSnapshot::gpm_pcie_tx_bytes_per_second>();
+    put.template operator()<&GpuSnapshot::gpm_pcie_rx_bytes_per_second>();
+    put.template operator()<&GpuSnapshot::gpm_nvlink_tx_bytes_per_second>();
+    put.template operator()<&GpuSnapshot::gpm_nvlink_rx_bytes_per_second>();
+  }
+  void PutGpmNvLinkTotal(GpuFrameEncoder& gpu, nvmlReturn_t rc, double bytes, const std::string& error) {
+    constexpr auto kTotal = &GpuSnapshot::gpm_nvlink_bytes_total;
+    if (rc == NVML_SUCCESS) gpu.Value<kTotal>(static_cast<uint64_t>(std::llround(bytes)));
+    else if (rc != NVML_ERROR_NOT_SUPPORTED && rc != NVML_ERROR_FUNCTION_NOT_FOUND)
+      gpu.Failed<kTotal>(error.empty() ? NvmlErrorMessage(rc) : error);
+  }
+  // Every GPM value with the same code: left out (not supported) or failed.
+  void PutGpmCode(GpuFrameEncoder& gpu, nvmlReturn_t rc, const std::string& error = "") {
+    nvmlReturn_t codes[kGpmReadingCount];
+    std::fill(std::begin(codes), std::end(codes), rc);
+    const double values[kGpmReadingCount] = {};
+    PutGpmValues(gpu, codes, values, error);
+    PutGpmNvLinkTotal(gpu, rc, 0, error);
+  }
+
+  // GPM: whether the GPU has it (asked once per probe), then a sample; with
+  // the previous request's sample, the rates between the two. The first
+  // sample, or one within kGpmMinimumInterval of the last, gives no values.
+  // A GPU that has GPM but refuses a sample (MIG mode, a vGPU) counts as one
+  // without it, for as long as it refuses.
+  void ReadGpm(GpuFrameEncoder& gpu) {
+    if (lost_) {
+      gpu.Failed<&GpuSnapshot::gpm_supported>(lost_message_);
+      PutGpmCode(gpu, NVML_ERROR_GPU_IS_LOST, lost_message_);
+      return;
+    }
+    if (gpm_ == nullptr) return;
+    std::unique_lock lock(gpm_->mutex, std::try_to_lock);
+    if (!lock.owns_lock()) return;
+    GpmState& state = *gpm_;
+    if (!state.support_known) {
+      nvmlGpmSupport_t support{};
+      support.version = NVML_GPM_SUPPORT_VERSION;
+      const nvmlReturn_t rc = CallFor(&support, "nvmlGpmQueryDeviceSupport", nvml_.nvmlGpmQueryDeviceSupport);
+      if (rc != NVML_SUCCESS && rc != NVML_ERROR_NOT_SUPPORTED && rc != NVML_ERROR_FUNCTION_NOT_FOUND) {
+        gpu.Failed<&GpuSnapshot::gpm_supported>(NvmlErrorMessage(rc));
+        PutGpmCode(gpu, rc);
+        return;
+      }
+      state.support_known = true;
+      state.supported = rc == NVML_SUCCESS && support.isSupportedDevice != 0 && nvml_.nvmlGpmSampleAlloc &&
+                        nvml_.nvmlGpmSampleGet && nvml_.nvmlGpmMetricsGet;
+    }
+    if (!state.supported) {
+      gpu.Value<&GpuSnapshot::gpm_supported>(false);
+      return;
+    }
+    for (nvmlGpmSample_t* sample : {&state.previous, &state.current}) {
+      if (*sample != nullptr) continue;
+      nvmlReturn_t rc;
+      {
+        CallScope scope(slot_, "nvmlGpmSampleAlloc");
+        rc = nvml_.nvmlGpmSampleAlloc(sample);
+      }
+      if (rc != NVML_SUCCESS) {
+        *sample = nullptr;
+        const std::string message = "cannot allocate a GPM sample: " + NvmlErrorMessage(rc);
+        gpu.Value<&GpuSnapshot::gpm_supported>(true);
+        PutGpmCode(gpu, NVML_ERROR_UNKNOWN, message);
+        return;
+      }
+    }
+    const auto now = std::chrono::steady_clock::now();
+    if (state.has_previous && now - state.previous_at < kGpmMinimumInterval) {
+      gpu.Value<&GpuSnapshot::gpm_supported>(true);
+      return;
+    }
+    nvmlReturn_t rc;
+    {
+      CallScope scope(slot_, "nvmlGpmSampleGet");
+      rc = nvml_.nvmlGpmSampleGet(device_, state.current);
+    }
+    NoteLost(rc);
+    if (rc != NVML_SUCCESS) {
+      state.has_previous = false;  // the next sample starts afresh
+      if (rc == NVML_ERROR_NOT_SUPPORTED) {
+        gpu.Value<&GpuSnapshot::gpm_supported>(false);
+      } else {
+        gpu.Failed<&GpuSnapshot::gpm_supported>(NvmlErrorMessage(rc));
+        PutGpmCode(gpu, rc);
+      }
+      return;
+    }
+    gpu.Value<&GpuSnapshot::gpm_supported>(true);
+    const bool had_previous = state.has_previous;
+    const double seconds = std::chrono::duration<double>(now - state.previous_at).count();
+    std::swap(state.previous, state.current);
+    state.previous_at = now;
+    state.has_previous = true;
+    if (!had_previous) return;
+    // About 13 KiB: kept per thread rather than on the stack.
+    thread_local nvmlGpmMetricsGet_t request;
+    request.version = NVML_GPM_METRICS_GET_VERSION;
+    request.numMetrics = kGpmReadingCount;
+    request.sample1 = state.current;  // the earlier sample, after the swap
+    request.sample2 = state.previous;
+    for (size_t i = 0; i < kGpmReadingCount; ++i) {
+      request.metrics[i] = nvmlGpmMetric_t{};
+      request.metrics[i].metricId = kGpmReadings[i].metric;
+    }
+    {
+      CallScope scope(slot_, "nvmlGpmMetricsGet");
+      rc = nvml_.nvmlGpmMetricsGet(&request);
+    }
+    NoteLost(rc);
+    if (rc != NVML_SUCCESS) {
+      PutGpmCode(gpu, rc == NVML_ERROR_NOT_SUPPORTED ? NVML_ERROR_UNKNOWN : rc,
+                 rc == NVML_ERROR_NOT_SUPPORTED ? "GPM metrics: " + NvmlErrorMessage(rc) : "");
+      return;
+    }
+    nvmlReturn_t codes[kGpmReadingCount];
+    double values[kGpmReadingCount];
+    for (size_t i = 0; i < kGpmReadingCount; ++i) {
+      codes[i] = request.metrics[i].nvmlReturn;
+      values[i] = request.metrics[i].value * kGpmReadings[i].scale;
+    }
+    PutGpmValues(gpu, codes, values, "");
+    // The last two readings are NVLink's: sent and received.
+    const nvmlReturn_t tx = codes[kGpmReadingCount - 2], rx = codes[kGpmReadingCount - 1];
+    if (tx == NVML_SUCCESS && rx == NVML_SUCCESS) {
+      state.nvlink_bytes += (values[kGpmReadingCount - 2] + values[kGpmReadingCount - 1]) * seconds;
+      PutGpmNvLinkTotal(gpu, NVML_SUCCESS, state.nvlink_bytes, "");
+    } else {
+      PutGpmNvLinkTotal(gpu, tx != NVML_SUCCESS ? tx : rx, 0, "");
     }
   }
 
@@ -644,6 +868,7 @@ class GpuReader {
   uint32_t index_;
   std::atomic<uint16_t>* slot_;
   SharedPciId* pci_;
+  GpmState* gpm_;
   nvmlDevice_t device_ = nullptr;
   bool lost_ = false;         // NVML said the GPU is lost
   std::string lost_message_;  // ... in these words
@@ -832,6 +1057,16 @@ class Server : public std::enable_shared_from_this<Server> {
   // `tracker` is never null (RunProbe gives one of its own when nobody watches).
   Server(const NvmlLibrary& nvml, int output_fd, CallTracker* tracker)
       : nvml_(nvml), out_(output_fd), tracker_(tracker), xids_(nvml, HostSlot()) {}
+  // Frees the GPM samples no thread is using; runs before NVML shuts down.
+  ~Server() {
+    if (!nvml_.nvmlGpmSampleFree) return;
+    for (auto& [index, state] : gpm_) {
+      std::unique_lock lock(state->mutex, std::try_to_lock);
+      if (!lock.owns_lock()) continue;
+      for (nvmlGpmSample_t sample : {state->previous, state->current})
+        if (sample != nullptr) nvml_.nvmlGpmSampleFree(sample);
+    }
+  }
 
   // Answers one request on the calling thread, reading the GPUs in turn.
   // Returns once the GPUs it claimed are read; after a rescue, the helpers may
@@ -928,7 +1163,7 @@ class Server : public std::enable_shared_from_this<Server> {
     static std::atomic<uint16_t> unwatched_call{0};
     const bool tracked = index < CallTracker::kMaxGpus;
     GpuReader reader(nvml_, index, tracked ? &tracker_->gpu_call[index] : &unwatched_call,
-                     tracked ? &tracker_->gpu_pci[index] : nullptr);
+                     tracked ? &tracker_->gpu_pci[index] : nullptr, Gpm(index));
     // Encoded on this thread's own buffer, so the writer's lock is held only to append it.
     thread_local std::string frame;
     frame.clear();
@@ -939,6 +1174,14 @@ class Server : public std::enable_shared_from_this<Server> {
       round->devices.emplace_back(index, device);
     }
     if (round->pending.fetch_sub(1, std::memory_order_acq_rel) == 1) Finish(*round);
+  }
+
+  // What is kept of GPU `index`'s GPM; made on first use, never removed.
+  GpmState* Gpm(uint32_t index) {
+    std::lock_guard lock(gpm_mutex_);
+    std::unique_ptr<GpmState>& state = gpm_[index];
+    if (!state) state = std::make_unique<GpmState>();
+    return state.get();
   }
 
   // Reports pending Xids and ends the request.
@@ -961,6 +1204,8 @@ class Server : public std::enable_shared_from_this<Server> {
   std::mutex round_mutex_;
   std::shared_ptr<Round> round_;  // the request being answered, or the last one
   RescueHelpers helpers_;
+  std::mutex gpm_mutex_;
+  std::map<uint32_t, std::unique_ptr<GpmState>> gpm_;  // by GPU index
 };
 
 }  // namespace

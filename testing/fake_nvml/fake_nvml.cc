@@ -11,6 +11,7 @@
 #include <cstdio>
 #include <cstring>
 #include <mutex>
+#include <optional>
 #include <span>
 #include <string_view>
 #include <thread>
@@ -48,6 +49,13 @@ struct nvmlEventSet_st {
   const LoadedScenario* loaded;
   std::mutex mutex;
   gpudoctor::fake_nvml::XidMailbox mailbox;  // guarded by mutex
+};
+
+// A GPM sample: which GPU it was taken of, and when, in scenario time.
+struct nvmlGpmSample_st {
+  bool taken = false;
+  uint32_t gpu = 0;
+  double t = 0;
 };
 
 namespace {
@@ -474,6 +482,16 @@ nvmlReturn_t nvmlDeviceGetPowerManagementDefaultLimit(nvmlDevice_t device, unsig
                         milliwatts);
 }
 
+nvmlReturn_t nvmlDeviceGetTotalEnergyConsumption(nvmlDevice_t device, unsigned long long* millijoules) {
+  return OnGpu(NvmlCall::nvmlDeviceGetTotalEnergyConsumption, device,
+               [&](const nvmlDevice_st& dev, double t) -> nvmlReturn_t {
+                 if (!dev.gpu->Supported(GpuField::kTotalEnergyMj)) return NVML_ERROR_NOT_SUPPORTED;
+                 if (millijoules == nullptr) return NVML_ERROR_INVALID_ARGUMENT;
+                 *millijoules = ToUnsignedLong(dev.gpu->Number(GpuField::kTotalEnergyMj, t));
+                 return NVML_SUCCESS;
+               });
+}
+
 nvmlReturn_t nvmlDeviceGetClockInfo(nvmlDevice_t device, int type, unsigned int* mhz) {
   switch (type) {
     case NVML_CLOCK_GRAPHICS:
@@ -506,6 +524,50 @@ nvmlReturn_t nvmlDeviceGetUtilizationRates(nvmlDevice_t device, nvmlUtilization_
         utilization->memory = ToUnsigned(gpu.Number(GpuField::kUtilizationMemoryPercent, t));
         return NVML_SUCCESS;
       });
+}
+
+#if GPUDOCTOR_FAKE_NVML_VERSIONED
+nvmlReturn_t nvmlDeviceGetMemoryInfo_v2(nvmlDevice_t device, nvmlMemory_v2_t* memory) {
+  return OnGpu(NvmlCall::nvmlDeviceGetMemoryInfo_v2, device, [&](const nvmlDevice_st& dev, double t) -> nvmlReturn_t {
+    const GpuSpec& gpu = *dev.gpu;
+    if (!gpu.Supported(GpuField::kMemoryTotalMib) || !gpu.Supported(GpuField::kMemoryUsedMib) ||
+        !gpu.Supported(GpuField::kMemoryReservedMib))
+      return NVML_ERROR_NOT_SUPPORTED;
+    if (memory == nullptr) return NVML_ERROR_INVALID_ARGUMENT;
+    if (memory->version != nvmlMemory_v2) return NVML_ERROR_ARGUMENT_VERSION_MISMATCH;
+    auto bytes = [&](GpuField field) { return ToUnsignedLong(std::round(gpu.Number(field, t) * kBytesPerMib)); };
+    memory->total = bytes(GpuField::kMemoryTotalMib);
+    memory->reserved = std::min(memory->total, bytes(GpuField::kMemoryReservedMib));
+    // This version's `used` includes the reserved share.
+    memory->used = std::min(memory->total, bytes(GpuField::kMemoryUsedMib) + memory->reserved);
+    memory->free = memory->total - memory->used;
+    return NVML_SUCCESS;
+  });
+}
+#endif
+
+// An engine's utilization, with the driver's sampling period (167 ms on H100).
+nvmlReturn_t GetEngineUtilization(NvmlCall call, nvmlDevice_t handle, GpuField field, unsigned int* utilization,
+                                  unsigned int* period_us) {
+  return OnGpu(call, handle, [&](const nvmlDevice_st& dev, double t) -> nvmlReturn_t {
+    if (!dev.gpu->Supported(field)) return NVML_ERROR_NOT_SUPPORTED;
+    if (utilization == nullptr || period_us == nullptr) return NVML_ERROR_INVALID_ARGUMENT;
+    *utilization = ToUnsigned(dev.gpu->Number(field, t));
+    *period_us = 167000;
+    return NVML_SUCCESS;
+  });
+}
+
+nvmlReturn_t nvmlDeviceGetEncoderUtilization(nvmlDevice_t device, unsigned int* utilization,
+                                             unsigned int* sampling_period_us) {
+  return GetEngineUtilization(NvmlCall::nvmlDeviceGetEncoderUtilization, device, GpuField::kEncoderUtilizationPercent,
+                              utilization, sampling_period_us);
+}
+
+nvmlReturn_t nvmlDeviceGetDecoderUtilization(nvmlDevice_t device, unsigned int* utilization,
+                                             unsigned int* sampling_period_us) {
+  return GetEngineUtilization(NvmlCall::nvmlDeviceGetDecoderUtilization, device, GpuField::kDecoderUtilizationPercent,
+                              utilization, sampling_period_us);
 }
 
 // Used memory is capped at the total: a GPU cannot hand out more than it has.
@@ -749,4 +811,86 @@ nvmlReturn_t nvmlEventSetFree(nvmlEventSet_t set) {
   }
   delete set;
   return NVML_SUCCESS;
+}
+
+// ---------------------------------------------------------------------------
+// GPU Performance Monitoring. A GPU has it when its scenario says
+// gpm_supported; a metric listed in not_supported answers NOT_SUPPORTED in its
+// own slot, as a metric a GPU (or a MIG instance) lacks does. Each metric is
+// the scenario's value at the later sample's time, in NVML's units.
+
+nvmlReturn_t nvmlGpmQueryDeviceSupport(nvmlDevice_t device, nvmlGpmSupport_t* support) {
+  return OnGpu(NvmlCall::nvmlGpmQueryDeviceSupport, device, [&](const nvmlDevice_st& dev, double t) -> nvmlReturn_t {
+    if (support == nullptr) return NVML_ERROR_INVALID_ARGUMENT;
+    if (support->version != NVML_GPM_SUPPORT_VERSION) return NVML_ERROR_ARGUMENT_VERSION_MISMATCH;
+    support->isSupportedDevice = dev.gpu->Number(GpuField::kGpmSupported, t) != 0 ? 1 : 0;
+    return NVML_SUCCESS;
+  });
+}
+
+nvmlReturn_t nvmlGpmSampleAlloc(nvmlGpmSample_t* sample) {
+  return OnSystem(NvmlCall::nvmlGpmSampleAlloc, [&](const LoadedScenario&, double) -> nvmlReturn_t {
+    if (sample == nullptr) return NVML_ERROR_INVALID_ARGUMENT;
+    *sample = new nvmlGpmSample_st;
+    return NVML_SUCCESS;
+  });
+}
+
+nvmlReturn_t nvmlGpmSampleFree(nvmlGpmSample_t sample) {
+  if (sample == nullptr) return NVML_ERROR_INVALID_ARGUMENT;
+  delete sample;
+  return NVML_SUCCESS;
+}
+
+nvmlReturn_t nvmlGpmSampleGet(nvmlDevice_t device, nvmlGpmSample_t sample) {
+  return OnGpu(NvmlCall::nvmlGpmSampleGet, device, [&](const nvmlDevice_st& dev, double t) -> nvmlReturn_t {
+    if (dev.gpu->Number(GpuField::kGpmSupported, t) == 0) return NVML_ERROR_NOT_SUPPORTED;
+    if (sample == nullptr) return NVML_ERROR_INVALID_ARGUMENT;
+    sample->taken = true;
+    sample->gpu = dev.gpu->index;
+    sample->t = t;
+    return NVML_SUCCESS;
+  });
+}
+
+nvmlReturn_t nvmlGpmMetricsGet(nvmlGpmMetricsGet_t* request) {
+  return OnSystem(NvmlCall::nvmlGpmMetricsGet, [&](const LoadedScenario& loaded, double) -> nvmlReturn_t {
+    if (request == nullptr) return NVML_ERROR_INVALID_ARGUMENT;
+    if (request->version != NVML_GPM_METRICS_GET_VERSION) return NVML_ERROR_ARGUMENT_VERSION_MISMATCH;
+    const nvmlGpmSample_st* first = request->sample1;
+    const nvmlGpmSample_st* second = request->sample2;
+    if (request->numMetrics > kNvmlGpmMetricSlots || first == nullptr || second == nullptr || !first->taken ||
+        !second->taken || first->gpu != second->gpu || first->gpu >= loaded.scenario.gpus.size())
+      return NVML_ERROR_INVALID_ARGUMENT;
+    const GpuSpec& gpu = loaded.scenario.gpus[first->gpu];
+    if (gpu.LostAt(second->t)) return NVML_ERROR_GPU_IS_LOST;
+    for (unsigned int i = 0; i < request->numMetrics; ++i) {
+      nvmlGpmMetric_t& metric = request->metrics[i];
+      std::optional<GpuField> field;
+      switch (metric.metricId) {
+        case NVML_GPM_METRIC_GRAPHICS_UTIL: field = GpuField::kGpmGraphicsUtilPercent; break;
+        case NVML_GPM_METRIC_SM_UTIL: field = GpuField::kGpmSmUtilPercent; break;
+        case NVML_GPM_METRIC_SM_OCCUPANCY: field = GpuField::kGpmSmOccupancyPercent; break;
+        case NVML_GPM_METRIC_ANY_TENSOR_UTIL: field = GpuField::kGpmTensorUtilPercent; break;
+        case NVML_GPM_METRIC_FP64_UTIL: field = GpuField::kGpmFp64UtilPercent; break;
+        case NVML_GPM_METRIC_FP32_UTIL: field = GpuField::kGpmFp32UtilPercent; break;
+        case NVML_GPM_METRIC_FP16_UTIL: field = GpuField::kGpmFp16UtilPercent; break;
+        case NVML_GPM_METRIC_DRAM_BW_UTIL: field = GpuField::kGpmDramBwUtilPercent; break;
+        case NVML_GPM_METRIC_PCIE_TX_PER_SEC: field = GpuField::kGpmPcieTxMibPerSecond; break;
+        case NVML_GPM_METRIC_PCIE_RX_PER_SEC: field = GpuField::kGpmPcieRxMibPerSecond; break;
+        case NVML_GPM_METRIC_NVLINK_TOTAL_TX_PER_SEC: field = GpuField::kGpmNvLinkTxMibPerSecond; break;
+        case NVML_GPM_METRIC_NVLINK_TOTAL_RX_PER_SEC: field = GpuField::kGpmNvLinkRxMibPerSecond; break;
+        default: break;
+      }
+      metric.metricInfo = {};
+      if (!field || !gpu.Supported(*field)) {
+        metric.nvmlReturn = NVML_ERROR_NOT_SUPPORTED;
+        metric.value = 0;
+        continue;
+      }
+      metric.nvmlReturn = NVML_SUCCESS;
+      metric.value = gpu.Number(*field, second->t);
+    }
+    return NVML_SUCCESS;
+  });
 }

@@ -9,6 +9,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <memory>
 #include <set>
 #include <string>
 #include <thread>
@@ -37,7 +38,8 @@ const std::set<std::string> kVersionedSymbols = {"nvmlInit_v2",
                                                  "nvmlDeviceGetComputeRunningProcesses_v2",
                                                  "nvmlEventSetWait_v2",
                                                  "nvmlDeviceGetCurrentClocksEventReasons",
-                                                 "nvmlDeviceGetGpuFabricInfoV"};
+                                                 "nvmlDeviceGetGpuFabricInfoV",
+                                                 "nvmlDeviceGetMemoryInfo_v2"};
 
 // One loaded library with every entry point resolved (null when missing).
 struct Nvml {
@@ -758,6 +760,86 @@ TEST_F(FakeNvmlTest, FabricRegistrationOfAnHgxBoard) {
 
   info.version = 1;  // a version this library does not know
   EXPECT_EQ(nvml.nvmlDeviceGetGpuFabricInfoV(Gpu(3), &info), NVML_ERROR_ARGUMENT_VERSION_MISMATCH);
+}
+
+// GPM answers the scenario's values, in NVML's units, for two samples of one
+// GPU; a metric the GPU lacks says so in its own slot.
+TEST_F(FakeNvmlTest, GpmMetricsAreTheScenariosValuesBetweenTwoSamples) {
+  ASSERT_EQ(InitExample("hopper-gpm.toml", "2m"), NVML_SUCCESS);
+  nvmlGpmSupport_t support{};
+  support.version = NVML_GPM_SUPPORT_VERSION;
+  ASSERT_EQ(nvml.nvmlGpmQueryDeviceSupport(Gpu(7), &support), NVML_SUCCESS);
+  EXPECT_EQ(support.isSupportedDevice, 1u);
+  support.version = 2;
+  EXPECT_EQ(nvml.nvmlGpmQueryDeviceSupport(Gpu(7), &support), NVML_ERROR_ARGUMENT_VERSION_MISMATCH);
+
+  nvmlGpmSample_t first = nullptr, second = nullptr;
+  ASSERT_EQ(nvml.nvmlGpmSampleAlloc(&first), NVML_SUCCESS);
+  ASSERT_EQ(nvml.nvmlGpmSampleAlloc(&second), NVML_SUCCESS);
+  auto request = std::make_unique<nvmlGpmMetricsGet_t>();
+  request->version = NVML_GPM_METRICS_GET_VERSION;
+  request->numMetrics = 4;
+  request->sample1 = first;
+  request->sample2 = second;
+  const unsigned metrics[] = {NVML_GPM_METRIC_SM_UTIL, NVML_GPM_METRIC_FP64_UTIL, NVML_GPM_METRIC_NVLINK_TOTAL_TX_PER_SEC,
+                              NVML_GPM_METRIC_INTEGER_UTIL};
+  for (unsigned i = 0; i < 4; ++i) request->metrics[i].metricId = metrics[i];
+  EXPECT_EQ(nvml.nvmlGpmMetricsGet(request.get()), NVML_ERROR_INVALID_ARGUMENT);  // no sample taken yet
+  ASSERT_EQ(nvml.nvmlGpmSampleGet(Gpu(7), first), NVML_SUCCESS);
+  ASSERT_EQ(nvml.nvmlGpmSampleGet(Gpu(3), second), NVML_SUCCESS);
+  EXPECT_EQ(nvml.nvmlGpmMetricsGet(request.get()), NVML_ERROR_INVALID_ARGUMENT);  // two GPUs' samples
+  ASSERT_EQ(nvml.nvmlGpmSampleGet(Gpu(7), second), NVML_SUCCESS);
+  ASSERT_EQ(nvml.nvmlGpmMetricsGet(request.get()), NVML_SUCCESS);
+  EXPECT_EQ(request->metrics[0].nvmlReturn, NVML_SUCCESS);
+  EXPECT_DOUBLE_EQ(request->metrics[0].value, 88);  // [defaults]
+  EXPECT_EQ(request->metrics[1].nvmlReturn, NVML_ERROR_NOT_SUPPORTED);  // GPU 7 lists it in not_supported
+  EXPECT_EQ(request->metrics[2].nvmlReturn, NVML_SUCCESS);
+  EXPECT_DOUBLE_EQ(request->metrics[2].value, 61500);
+  EXPECT_EQ(request->metrics[3].nvmlReturn, NVML_ERROR_NOT_SUPPORTED);  // a metric the fake does not model
+  request->version = 2;
+  EXPECT_EQ(nvml.nvmlGpmMetricsGet(request.get()), NVML_ERROR_ARGUMENT_VERSION_MISMATCH);
+  EXPECT_EQ(nvml.nvmlGpmSampleFree(first), NVML_SUCCESS);
+  EXPECT_EQ(nvml.nvmlGpmSampleFree(second), NVML_SUCCESS);
+
+  // Without GPM the GPU says so, and refuses samples.
+  ASSERT_EQ(InitExample("healthy-8xh100.toml", "0s"), NVML_SUCCESS);
+  support.version = NVML_GPM_SUPPORT_VERSION;
+  ASSERT_EQ(nvml.nvmlGpmQueryDeviceSupport(Gpu(0), &support), NVML_SUCCESS);
+  EXPECT_EQ(support.isSupportedDevice, 0u);
+  ASSERT_EQ(nvml.nvmlGpmSampleAlloc(&first), NVML_SUCCESS);
+  EXPECT_EQ(nvml.nvmlGpmSampleGet(Gpu(0), first), NVML_ERROR_NOT_SUPPORTED);
+  EXPECT_EQ(nvml.nvmlGpmSampleFree(first), NVML_SUCCESS);
+}
+
+TEST_F(FakeNvmlTest, EnergyEncoderDecoderAndReservedMemory) {
+  ASSERT_EQ(InitExample("hopper-gpm.toml", "10m"), NVML_SUCCESS);
+  unsigned long long millijoules = 0;
+  ASSERT_EQ(nvml.nvmlDeviceGetTotalEnergyConsumption(Gpu(2), &millijoules), NVML_SUCCESS);
+  EXPECT_EQ(millijoules, 598ULL * 1000 * 600);  // the base draw since scenario time 0
+  unsigned percent = 0, period = 0;
+  ASSERT_EQ(nvml.nvmlDeviceGetDecoderUtilization(Gpu(5), &percent, &period), NVML_SUCCESS);
+  EXPECT_EQ(percent, 11u);
+  EXPECT_GT(period, 0u);
+  ASSERT_EQ(nvml.nvmlDeviceGetEncoderUtilization(Gpu(5), &percent, &period), NVML_SUCCESS);
+  EXPECT_EQ(percent, 0u);
+  nvmlMemory_v2_t memory{};
+  EXPECT_EQ(nvml.nvmlDeviceGetMemoryInfo_v2(Gpu(6), &memory), NVML_ERROR_ARGUMENT_VERSION_MISMATCH);
+  memory.version = nvmlMemory_v2;
+  ASSERT_EQ(nvml.nvmlDeviceGetMemoryInfo_v2(Gpu(6), &memory), NVML_SUCCESS);
+  EXPECT_EQ(memory.reserved, 600ULL << 20);
+  EXPECT_EQ(memory.used, (70112ULL + 600) << 20);  // this version's used includes the reserved share
+  EXPECT_EQ(memory.free, memory.total - memory.used);
+
+  // A scenario may put the counter on its own timeline instead.
+  ASSERT_EQ(Init(R"(
+gpu_count = 1
+[defaults]
+total_energy_mj = 5000
+)",
+                 "1h"),
+            NVML_SUCCESS);
+  ASSERT_EQ(nvml.nvmlDeviceGetTotalEnergyConsumption(Gpu(0), &millijoules), NVML_SUCCESS);
+  EXPECT_EQ(millijoules, 5000u);
 }
 
 TEST_F(FakeNvmlTest, FabricStateOfAServerWithoutNvSwitchIsNotSupported) {

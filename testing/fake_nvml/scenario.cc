@@ -38,6 +38,7 @@ constexpr GpuFieldInfo kGpuFields[] = {
     {GpuField::kRemappedRowsPending, "remapped_rows_pending", FieldKind::kFlag},
     {GpuField::kRemappedRowsFailure, "remapped_rows_failure", FieldKind::kFlag},
     {GpuField::kInforomValid, "inforom_valid", FieldKind::kFlag},
+    {GpuField::kGpmSupported, "gpm_supported", FieldKind::kFlag},
     {GpuField::kClockEventReasons, "clock_event_reasons", FieldKind::kMask},
     {GpuField::kPcieGenerationCurrent, "pcie_generation_current", FieldKind::kNumber, 6},
     {GpuField::kPcieGenerationMax, "pcie_generation_max", FieldKind::kNumber, 6},
@@ -53,12 +54,16 @@ constexpr GpuFieldInfo kGpuFields[] = {
     {GpuField::kPowerDrawW, "power_draw_w", FieldKind::kNumber},
     {GpuField::kPowerLimitW, "power_limit_w", FieldKind::kNumber},
     {GpuField::kPowerDefaultLimitW, "power_default_limit_w", FieldKind::kNumber},
+    {GpuField::kTotalEnergyMj, "total_energy_mj", FieldKind::kNumber},
     {GpuField::kSmClockMhz, "sm_clock_mhz", FieldKind::kNumber},
     {GpuField::kMemoryClockMhz, "memory_clock_mhz", FieldKind::kNumber},
     {GpuField::kUtilizationGpuPercent, "utilization_gpu_percent", FieldKind::kNumber, 100},
     {GpuField::kUtilizationMemoryPercent, "utilization_memory_percent", FieldKind::kNumber, 100},
+    {GpuField::kEncoderUtilizationPercent, "encoder_utilization_percent", FieldKind::kNumber, 100},
+    {GpuField::kDecoderUtilizationPercent, "decoder_utilization_percent", FieldKind::kNumber, 100},
     {GpuField::kMemoryTotalMib, "memory_total_mib", FieldKind::kNumber},
     {GpuField::kMemoryUsedMib, "memory_used_mib", FieldKind::kNumber},
+    {GpuField::kMemoryReservedMib, "memory_reserved_mib", FieldKind::kNumber},
     {GpuField::kEccVolatileCorrected, "ecc_volatile_corrected", FieldKind::kNumber},
     {GpuField::kEccVolatileUncorrected, "ecc_volatile_uncorrected", FieldKind::kNumber},
     {GpuField::kEccAggregateCorrected, "ecc_aggregate_corrected", FieldKind::kNumber},
@@ -71,6 +76,18 @@ constexpr GpuFieldInfo kGpuFields[] = {
     {GpuField::kFabricStatus, "fabric_status", FieldKind::kNumber, NVML_ERROR_UNKNOWN},
     {GpuField::kFabricCliqueId, "fabric_clique_id", FieldKind::kNumber, UINT32_MAX},
     {GpuField::kFabricHealthMask, "fabric_health_mask", FieldKind::kNumber, UINT32_MAX},
+    {GpuField::kGpmGraphicsUtilPercent, "gpm_graphics_util_percent", FieldKind::kNumber, 100},
+    {GpuField::kGpmSmUtilPercent, "gpm_sm_util_percent", FieldKind::kNumber, 100},
+    {GpuField::kGpmSmOccupancyPercent, "gpm_sm_occupancy_percent", FieldKind::kNumber, 100},
+    {GpuField::kGpmTensorUtilPercent, "gpm_tensor_util_percent", FieldKind::kNumber, 100},
+    {GpuField::kGpmFp64UtilPercent, "gpm_fp64_util_percent", FieldKind::kNumber, 100},
+    {GpuField::kGpmFp32UtilPercent, "gpm_fp32_util_percent", FieldKind::kNumber, 100},
+    {GpuField::kGpmFp16UtilPercent, "gpm_fp16_util_percent", FieldKind::kNumber, 100},
+    {GpuField::kGpmDramBwUtilPercent, "gpm_dram_bw_util_percent", FieldKind::kNumber, 100},
+    {GpuField::kGpmPcieTxMibPerSecond, "gpm_pcie_tx_mib_per_second", FieldKind::kNumber},
+    {GpuField::kGpmPcieRxMibPerSecond, "gpm_pcie_rx_mib_per_second", FieldKind::kNumber},
+    {GpuField::kGpmNvLinkTxMibPerSecond, "gpm_nvlink_tx_mib_per_second", FieldKind::kNumber},
+    {GpuField::kGpmNvLinkRxMibPerSecond, "gpm_nvlink_rx_mib_per_second", FieldKind::kNumber},
     {GpuField::kFanSpeedsPercent, "fan_speeds_percent", FieldKind::kStructured, 100},
     {GpuField::kProcesses, "processes", FieldKind::kStructured},
     {GpuField::kNvLink, "nvlink", FieldKind::kStructured},
@@ -288,6 +305,10 @@ GpuSpec DefaultGpu(uint32_t index) {
   set(GpuField::kSmClockMhz, 345);
   set(GpuField::kMemoryClockMhz, 2619);
   set(GpuField::kMemoryTotalMib, 81559);
+  set(GpuField::kMemoryReservedMib, 561);
+  // GPM is off unless a scenario turns it on, so scenarios written before it
+  // keep their meaning; examples/hopper-gpm.toml turns it on.
+  set(GpuField::kGpmSupported, 0);
   gpu.nvlinks.resize(kDefaultNvLinkCount);
   // H100 replaces page retirement with row remapping.
   for (GpuField field : {GpuField::kRetiredPagesSbe, GpuField::kRetiredPagesDbe, GpuField::kRetiredPagesPending})
@@ -361,6 +382,7 @@ void ApplyGpuField(const GpuFieldInfo& info, const toml::node& node, GpuSpec& gp
     case FieldKind::kNumber:
       gpu.tracks[slot].set_base(ReadNumberOrName(node, info.key, info.max));
       if (info.field == GpuField::kMemoryUsedMib) gpu.memory_used_from_processes = false;
+      if (info.field == GpuField::kTotalEnergyMj) gpu.energy_from_power = false;
       return;
     case FieldKind::kStructured: break;
   }
@@ -392,7 +414,8 @@ void ApplyJitter(const toml::node& node, GpuSpec& gpu) {
   for (Track& track : gpu.tracks) track.set_jitter(0, 0);
   for (auto&& [key, value] : ReadTable(node, kJitterKey)) {
     auto field = GpuFieldFromKey(key.str());
-    if (!field || KindOf(*field) != FieldKind::kNumber || *field == GpuField::kMemoryUsedMib)
+    if (!field || KindOf(*field) != FieldKind::kNumber || *field == GpuField::kMemoryUsedMib ||
+        *field == GpuField::kTotalEnergyMj)
       Fail(value, fmt::format("jitter: \"{}\" is not a number field that can jitter", key.str()));
     size_t slot = static_cast<size_t>(*field);
     gpu.tracks[slot].set_jitter(ReadNonNegative(value, key.str()), Mix64(gpu.index * kGpuFieldCount + slot));
@@ -601,6 +624,10 @@ void ApplyTimelineEntry(const toml::table& table, std::vector<GpuSpec>& gpus) {
         Fail(field_node, fmt::format("gpu {} derives memory_used_mib from its processes; give memory_used_mib a "
                                      "value to change it on the timeline",
                                      index));
+      if (*field == GpuField::kTotalEnergyMj && gpu.energy_from_power)
+        Fail(field_node, fmt::format("gpu {} derives total_energy_mj from its power draw; give total_energy_mj a "
+                                     "value to change it on the timeline",
+                                     index));
       tracks.push_back(&gpu.tracks[static_cast<size_t>(*field)]);
     }
   }
@@ -788,6 +815,9 @@ double GpuSpec::Number(GpuField field, double t) const {
       if (process.RunningAt(t)) sum += std::max(0.0, process.used_memory_mib.At(t));
     return sum;
   }
+  // Energy is the integral of power; at the base draw that is a product, and it never goes back.
+  if (field == GpuField::kTotalEnergyMj && energy_from_power)
+    return std::max(0.0, tracks[static_cast<size_t>(GpuField::kPowerDrawW)].base()) * 1000.0 * std::max(0.0, t);
   // Jitter may push a value past its range; the GPU never reports that.
   return std::clamp(tracks[static_cast<size_t>(field)].At(t), 0.0, InfoOf(field).max);
 }

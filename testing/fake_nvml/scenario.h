@@ -42,6 +42,7 @@ enum class GpuField : unsigned char {
   kRemappedRowsPending,
   kRemappedRowsFailure,
   kInforomValid,
+  kGpmSupported,
   // A bit mask of clock-event reasons; changes only by `set`.
   kClockEventReasons,
   // Numbers.
@@ -59,12 +60,16 @@ enum class GpuField : unsigned char {
   kPowerDrawW,
   kPowerLimitW,
   kPowerDefaultLimitW,
+  kTotalEnergyMj,  // by default it grows at the base power draw from scenario time 0
   kSmClockMhz,
   kMemoryClockMhz,
   kUtilizationGpuPercent,
   kUtilizationMemoryPercent,
+  kEncoderUtilizationPercent,
+  kDecoderUtilizationPercent,
   kMemoryTotalMib,
   kMemoryUsedMib,
+  kMemoryReservedMib,
   kEccVolatileCorrected,
   kEccVolatileUncorrected,
   kEccAggregateCorrected,
@@ -78,6 +83,19 @@ enum class GpuField : unsigned char {
   kFabricStatus,
   kFabricCliqueId,
   kFabricHealthMask,
+  // GPM metrics in NVML's units (percent, MiB/s), answered when gpm_supported.
+  kGpmGraphicsUtilPercent,
+  kGpmSmUtilPercent,
+  kGpmSmOccupancyPercent,
+  kGpmTensorUtilPercent,
+  kGpmFp64UtilPercent,
+  kGpmFp32UtilPercent,
+  kGpmFp16UtilPercent,
+  kGpmDramBwUtilPercent,
+  kGpmPcieTxMibPerSecond,
+  kGpmPcieRxMibPerSecond,
+  kGpmNvLinkTxMibPerSecond,
+  kGpmNvLinkRxMibPerSecond,
   // Structured.
   kFanSpeedsPercent,
   kProcesses,
@@ -121,6 +139,7 @@ struct GpuSpec {
   std::array<std::string, kTextFieldCount> text;
   std::array<Track, kGpuFieldCount> tracks;  // entries for text and structured fields are unused
   bool memory_used_from_processes = true;    // memory_used_mib not given: sum of running processes
+  bool energy_from_power = true;             // total_energy_mj not given: base power draw since time 0
   uint32_t pci_device_id = kH100PciDeviceId;
   uint32_t pci_subsystem_id = kH100PciSubsystemId;
   std::vector<Track> fan_speeds_percent;

@@ -38,6 +38,8 @@ GpuPoint PointOf(const GpuSnapshot& gpu, WallTime time) {
   point.temperature_c = Reading(gpu.temperature_c);
   point.power_w = Reading(gpu.power_draw_w);
   point.power_limit_w = Reading(gpu.power_limit_w);
+  if (gpu.gpm_sm_active.has_value()) point.sm_active = static_cast<float>(gpu.gpm_sm_active.value());
+  if (gpu.gpm_tensor_active.has_value()) point.tensor_active = static_cast<float>(gpu.gpm_tensor_active.value());
   if (gpu.fan_speeds_percent.has_value() && !gpu.fan_speeds_percent.value().empty()) {
     const auto& fans = gpu.fan_speeds_percent.value();
     point.fan_percent = *std::max_element(fans.begin(), fans.end());

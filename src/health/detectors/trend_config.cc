@@ -50,7 +50,8 @@ std::optional<Error> ReadJob(const toml::table& table, size_t position, JobWatch
 }  // namespace
 
 Duration TrendConfig::LongestWindow() const {
-  Duration longest = std::max({utilization_stuck.after, utilization_flapping.window, gpu_straggler.after,
+  Duration longest = std::max({utilization_stuck.after, utilization_flapping.window, tensor_cores_idle.after,
+                               gpu_straggler.after,
                                memory_leak.window, counter_rates.window, cooling_failure.window});
   for (const JobWatchConfig& job : jobs) longest = std::max(longest, job.flat_loss_window);
   return longest + max_sample_gap;
@@ -73,6 +74,14 @@ Result<TrendConfig> TrendConfigFromToml(const toml::table& root) {
     r.Read("high_percent", c.high_percent);
     r.Read("low_percent", c.low_percent);
     r.Read("busy_wait_power_fraction", c.busy_wait_power_fraction);
+    r.Read("busy_wait_sm_active", c.busy_wait_sm_active);
+  }));
+  check(Section(*detectors, "tensor_cores_idle", [&](TomlTableReader& r) {
+    TensorCoresIdleConfig& c = config.tensor_cores_idle;
+    r.Read("after", c.after);
+    r.Read("min_utilization_percent", c.min_utilization_percent);
+    r.Read("min_sm_active", c.min_sm_active);
+    r.Read("max_tensor_active", c.max_tensor_active);
   }));
   check(Section(*detectors, "utilization_flapping", [&](TomlTableReader& r) {
     UtilizationFlappingConfig& c = config.utilization_flapping;
@@ -122,7 +131,8 @@ Result<TrendConfig> TrendConfigFromToml(const toml::table& root) {
 
   TomlTableReader top(*detectors, "detectors");
   top.Read("max_sample_gap", config.max_sample_gap);
-  for (const char* section : {"utilization_stuck", "utilization_flapping", "gpu_straggler", "memory_leak",
+  for (const char* section : {"utilization_stuck", "utilization_flapping", "tensor_cores_idle", "gpu_straggler",
+                              "memory_leak",
                               "counter_rates", "cooling_failure", "job"})
     top.ReadElsewhere(section);
   if (auto top_error = top.Finish()) return *top_error;

@@ -30,6 +30,21 @@ struct UtilizationStuckConfig {
   // At the high end, only a GPU drawing under this share of its power limit
   // (a spinning or hung kernel) or one without processes counts as stuck.
   double busy_wait_power_fraction = 0.5;
+  // Where the GPU has GPM, the SMs say it directly instead of the power: at
+  // the high end a GPU whose SMs are busy under this share counts as stuck
+  // (a kernel spinning in a collective holds a few SMs), and one above it as
+  // working, whatever it draws.
+  double busy_wait_sm_active = 0.05;
+};
+
+// tensor_cores_idle (GPM, Hopper and newer): a GPU whose SMs work hard for
+// `after` while its tensor pipes stay under `max_tensor_active`: a job doing its
+// math without the tensor cores runs at a fraction of what the GPU can.
+struct TensorCoresIdleConfig {
+  Duration after = std::chrono::minutes(30);
+  double min_utilization_percent = 90;
+  double min_sm_active = 0.5;
+  double max_tensor_active = 0.05;
 };
 
 // utilization_flapping: swings between high and low, counted with hysteresis.
@@ -97,6 +112,7 @@ struct JobWatchConfig {
 struct TrendConfig {
   UtilizationStuckConfig utilization_stuck;
   UtilizationFlappingConfig utilization_flapping;
+  TensorCoresIdleConfig tensor_cores_idle;
   StragglerConfig gpu_straggler;
   MemoryLeakConfig memory_leak;
   CounterRateConfig counter_rates;

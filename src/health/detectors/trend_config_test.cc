@@ -24,6 +24,11 @@ max_sample_gap = 60
 [detectors.utilization_stuck]
 after = "20m"
 busy_wait_power_fraction = 0.4
+busy_wait_sm_active = 0.1
+
+[detectors.tensor_cores_idle]
+after = "1h"
+max_tensor_active = 0.02
 
 [detectors.counter_rates]
 pcie_replays_per_min = 12
@@ -43,6 +48,10 @@ require_gpu_processes = false
   EXPECT_EQ(config->max_sample_gap, 60s);
   EXPECT_EQ(config->utilization_stuck.after, 20min);
   EXPECT_DOUBLE_EQ(config->utilization_stuck.busy_wait_power_fraction, 0.4);
+  EXPECT_DOUBLE_EQ(config->utilization_stuck.busy_wait_sm_active, 0.1);
+  EXPECT_EQ(config->tensor_cores_idle.after, std::chrono::hours(1));
+  EXPECT_DOUBLE_EQ(config->tensor_cores_idle.max_tensor_active, 0.02);
+  EXPECT_DOUBLE_EQ(config->tensor_cores_idle.min_sm_active, 0.5);
   EXPECT_DOUBLE_EQ(config->counter_rates.pcie_replays_per_min, 12);
   ASSERT_EQ(config->jobs.size(), 2u);
   EXPECT_EQ(config->jobs[0].name, "llama");

@@ -108,6 +108,7 @@ std::vector<Finding> TrendDetectors::Evaluate(WallTime now) const {
     if (track.points.empty() || now - track.points.back().time > config_.max_sample_gap) continue;
     add(DetectUtilizationStuck(track, config_.utilization_stuck, config_.max_sample_gap));
     add(DetectUtilizationFlapping(track, config_.utilization_flapping, now));
+    add(DetectTensorCoresIdle(track, config_.tensor_cores_idle, config_.max_sample_gap));
     add(DetectGpuStraggler(track, config_.gpu_straggler, config_.max_sample_gap));
     add(DetectMemoryLeak(track, config_.memory_leak, now, command_lines_));
     for (Finding& finding : DetectCounterRates(track, config_.counter_rates, now)) findings.push_back(std::move(finding));

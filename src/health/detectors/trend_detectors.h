@@ -6,7 +6,7 @@
 //   detectors.Observe(snapshot, clock.Now());
 //   for (const Finding& f : detectors.Evaluate(clock.Now())) ...
 //
-// Rule ids: utilization_stuck, utilization_flapping, gpu_straggler,
+// Rule ids: utilization_stuck, utilization_flapping, tensor_cores_idle, gpu_straggler,
 // memory_leak, ecc_rate, pcie_replay_rate, nvlink_error_rate,
 // cooling_failure, job_stall, job_loss_nan, job_loss_flat (docs/detectors.md).
 #pragma once

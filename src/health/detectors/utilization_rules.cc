@@ -10,6 +10,7 @@ namespace {
 bool SpinningAtFull(const GpuPoint& point, const UtilizationStuckConfig& config) {
   if (!point.utilization_percent || *point.utilization_percent < config.high_percent) return false;
   if (point.process_count == 0u) return true;
+  if (point.sm_active) return *point.sm_active < config.busy_wait_sm_active;
   return point.power_w && point.power_limit_w && *point.power_limit_w > 0 &&
          *point.power_w < config.busy_wait_power_fraction * *point.power_limit_w;
 }
@@ -41,9 +42,14 @@ std::optional<Finding> DetectUtilizationStuck(const GpuTrack& track, const Utili
     const bool no_process = last.process_count == 0u;
     finding.summary = fmt::format("{} utilisation stuck at {:.0f}% for {} {}", gpu, *last.utilization_percent,
                                   FormatDuration(*held),
-                                  no_process ? "with no compute process" : "while drawing little power");
+                                  no_process        ? "with no compute process"
+                                  : last.sm_active ? "while its SMs are idle"
+                                                    : "while drawing little power");
     finding.evidence.push_back(fmt::format("utilization_gpu={:.0f}% for {} (threshold {})", *last.utilization_percent,
                                            FormatDuration(*held), FormatDuration(config.after)));
+    if (last.sm_active)
+      finding.evidence.push_back(fmt::format("sm_active={:.1f}% (GPM; threshold {:.1f}%)", 100 * *last.sm_active,
+                                             100 * config.busy_wait_sm_active));
     if (last.power_w && last.power_limit_w)
       finding.evidence.push_back(fmt::format("power={:.0f} W of a {:.0f} W limit", *last.power_w, *last.power_limit_w));
     if (last.process_count) finding.evidence.push_back(fmt::format("compute_processes={}", *last.process_count));
@@ -106,6 +112,37 @@ std::optional<Finding> DetectUtilizationFlapping(const GpuTrack& track, const Ut
   finding.actions = {"Profile the input pipeline: more DataLoader workers, pinned memory, prefetching",
                      "Check the clock event reasons for power or thermal throttling (gpudoctor status)",
                      "Check whether the host CPUs or storage are saturated while the GPU waits"};
+  return finding;
+}
+
+std::optional<Finding> DetectTensorCoresIdle(const GpuTrack& track, const TensorCoresIdleConfig& config,
+                                             Duration max_gap) {
+  auto computing_without_tensor_cores = [&](const GpuPoint& p) {
+    return p.utilization_percent && *p.utilization_percent >= config.min_utilization_percent && p.sm_active &&
+           *p.sm_active >= config.min_sm_active && p.tensor_active && *p.tensor_active < config.max_tensor_active &&
+           p.process_count && *p.process_count > 0;
+  };
+  auto held = HeldFor(track.points, computing_without_tensor_cores, max_gap);
+  if (!held || *held < config.after) return std::nullopt;
+  const GpuPoint& last = track.points.back();
+  Finding finding = Make("tensor_cores_idle", Severity::kWarning, track.ref);
+  finding.summary = fmt::format("{} busy for {} with its tensor cores at {:.1f}%: the job computes without them",
+                                GpuLabel(track.ref), FormatDuration(*held), 100 * *last.tensor_active);
+  finding.evidence = {
+      fmt::format("tensor_active={:.1f}% (GPM; under {:.1f}%) for {} (threshold {})", 100 * *last.tensor_active,
+                  100 * config.max_tensor_active, FormatDuration(*held), FormatDuration(config.after)),
+      fmt::format("sm_active={:.0f}%, utilization_gpu={:.0f}%", 100 * *last.sm_active, *last.utilization_percent),
+      fmt::format("compute_processes={}", *last.process_count)};
+  finding.cause =
+      "The SMs are busy but none of the work reaches the tensor cores: matrix math in plain FP32 (without TF32 or "
+      "mixed precision), or kernels the framework could not map onto them. A Hopper GPU then runs the job at a "
+      "small fraction of its throughput (dense FP32 is about 67 TFLOPS on an H100 SXM, BF16 on tensor cores about "
+      "990).";
+  finding.actions = {
+      "Enable TF32 or mixed precision in the job (PyTorch: torch.backends.cuda.matmul.allow_tf32 = True, "
+      "torch.autocast(\"cuda\", dtype=torch.bfloat16))",
+      "Profile a few steps (nsys profile) to see which kernels take the time",
+      "For work that cannot use tensor cores (integer, FP32 stencils), raise [detectors.tensor_cores_idle] after"};
   return finding;
 }
 

@@ -1,4 +1,4 @@
-// Utilisation trends: utilization_stuck, utilization_flapping, gpu_straggler.
+// Utilisation trends: utilization_stuck, utilization_flapping, tensor_cores_idle, gpu_straggler.
 //
 //   if (auto finding = DetectUtilizationStuck(track, config.utilization_stuck, config.max_sample_gap))
 //     findings.push_back(*finding);
@@ -16,6 +16,9 @@ std::optional<Finding> DetectUtilizationStuck(const GpuTrack& track, const Utili
                                               Duration max_gap);
 std::optional<Finding> DetectUtilizationFlapping(const GpuTrack& track, const UtilizationFlappingConfig& config,
                                                  WallTime now);
+// Only GPUs with GPM (Hopper and newer) have the readings it judges; others never fire.
+std::optional<Finding> DetectTensorCoresIdle(const GpuTrack& track, const TensorCoresIdleConfig& config,
+                                             Duration max_gap);
 std::optional<Finding> DetectGpuStraggler(const GpuTrack& track, const StragglerConfig& config, Duration max_gap);
 
 // Sets idle_while_peers_busy on each point of one instant (one per GPU): idle,

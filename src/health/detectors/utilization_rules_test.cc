@@ -42,6 +42,67 @@ TEST(UtilizationStuck, HealthyTrainingAtFullPowerStaysQuiet) {
   EXPECT_FALSE(DetectUtilizationStuck(TrackOf(3h, 5s, training), {}, kGap));
 }
 
+// Where the GPU has GPM the SMs decide, not the power: a kernel spinning on a
+// few SMs at full power is stuck; memory-bound work at low power is not.
+TEST(UtilizationStuck, OnAGpuWithGpmTheSmActivityDecidesInsteadOfThePower) {
+  auto spinning_hot = [](double) {
+    GpuPoint p = Busy(100, /*power=*/380);  // near the limit: the power alone says "working"
+    p.sm_active = 0.015;                    // 2 of 132 SMs
+    return p;
+  };
+  auto finding = DetectUtilizationStuck(TrackOf(16min, 5s, spinning_hot), {}, kGap);
+  ASSERT_TRUE(finding);
+  EXPECT_NE(finding->summary.find("while its SMs are idle"), std::string::npos) << finding->summary;
+  EXPECT_NE(finding->evidence[1].find("sm_active=1.5%"), std::string::npos) << finding->evidence[1];
+
+  auto memory_bound = [](double) {
+    GpuPoint p = Busy(100, /*power=*/90);  // low power: the power alone says "spinning"
+    p.sm_active = 0.62;
+    return p;
+  };
+  EXPECT_FALSE(DetectUtilizationStuck(TrackOf(2h, 5s, memory_bound), {}, kGap));
+
+  UtilizationStuckConfig stricter;
+  stricter.busy_wait_sm_active = 0.7;
+  EXPECT_TRUE(DetectUtilizationStuck(TrackOf(16min, 5s, memory_bound), stricter, kGap));
+}
+
+// A job keeping the SMs busy with its tensor cores idle is slow on Hopper;
+// one using them, a GPU without GPM, and a spin (utilization_stuck's case) stay quiet.
+TEST(TensorCoresIdle, BusySmsWithIdleTensorCoresFireAfterTheThreshold) {
+  auto fp32_training = [](double) {
+    GpuPoint p = Busy(98, 600);
+    p.sm_active = 0.86;
+    p.tensor_active = 0.012;
+    return p;
+  };
+  TensorCoresIdleConfig config;  // 30 minutes
+  EXPECT_FALSE(DetectTensorCoresIdle(TrackOf(29min, 5s, fp32_training), config, kGap));
+  auto finding = DetectTensorCoresIdle(TrackOf(31min, 5s, fp32_training), config, kGap);
+  ASSERT_TRUE(finding);
+  EXPECT_EQ(finding->id, "tensor_cores_idle");
+  EXPECT_EQ(finding->severity, Severity::kWarning);
+  EXPECT_NE(finding->summary.find("tensor cores at 1.2%"), std::string::npos) << finding->summary;
+  EXPECT_NE(finding->evidence[1].find("sm_active=86%"), std::string::npos) << finding->evidence[1];
+
+  auto mixed_precision = [](double) {
+    GpuPoint p = Busy(98, 650);
+    p.sm_active = 0.88;
+    p.tensor_active = 0.52;
+    return p;
+  };
+  EXPECT_FALSE(DetectTensorCoresIdle(TrackOf(2h, 5s, mixed_precision), config, kGap));
+  auto without_gpm = [](double) { return Busy(98, 600); };
+  EXPECT_FALSE(DetectTensorCoresIdle(TrackOf(2h, 5s, without_gpm), config, kGap));
+  auto spinning = [](double) {
+    GpuPoint p = Busy(100, 380);
+    p.sm_active = 0.015;
+    p.tensor_active = 0;
+    return p;
+  };
+  EXPECT_FALSE(DetectTensorCoresIdle(TrackOf(2h, 5s, spinning), config, kGap));
+}
+
 TEST(UtilizationStuck, IdleWhileProcessesHoldTheGpu) {
   auto idle_held = [](double) { return Busy(0, 60); };
   EXPECT_FALSE(DetectUtilizationStuck(TrackOf(14min, 5s, idle_held), {}, kGap));
