@@ -247,6 +247,23 @@ TEST(LogParser, ProbeFailureWithNouveau) {
   EXPECT_EQ(events[0].Field("device_count"), "1");
 }
 
+// The wordings of drivers/base/dd.c from Linux 6.x and of the x86 traps' oops headers. The lines are built from
+// the kernel's format strings (dev_err's "<driver> <device>: " prefix, the trap's "<reason>: <code> [#<n>]").
+TEST(LogParser, NewerKernelsProbeFailureAndTrapOopses) {
+  auto probe = ParseLine("[    5.1] nvidia 0000:3b:00.0: probe with driver nvidia failed with error -1", Options());
+  ASSERT_EQ(probe.size(), 1u);
+  EXPECT_EQ(probe[0].kind, "driver_probe_failed");
+  EXPECT_EQ(probe[0].Field("error_code"), "-1");
+  EXPECT_EQ(probe[0].pci_bus_id, "0000:3b:00.0");
+  for (std::string_view reason : {"divide error", "invalid opcode",
+                                  "general protection fault, probably for non-canonical address 0xdead000000000100"}) {
+    auto oops = ParseLine("[  812.3] " + std::string(reason) + ": 0000 [#1] PREEMPT SMP NOPTI", Options());
+    ASSERT_EQ(oops.size(), 1u) << reason;
+    EXPECT_EQ(oops[0].kind, "kernel_oops");
+    EXPECT_EQ(oops[0].Field("oops_number"), "1");
+  }
+}
+
 TEST(LogParser, NvswitchSxidSeverityFollowsTheLine) {
   auto events = ParseLine(
       "nvidia-nvswitch3: SXid (PCI:0000:c8:00.0): 20034, Fatal, Link 24 LTSSM Fault Up", Options());
