@@ -82,7 +82,7 @@ std::string TestNamed(std::string_view dcgm_name) {
     else if (!word.empty() && word.back() != '_') word += '_';
   }
   while (!word.empty() && word.back() == '_') word.pop_back();
-  return word;
+  return word.empty() ? "unnamed" : word;  // a name of no letters or digits (damaged input)
 }
 
 // The GPUs a result names: "GPU: 0", "GPUs: 1, 2, 3"; empty for "All" or none.
