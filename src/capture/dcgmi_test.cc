@@ -106,6 +106,14 @@ TEST(DcgmiDiag, JsonReportWithSkippedTests) {
   EXPECT_EQ(memory->command, "dcgmi diag -r 3 -i 0");
 }
 
+TEST(DcgmiDiag, ATestNamedByNoWordStillGetsAName) {
+  auto records = ParseDiag("| -_-                       | Fail - GPU: 1                                  |\n");
+  ASSERT_TRUE(records.ok());
+  ASSERT_EQ(records->size(), 1u);
+  EXPECT_EQ((*records)[0].test, "unnamed");
+  EXPECT_EQ((*records)[0].state, "faulty");
+}
+
 TEST(DcgmiDiag, NoResultIsAnError) {
   EXPECT_FALSE(ParseDiag("| Diagnostic                | Result                                         |\n").ok());
   EXPECT_FALSE(LooksLikeDiag("+------+\n| GPU  | Name |\n"));
