@@ -176,9 +176,11 @@ Result<Capture> ReadCapture(const std::string& path, bool* not_recognised) {
       return capture;
     }
     // Not nvidia-smi's: still a log when the log engine finds events in it (lines pasted without a prefix).
-    auto stats = ScanLogFile(path, {}, [](LogEvent&&) {});
-    if (!stats) return stats.error();
-    if (stats->events == 0) return refuse(std::string(kFormats));
+    LogScanner scanner({});
+    const EventSink ignore = [](LogEvent&&) {};
+    scanner.Consume(whole.bytes, ignore);
+    scanner.Finish(ignore);
+    if (scanner.stats().events == 0) return refuse(std::string(kFormats));
   }
   Capture capture = Named(CaptureKind::kLog, path);
   capture.log_file = path;

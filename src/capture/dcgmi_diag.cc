@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "capture/dcgmi.h"
+#include "capture/dcgmi_rows.h"
 #include "common/text.h"
 
 namespace gpudoctor::dcgmi {
@@ -21,23 +22,10 @@ re2::StringPiece Piece(std::string_view text) { return {text.data(), text.size()
 // DCGM's message column: one space, then this many characters of text, wrapped inside words.
 constexpr size_t kMessageWidth = 45;
 
-// A row of the report's two-column table: "| name | value |"; the closing '|' may be cut off.
-struct Row {
-  std::string_view name;   // trimmed; empty on a continuation row
-  std::string_view value;  // trimmed
-  std::string_view chunk;  // the value column's text as printed, for joining wrapped messages
-};
-
-std::optional<Row> RowOf(std::string_view line) {
-  line = Trim(line);
-  if (line.size() < 2 || line.front() != '|' || StartsWith(line, "|---") || StartsWith(line, "|===")) return std::nullopt;
-  const size_t split = line.find('|', 1);
-  if (split == std::string_view::npos) return std::nullopt;
-  std::string_view value = line.substr(split + 1);
-  if (!value.empty() && value.back() == '|') value.remove_suffix(1);
-  std::string_view chunk = value.empty() ? value : value.substr(1);
-  if (chunk.size() > kMessageWidth) chunk = chunk.substr(0, kMessageWidth);
-  return Row{.name = Trim(line.substr(1, split - 1)), .value = Trim(value), .chunk = chunk};
+// The text of a message row as printed, for joining a message DCGM wrapped inside words.
+std::string_view ChunkOf(const TableRow& row) {
+  std::string_view chunk = row.cell.empty() ? row.cell : row.cell.substr(1);
+  return chunk.substr(0, kMessageWidth);
 }
 
 // Collapses the white space runs of a joined message.
@@ -186,14 +174,14 @@ Reading Read(std::string_view text) {
       section = ToLower(name);
       continue;
     }
-    std::optional<Row> row = RowOf(line);
+    std::optional<TableRow> row = TableRowOf(line);
     if (!row) {
       flush();
       continue;
     }
     if (row->name.empty()) {
       if (!message.empty()) {
-        message += row->chunk;
+        message += ChunkOf(*row);
         continue;
       }
       if (reading.results.empty()) continue;
@@ -208,7 +196,7 @@ Reading Read(std::string_view text) {
     flush();
     if (IsMessageRow(row->name)) {
       message_kind = std::string(row->name);
-      message = std::string(row->chunk);
+      message = std::string(ChunkOf(*row));
       continue;
     }
     if (row->name == "GPU Device IDs Detected") {

@@ -20,27 +20,13 @@
 #include <vector>
 
 #include "capture/dcgmi.h"
+#include "capture/dcgmi_rows.h"
 #include "common/text.h"
 
 namespace gpudoctor::dcgmi {
 namespace {
 
 re2::StringPiece Piece(std::string_view text) { return {text.data(), text.size()}; }
-
-struct Cells {
-  std::string_view name;
-  std::string_view value;
-};
-
-std::optional<Cells> CellsOf(std::string_view line) {
-  line = Trim(line);
-  if (line.size() < 2 || line.front() != '|') return std::nullopt;
-  const size_t split = line.find('|', 1);
-  if (split == std::string_view::npos) return std::nullopt;
-  std::string_view value = line.substr(split + 1);
-  if (!value.empty() && value.back() == '|') value.remove_suffix(1);
-  return Cells{Trim(line.substr(1, split - 1)), Trim(value)};
-}
 
 bool Contains(std::string_view text, std::string_view word) { return ContainsIgnoreCase(text, word); }
 
@@ -93,7 +79,7 @@ Result<std::vector<ReportedCondition>> ParseHealth(std::string_view text) {
   std::vector<SystemReport> reports;
   bool in_system = false;
   for (std::string_view line : Split(text, '\n')) {
-    std::optional<Cells> cells = CellsOf(line);
+    std::optional<TableRow> cells = TableRowOf(line);
     if (!cells) continue;
     uint32_t id = 0;
     std::string system;
