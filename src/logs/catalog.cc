@@ -369,6 +369,13 @@ Result<LogCatalog> LogCatalog::FromToml(std::string_view text, std::string_view 
         if (*window < 0 || *window > 100000) reader.Fail(where + " window must be 0..100000");
         spec.window_lines = static_cast<uint32_t>(std::clamp<int64_t>(*window, 0, 100000));
       }
+      if (auto reach = entry["reach"].value<int64_t>()) {
+        if (*reach < 0 || *reach > 100000) reader.Fail(where + " reach must be 0..100000");
+        spec.reach_lines = static_cast<uint32_t>(std::clamp<int64_t>(*reach, 0, 100000));
+      }
+      if (spec.reach_lines && (!spec.literals.empty() || spec.role != PatternRole::kContinue)) {
+        reader.Fail(where + " reach is for continue patterns without literals");
+      }
       if (spec.literals.empty() && spec.role != PatternRole::kContinue) {
         reader.Fail(where + " needs literals (only continue patterns may go without)");
       }

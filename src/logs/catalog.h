@@ -139,6 +139,9 @@ struct PatternSpec {
   std::map<std::string, EventSeverity> severity_map;  // keys lower-cased
   std::vector<std::string> append;                  // fields that collect several values
   std::optional<uint32_t> window_lines;             // overrides the kind's window for events it starts
+  // A continue pattern without literals is tried on the lines up to this many after its event's first
+  // line (default: the event's window); the fast reader reads those lines in full, and skips the others.
+  std::optional<uint32_t> reach_lines;
   // Tried only on a line that no other pattern matched (an SXid line that states no severity).
   bool fallback = false;
 

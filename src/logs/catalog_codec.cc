@@ -34,7 +34,7 @@ template <class V, class T> void Fields(V& v, T& x) requires std::is_same_v<std:
 }
 template <class V, class T> void Fields(V& v, T& x) requires std::is_same_v<std::remove_const_t<T>, PatternSpec> {
   v(x.id, x.kind, x.role, x.literals, x.caseless, x.regex, x.severity, x.severity_from, x.severity_map, x.append,
-    x.window_lines, x.fallback);
+    x.window_lines, x.reach_lines, x.fallback);
 }
 template <class V, class T> void Fields(V& v, T& x) requires std::is_same_v<std::remove_const_t<T>, DriverSubsystem> {
   v(x.name, x.kind, x.severity, x.functions, x.modules, x.folders);

@@ -182,6 +182,9 @@ TEST(Catalog, BadDataIsRejectedWithTheReason) {
   bad_kind.replace(bad_kind.find("kind = \"xid\""), 12, "kind = \"nope\"");
   expect_error(bad_kind, "unknown kind");
   expect_error(base + base.substr(base.find("[[patterns]]")), "defined twice");
+  std::string reach_with_literals = base;
+  reach_with_literals.insert(reach_with_literals.find("regex = 'Xid"), "reach = 2\n");
+  expect_error(reach_with_literals, "reach is for continue patterns without literals");
 
   std::string bad_regex = base;
   bad_regex.replace(bad_regex.find("(?P<xid>\\d+)"), 12, "(?P<xid>\\d+");

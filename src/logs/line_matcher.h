@@ -87,10 +87,10 @@ class LineMatcher {
   std::optional<IdentityLine> MatchIdentity(std::string_view message, std::vector<EventField>& fields) const;
 
   // Calls `on_line(begin, end)` once for every line of `block` that may matter
-  // to the parser: it contains a literal of a pattern that can start an event,
-  // of an identity line or a driver module's tag, or (with `minute_stamps`) is
-  // a `dmesg -H` minute stamp. Offsets are relative to `block`; lines are reported in order;
-  // `end` excludes the newline.
+  // to the parser: it contains a literal of a pattern, of an identity line or
+  // a driver module's tag, or (with `minute_stamps`) is a `dmesg -H` minute
+  // stamp. Offsets are relative to `block`; lines are reported in order; `end`
+  // excludes the newline.
   void ScanBlock(std::string_view block, bool minute_stamps, Scratch& scratch,
                  const std::function<void(size_t begin, size_t end)>& on_line) const;
 

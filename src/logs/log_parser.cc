@@ -139,10 +139,13 @@ std::optional<std::string_view> AfterNvrmTag(std::string_view text) {
 //  - a syslog daemon that does not escape line breaks writes them raw, so a
 //    line with no prefix follows the prefixed first line;
 //  - dumps indent their lines after the tag ("NVRM:     Reported by ...").
-bool ContinuesPreviousLine(const LinePrefix& prefix, LineFormat previous_format) {
+//
+// `after_prefixed_nvrm` says whether the line before was the driver's with a prefix: a raw line
+// continues only such a line (reading it needs nothing of a line that holds no literal).
+bool ContinuesPreviousLine(const LinePrefix& prefix, bool after_prefixed_nvrm) {
   std::optional<std::string_view> after_tag = AfterNvrmTag(Trim(prefix.message));
   if (!after_tag) return false;
-  if (prefix.format == LineFormat::kBare && (prefix.indented || previous_format != LineFormat::kBare)) return true;
+  if (prefix.format == LineFormat::kBare && (prefix.indented || after_prefixed_nvrm)) return true;
   auto blank = [](char c) { return c == ' ' || c == '\t'; };
   return after_tag->size() > 2 && blank((*after_tag)[0]) && blank((*after_tag)[1]);
 }
@@ -267,44 +270,64 @@ void LogParser::Feed(std::string_view line, uint64_t line_number, std::vector<Lo
     prefix.host = broadcast_.host;
   }
   if (UnfoldEscapedLineBreaks(prefix.message, unfolded_)) prefix.message = unfolded_;
-  // Close the events this line can no longer belong to: past their window,
-  // or logged well before it.
+  // Close the events this line can no longer belong to: past their window, or logged well before
+  // it. Only a line that may be part of an event closes one by its time (see the header).
+  const std::string_view text = wrapped ? std::string_view(json_.text) : line;
+  matcher_->Candidates(text, scratch_, candidates_);
+  const bool relevant = !candidates_.empty() || Reached(line_number);
   for (size_t i = open_.size(); i-- > 0;) {
-    if (open_[i].last_line < line_number || !CloseInTime(open_[i].event, prefix.time, prefix.uptime_seconds)) {
+    if (open_[i].last_line < line_number ||
+        (relevant && !CloseInTime(open_[i].event, prefix.time, prefix.uptime_seconds))) {
       Close(i);
     }
   }
 
-  const bool continues = ContinuesPreviousLine(prefix, previous_format_);
+  const bool after_prefixed_nvrm = prefixed_nvrm_line_ != 0 && prefixed_nvrm_line_ + 1 == line_number;
+  const bool continues = ContinuesPreviousLine(prefix, after_prefixed_nvrm);
+  if (prefix.format != LineFormat::kBare && AfterNvrmTag(Trim(prefix.message))) prefixed_nvrm_line_ = line_number;
+  last_line_ = line_number;
   const bool joined = continues && JoinWrappedLine(prefix, line, line_number);
-  previous_format_ = prefix.format;
   if (joined) {
     if (record_.last_line + 1 == line_number) record_.last_line = line_number;
   } else if (continues && JoinRecord(prefix, line, line_number)) {
     // The record's lines together made an event; the line is part of it.
   } else {
-    const bool recognised = MatchLine(prefix, wrapped ? std::string_view(json_.text) : line, line, line_number);
+    const bool recognised = MatchLine(prefix, line, line_number, candidates_);
     if (!recognised) ClassifyDriverLine(prefix, line, line_number);
     if (!continues) StartRecord(prefix, line, line_number, recognised);
   }
   Release(out);
 }
 
-bool LogParser::MatchLine(const LinePrefix& prefix, std::string_view text, std::string_view raw,
-                          uint64_t line_number) {
-  matcher_->Candidates(text, scratch_, candidates_);
+void LogParser::Took(OpenEvent& open, uint64_t line_number) {
+  open.taken_line = line_number;
+  if (open.reach) open.reach_until = std::min(open.last_line, line_number + *open.reach);
+}
+
+bool LogParser::Reached(uint64_t line_number) const {
   for (const OpenEvent& open : open_) {
-    const auto& continuations = matcher_->ContinuationsOf(open.event.kind);
-    candidates_.insert(candidates_.end(), continuations.begin(), continuations.end());
+    if (open.reach_until >= line_number) return true;
   }
-  std::sort(candidates_.begin(), candidates_.end());
-  candidates_.erase(std::unique(candidates_.begin(), candidates_.end()), candidates_.end());
+  return false;
+}
+
+bool LogParser::MatchLine(const LinePrefix& prefix, std::string_view raw, uint64_t line_number,
+                          std::vector<uint32_t>& candidates) {
+  for (const OpenEvent& open : open_) {
+    if (open.reach_until < line_number) continue;
+    for (uint32_t index : matcher_->ContinuationsOf(open.event.kind)) {
+      const std::optional<uint32_t> reach = matcher_->pattern(index).reach_lines;
+      if (!reach || line_number <= open.taken_line + *reach) candidates.push_back(index);
+    }
+  }
+  std::sort(candidates.begin(), candidates.end());
+  candidates.erase(std::unique(candidates.begin(), candidates.end()), candidates.end());
   const uint32_t pattern_count = matcher_->pattern_count();
   bool identity_checked = false;
   bool recognised = false;  // a pattern made or joined an event, or the line names a GPU
   bool matched = false;     // a pattern took the line, or one that starts events matched it
   bool fallbacks = false;
-  for (uint32_t index : candidates_) {
+  for (uint32_t index : candidates) {
     if (index >= pattern_count) {
       if (identity_checked) continue;
       identity_checked = true;
@@ -329,8 +352,8 @@ bool LogParser::MatchLine(const LinePrefix& prefix, std::string_view text, std::
     }
   }
   // A line of a multi-line report that joined its report is not a report of its own.
-  for (size_t i = 0; fallbacks && !matched && i < candidates_.size(); ++i) {
-    const uint32_t index = candidates_[i];
+  for (size_t i = 0; fallbacks && !matched && i < candidates.size(); ++i) {
+    const uint32_t index = candidates[i];
     if (index < pattern_count && matcher_->pattern(index).fallback && matcher_->Match(index, prefix.message, fields_) &&
         ApplyPattern(index, fields_, prefix, raw, line_number)) {
       recognised = true;
@@ -372,10 +395,13 @@ bool LogParser::JoinRecord(const LinePrefix& prefix, std::string_view line, uint
   joined.level = record_.level;
   joined.message = record_.message;
   // Only the patterns: the head line alone already went to the driver classifier.
-  if (!MatchLine(joined, record_.message, record_.raw, record_.line)) return false;
+  matcher_->Candidates(record_.message, scratch_, record_candidates_);
+  if (!MatchLine(joined, record_.raw, record_.line, record_candidates_)) return false;
   record_.taken = true;
   for (OpenEvent& open : open_) {
-    if (open.event.line_number == record_.line) open.message_end_line = line_number;
+    if (open.event.line_number != record_.line) continue;
+    open.message_end_line = line_number;
+    Took(open, line_number);
   }
   return true;
 }
@@ -460,6 +486,7 @@ bool LogParser::ApplyPattern(uint32_t index, std::vector<EventField>& fields, co
       if (!open || !SameSubject(open->event, event) || !CloseInTime(open->event, event)) return false;
       event.pci_bus_id.clear();  // a detail line's device is the open event's device
       MergeInto(open->event, event, spec.append);
+      Took(*open, line_number);
       if (stated) open->event.severity = std::max(open->event.severity, *stated);
       return true;
     }
@@ -503,6 +530,11 @@ void LogParser::StartEvent(LogEvent event, uint32_t join_key, std::optional<uint
   open.last_line = line_number + window;
   open.origin = origin;
   open.message_end_line = line_number;
+  for (uint32_t index : matcher_->ContinuationsOf(open.event.kind)) {
+    const uint32_t reach = matcher_->pattern(index).reach_lines.value_or(window);
+    open.reach = std::max(open.reach.value_or(0), reach);
+  }
+  Took(open, line_number);
   open_.push_back(std::move(open));
 }
 
@@ -517,13 +549,13 @@ void LogParser::MergeOrStart(LogEvent event, uint32_t join_key, std::optional<ui
     MergeInto(open->event, event, append);
     open->event.severity = severity;
     open->joined.push_back(join_key);
+    Took(*open, line_number);
     return;
   }
   StartEvent(std::move(event), join_key, origin, line_number);
 }
 
 bool LogParser::JoinWrappedLine(const LinePrefix& prefix, std::string_view line, uint64_t line_number) {
-  if (!ContinuesPreviousLine(prefix, previous_format_)) return false;
   std::string_view tail = Trim(AfterNvrmTag(Trim(prefix.message)).value_or(""));
   bool joined = false;
   for (OpenEvent& open : open_) {
@@ -534,6 +566,7 @@ bool LogParser::JoinWrappedLine(const LinePrefix& prefix, std::string_view line,
     open.event.raw += "\n";
     open.event.raw += line;
     open.message_end_line = line_number;
+    Took(open, line_number);
     if (open.origin && matcher_->Match(*open.origin, open.event.message, fields_)) {
       LogEvent refreshed;
       AssignFields(refreshed, fields_, matcher_->pattern(*open.origin).append);

@@ -16,9 +16,12 @@
 //   for (each line, numbered from 1) parser.Feed(line, number, events);
 //   parser.Flush(events);
 //
-// Events come out in line order. A caller that skips lines it knows to be
-// irrelevant (the fast reader) must still feed every line while
-// WantsNextLine() is true; the result is then the same as feeding all lines.
+// Events come out in line order. A line that holds no pattern's literal, no
+// identity or driver tag, and that no literal-less continue pattern of an open
+// event reaches (data/events.toml `reach`) changes nothing: it closes no event
+// by its time, only the windows count it. A caller may skip such lines (the
+// fast reader does) as long as it feeds every line while WantsNextLine() is
+// true; the result is then the same as feeding all lines.
 #pragma once
 
 #include <cstdint>
@@ -51,7 +54,10 @@ class LogParser {
   void Feed(std::string_view line, uint64_t line_number, std::vector<LogEvent>& out);
   // True while an open event, or a driver record no pattern has taken yet, may still take the next line.
   bool WantsNextLine() const {
-    return !open_.empty() || (record_.line != 0 && !record_.taken && record_.last_line - record_.line < kRecordLines);
+    for (const OpenEvent& open : open_) {
+      if (open.reach_until > last_line_) return true;
+    }
+    return record_.line != 0 && !record_.taken && record_.last_line - record_.line < kRecordLines;
   }
   // Closes every open event (end of input, or the input went quiet).
   void Flush(std::vector<LogEvent>& out);
@@ -81,6 +87,11 @@ class LogParser {
     uint64_t last_line = 0;        // the last line it may take
     std::optional<uint32_t> origin;  // the pattern that started it
     uint64_t message_end_line = 0;   // last line of its (possibly wrapped) message
+    uint64_t taken_line = 0;         // the last line it took
+    // How far after the line it took last its kind's continue patterns without literals look, and the
+    // last line they may take (0: it has none).
+    std::optional<uint32_t> reach;
+    uint64_t reach_until = 0;
   };
 
   LogEvent NewEvent(const LinePrefix& prefix, std::string_view line, uint64_t line_number) const;
@@ -92,9 +103,15 @@ class LogParser {
   // A driver line no pattern took: an event of its subsystem's kind when it is an error.
   void ClassifyDriverLine(const LinePrefix& prefix, std::string_view line, uint64_t line_number);
   bool JoinWrappedLine(const LinePrefix& prefix, std::string_view line, uint64_t line_number);
-  // Runs the catalog's patterns whose literals `text` holds (the line, or a joined record's text); whether one
-  // made or joined an event, or the text names a GPU.
-  bool MatchLine(const LinePrefix& prefix, std::string_view text, std::string_view raw, uint64_t line_number);
+  // Runs `candidates` (on entry, the patterns whose literals the line or a joined record's text holds; the
+  // open events' literal-less continue patterns that reach `line_number` are added); whether one made or
+  // joined an event, or the text names a GPU.
+  bool MatchLine(const LinePrefix& prefix, std::string_view raw, uint64_t line_number,
+                 std::vector<uint32_t>& candidates);
+  // Whether a literal-less continue pattern of an open event reaches `line_number`.
+  bool Reached(uint64_t line_number) const;
+  // `open` took line `line_number`: its literal-less continue patterns look on from there.
+  static void Took(OpenEvent& open, uint64_t line_number);
   // A driver record printed over several lines ("NVRM: The NVIDIA GPU 0000:b3:00.0" then indented
   // "NVRM: (PCI ID: ...) ... has" and "NVRM: fallen off the bus ..."): its head starts a record, each
   // continuation extends it, and the joined text is matched again until a pattern takes it. The
@@ -120,7 +137,8 @@ class LogParser {
   uint64_t last_gpu_at_line_ = 0;
   std::optional<WallTime> minute_stamp_;  // latest dmesg -H "[Feb23 16:24]"
   bool minute_stamps_enabled_ = true;
-  LineFormat previous_format_ = LineFormat::kBare;  // of the line fed before this one
+  uint64_t last_line_ = 0;              // the number of the line fed last
+  uint64_t prefixed_nvrm_line_ = 0;     // the latest line with a time or host prefix and the NVRM tag
   std::string unfolded_;  // a message whose escaped line breaks were unfolded
   // A record is matched again for at most this many lines: dumps run to hundreds.
   static constexpr uint64_t kRecordLines = 16;
@@ -147,7 +165,8 @@ class LogParser {
   JsonWrapped json_;
   LearnedPrefix learned_prefix_;  // sets options_.prefix.learned once the first lines agree
   // Reused buffers.
-  std::vector<uint32_t> candidates_;
+  std::vector<uint32_t> candidates_;         // the line's
+  std::vector<uint32_t> record_candidates_;  // a joined record's
   std::vector<EventField> fields_;
 };
 

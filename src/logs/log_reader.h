@@ -31,6 +31,7 @@ struct ReadStats {
   uint64_t events = 0;
   uint64_t generic_driver_lines = 0;  // driver errors only the generic kind was found for
   uint64_t overlong_lines = 0;      // longer than max_line_bytes: skipped
+  // Of the parsed lines (the fast reader parses only the lines that may matter):
   uint64_t lines_with_nul = 0;      // NUL bytes act as line breaks within them
   uint64_t invalid_utf8_lines = 0;  // parsed as they are; invalid bytes are replaced on output
   std::string error;                // why reading stopped early; empty when read to the end

@@ -173,6 +173,63 @@ TEST(LogReader, PrefilterAgreesWithFullParseAmidNoise) {
   }
 }
 
+// The fast reader parses an open event's window only where a line holds a literal or a literal-less
+// continue pattern reaches; both readers must give the same events whatever lies between.
+TEST(LogReader, AWindowsOtherLinesChangeNothing) {
+  const std::string start = "[  100.000000] INFO: task python3:4242 blocked for more than 120 seconds.\n";
+  const std::string tainted = "[  100.000100]       Tainted: P           O    4.4.146-1.el7.elrepo.x86_64 #1\n";
+  const std::string legacy_state = "[  100.000300] python3         D ffff883f2cc43bd8     0  4242   5396 0x00000084\n";
+  const std::string noise = "[  100.000200] usb 1-1: new high-speed USB device number 3\n";
+  const std::string late_noise = "[  300.000000] usb 1-1: new high-speed USB device number 4\n";
+  const std::string state = "[  100.000400] task:python3     state:D stack:0     pid:4242  ppid:1 flags:0x00004000\n";
+  struct Case {
+    std::string name, input, state;  // the state the hung task ends with ("" for none)
+  };
+  const std::vector<Case> cases = {
+      {"legacy state where kernels print it", start + tainted + noise + legacy_state, "D"},
+      {"legacy state past its reach", start + tainted + noise + noise + noise + noise + noise + legacy_state, ""},
+      // Past the reach, a line that can be part of no event does not close one by its time: only lines
+      // that may be read decide (the clock went back here, as it does when a log interleaves two sources).
+      {"a late line between the start and its state",
+       start + noise + noise + noise + noise + noise + late_noise + state, "D"},
+      {"a late line within the reach", start + late_noise + state, ""},
+  };
+  for (const Case& c : cases) {
+    Scan slow = ScanBytes(c.input, SIZE_MAX, false);
+    ASSERT_EQ(slow.events.size(), 1u) << c.name;
+    EXPECT_EQ(slow.events[0].kind, "hung_task") << c.name;
+    EXPECT_EQ(slow.events[0].Field("state"), c.state) << c.name;
+    for (size_t read_size : {SIZE_MAX, size_t{61}}) {
+      Scan fast = ScanBytes(c.input, read_size, true);
+      EXPECT_EQ(Summary(fast.events), Summary(slow.events)) << c.name << " " << read_size;
+      EXPECT_EQ(fast.events.empty() ? "" : fast.events[0].Field("state"), c.state) << c.name << " " << read_size;
+    }
+  }
+  // Past its reach, the fast reader parses none of the window's other lines.
+  std::string long_window = start + tainted;
+  for (int i = 0; i < 30; ++i) long_window += noise;
+  EXPECT_EQ(ScanBytes(long_window).stats.parsed_lines, 1u + 5u);
+}
+
+// A raw "NVRM:" line continues the driver's prefixed line before it, never a line of another program.
+TEST(LogReader, ARawDriverLineContinuesOnlyTheDriversLine) {
+  const std::string record =
+      "Jun 17 13:06:42 node kernel: NVRM: The NVIDIA GPU 0000:b3:00.0 (PCI ID: 10de:20b5)\n"
+      "NVRM: installed in this system has fallen off the bus and is not responding to commands.\n";
+  for (const std::string& before : {std::string(), std::string("Jun 17 13:06:41 node kernel: usb 1-1: new device\n")}) {
+    Scan slow = ScanBytes(before + record, SIZE_MAX, false);
+    Scan fast = ScanBytes(before + record, SIZE_MAX, true);
+    EXPECT_EQ(Summary(fast.events), Summary(slow.events)) << before;
+    ASSERT_FALSE(slow.events.empty()) << before;
+    EXPECT_EQ(slow.events[0].kind, "gpu_off_bus") << before;
+  }
+  // After another program's line, the raw line is a record of its own: both readers agree.
+  const std::string after_other = "Jun 17 13:06:41 node kernel: usb 1-1: new device\n"
+                                  "NVRM: installed in this system has fallen off the bus and is not responding.\n";
+  EXPECT_EQ(Summary(ScanBytes(after_other, SIZE_MAX, true).events),
+            Summary(ScanBytes(after_other, SIZE_MAX, false).events));
+}
+
 TEST(LogReader, LinesBeforeAnIndentedCandidateAreReadFirst) {
   // madMAx43v3r/chia-plotter#535: the header names no event's words, the indented line after it does.
   const std::string data =
@@ -191,7 +248,8 @@ TEST(LogReader, LinesBeforeAnIndentedCandidateAreReadFirst) {
 }
 
 TEST(LogReader, NulBytesSplitLines) {
-  std::string data = std::string(300, '\0') + kXid79 + std::string("text\0more\n", 10);
+  // Counted among the lines parsed: the second line holds a literal, so the fast reader parses it.
+  std::string data = std::string(300, '\0') + kXid79 + std::string("NVRM: text\0more\n", 16);
   Scan scan = ScanBytes(data);
   ASSERT_EQ(scan.events.size(), 2u);
   EXPECT_EQ(scan.events[0].line_number, 1u);

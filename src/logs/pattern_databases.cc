@@ -93,9 +93,9 @@ CatalogInputs InputsOf(const LogCatalog& catalog) {
     for (const std::string& literal : spec.literals) {
       unsigned flags = spec.caseless ? HS_FLAG_CASELESS : 0u;
       inputs.line.Add(EscapeLiteral(literal), flags | HS_FLAG_SINGLEMATCH, index);
-      // Continue patterns only matter while an event is open, and then the
-      // reader feeds every line anyway: the block scan need not find them.
-      if (spec.role != PatternRole::kContinue) inputs.block.Add(EscapeLiteral(literal), flags, 0);
+      // Continue patterns' lines too: the reader skips the lines of an open
+      // event's window that hold no literal (LogParser::WantsNextLine).
+      inputs.block.Add(EscapeLiteral(literal), flags, 0);
     }
   }
   for (const IdentitySpec& identity : kIdentitySpecs) {
