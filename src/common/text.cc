@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <charconv>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -90,6 +91,13 @@ std::vector<std::string_view> Split(std::string_view s, char separator) {
 std::optional<double> ParseDouble(std::string_view s) {
   s = Trim(s);
   if (s.empty() || s.size() > 64) return std::nullopt;
+  // Plain decimals (a kernel's uptime stamp, a reading) take from_chars, which rounds as strtod does
+  // without a copy or the locale; anything else (signs, exponents, hex, inf) goes to strtod.
+  if (std::all_of(s.begin(), s.end(), [](char c) { return (c >= '0' && c <= '9') || c == '.'; })) {
+    double value = 0;
+    auto [end, error] = std::from_chars(s.data(), s.data() + s.size(), value, std::chars_format::fixed);
+    if (error == std::errc() && end == s.data() + s.size()) return value;
+  }
   std::string copy(s);
   char* end = nullptr;
   double value = std::strtod(copy.c_str(), &end);

@@ -1,5 +1,7 @@
 #include "common/text.h"
 
+#include <cstdlib>
+
 #include <gtest/gtest.h>
 
 namespace gpudoctor {
@@ -67,6 +69,17 @@ TEST(ParseInt, StrictWholeString) {
   EXPECT_EQ(ParseInt<int>(" 42 "), 42);
   EXPECT_EQ(ParseInt<int>("42x"), std::nullopt);
   EXPECT_EQ(ParseInt<uint32_t>("ff", 16), 255u);
+}
+
+TEST(ParseDouble, PlainDecimalsReadAsStrtodReadsThem) {
+  // Plain decimals take a faster path; it must give strtod's value, bit for bit.
+  for (const char* text : {"0", "1000.080696", "35.563936", "0.1", "123456789.123456789", "1.", ".5",
+                           "4294967295.999999", "00012.5000", "1e3", "-2.5", "+7", "0x10", "inf"}) {
+    auto parsed = ParseDouble(text);
+    ASSERT_TRUE(parsed) << text;
+    EXPECT_EQ(*parsed, std::strtod(text, nullptr)) << text;
+  }
+  for (const char* text : {"", ".", "1.2.3", "12a", "..5", " "}) EXPECT_EQ(ParseDouble(text), std::nullopt) << text;
 }
 
 TEST(EqualsIgnoreCase, FoldsAsciiLettersOnly) {

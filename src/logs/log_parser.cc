@@ -304,6 +304,18 @@ void LogParser::Took(OpenEvent& open, uint64_t line_number) {
   if (open.reach) open.reach_until = std::min(open.last_line, line_number + *open.reach);
 }
 
+bool LogParser::MatchPattern(uint32_t index, std::string_view message, std::vector<EventField>& fields) {
+  if (memos_.empty()) memos_.resize(matcher_->pattern_count());
+  Memo& memo = memos_[index];
+  if (!memo.filled || memo.message != message) {
+    memo.matched = matcher_->Match(index, message, memo.fields);
+    memo.message.assign(message);
+    memo.filled = true;
+  }
+  if (memo.matched) fields = memo.fields;
+  return memo.matched;
+}
+
 bool LogParser::Reached(uint64_t line_number) const {
   for (const OpenEvent& open : open_) {
     if (open.reach_until >= line_number) return true;
@@ -342,7 +354,7 @@ bool LogParser::MatchLine(const LinePrefix& prefix, std::string_view raw, uint64
       fallbacks = true;
       continue;
     }
-    if (matcher_->Match(index, prefix.message, fields_)) {
+    if (MatchPattern(index, prefix.message, fields_)) {
       const bool applied = ApplyPattern(index, fields_, prefix, raw, line_number);
       // A report's later line while no report of its kind is open (the log lost or cut its first line)
       // is left to the fallbacks, so that it still counts as what it shows. With one open, the line
@@ -354,7 +366,7 @@ bool LogParser::MatchLine(const LinePrefix& prefix, std::string_view raw, uint64
   // A line of a multi-line report that joined its report is not a report of its own.
   for (size_t i = 0; fallbacks && !matched && i < candidates.size(); ++i) {
     const uint32_t index = candidates[i];
-    if (index < pattern_count && matcher_->pattern(index).fallback && matcher_->Match(index, prefix.message, fields_) &&
+    if (index < pattern_count && matcher_->pattern(index).fallback && MatchPattern(index, prefix.message, fields_) &&
         ApplyPattern(index, fields_, prefix, raw, line_number)) {
       recognised = true;
     }
@@ -631,9 +643,11 @@ void LogParser::Release(std::vector<LogEvent>& out) {
   if (closed_.empty()) return;
   uint64_t horizon = std::numeric_limits<uint64_t>::max();
   for (const OpenEvent& open : open_) horizon = std::min(horizon, open.event.line_number);
-  std::sort(closed_.begin(), closed_.end(), [](const StartedEvent& a, const StartedEvent& b) {
+  auto earlier = [](const StartedEvent& a, const StartedEvent& b) {
     return std::pair(a.event.line_number, a.start_order) < std::pair(b.event.line_number, b.start_order);
-  });
+  };
+  // Events mostly close in the order they started; moving whole events to sort them is the exception.
+  if (!std::is_sorted(closed_.begin(), closed_.end(), earlier)) std::sort(closed_.begin(), closed_.end(), earlier);
   size_t released = 0;
   while (released < closed_.size() && closed_[released].event.line_number < horizon) {
     LogEvent& event = closed_[released].event;

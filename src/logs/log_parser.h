@@ -108,6 +108,9 @@ class LogParser {
   // joined an event, or the text names a GPU.
   bool MatchLine(const LinePrefix& prefix, std::string_view raw, uint64_t line_number,
                  std::vector<uint32_t>& candidates);
+  // matcher_->Match, remembering each pattern's last message and result: a storm repeats its lines word
+  // for word, and the regex is then run once.
+  bool MatchPattern(uint32_t index, std::string_view message, std::vector<EventField>& fields);
   // Whether a literal-less continue pattern of an open event reaches `line_number`.
   bool Reached(uint64_t line_number) const;
   // `open` took line `line_number`: its literal-less continue patterns look on from there.
@@ -168,6 +171,13 @@ class LogParser {
   std::vector<uint32_t> candidates_;         // the line's
   std::vector<uint32_t> record_candidates_;  // a joined record's
   std::vector<EventField> fields_;
+  struct Memo {
+    bool filled = false;
+    std::string message;
+    bool matched = false;
+    std::vector<EventField> fields;
+  };
+  std::vector<Memo> memos_;  // by pattern index
 };
 
 // Parses one line on its own: every event it yields, fully closed.
