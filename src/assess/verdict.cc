@@ -108,6 +108,7 @@ TriageVerdict Diagnose(const DiagnoseInputs& in) {
   const Assessment& assessment = *in.assessment;
   const HealthConfig& config = *in.config;
   const std::vector<Finding>& findings = assessment.findings;
+  const RootIndex roots(findings);
   TriageVerdict verdict;
   std::map<Cause, std::vector<std::string>> evidence;
   std::map<Cause, std::vector<const Finding*>> problems;
@@ -132,7 +133,7 @@ TriageVerdict Diagnose(const DiagnoseInputs& in) {
       continue;
     }
     verdict.scores[cause] += weight;
-    if (!ToldUnderRoot(f, findings)) evidence[cause].push_back(f.id + ": " + f.summary);
+    if (!roots.ToldUnderRoot(f)) evidence[cause].push_back(f.id + ": " + f.summary);
     problems[cause].push_back(&f);
   }
   if (events && in.grader && (HasProblem(findings, "xid_recent") || HasProblem(findings, "log_errors"))) {
@@ -230,13 +231,13 @@ TriageVerdict Diagnose(const DiagnoseInputs& in) {
   // A finding told under its root cause brings no steps of its own: the root's
   // (fix the room's cooling) replace the per-GPU ones (reseat, RMA).
   for (const Finding* f : problems[c])
-    if (!ToldUnderRoot(*f, findings))
+    if (!roots.ToldUnderRoot(*f))
       for (const std::string& action : f->actions) AddStep(verdict.next_steps, action);
   const bool from_logs = std::any_of(verdict.evidence.begin(), verdict.evidence.end(),
                                      [](const std::string& e) { return e.starts_with("log: "); });
   if (from_logs)
     for (const Finding* f : log_findings)
-      if (!ToldUnderRoot(*f, findings))
+      if (!roots.ToldUnderRoot(*f))
         for (const std::string& action : f->actions) AddStep(verdict.next_steps, action);
   if (verdict.next_steps.empty() && c == Cause::kHost && !in.hosts.empty())
     AddStep(verdict.next_steps, "Check the network path and the server's console (BMC) for a host that does not answer.");

@@ -36,9 +36,10 @@ void PrintCheck(std::FILE* out, const Style& style, const CheckRun& run) {
   }
   if (!assessment.checklist.other_findings.empty()) {
     std::fprintf(out, "\n%s\n", style.Bold("Other checks").c_str());
+    const RootIndex roots(assessment.findings);
     for (size_t index : assessment.checklist.other_findings) {
       const Finding& f = assessment.findings[index];
-      if (ToldUnderRoot(f, assessment.findings)) continue;  // its root lists it
+      if (roots.ToldUnderRoot(f)) continue;  // its root lists it
       std::fprintf(out, "  %-*s %-22s %s\n", style.color() ? 19 : 8, style.Severity(f.severity).c_str(), f.id.c_str(),
                    f.summary.c_str());
     }

@@ -194,8 +194,9 @@ void PrintTriage(std::FILE* out, const Style& style, const CheckRun& run, const 
   if (run.gathered.snapshot.driver_error != AccessError::kNone)
     std::fprintf(out, "   %s: %s\n", AccessErrorName(run.gathered.snapshot.driver_error), run.gathered.snapshot.driver_message.c_str());
   else std::fprintf(out, "   %s\n", NvmlStateText(run.gathered.snapshot).c_str());
+  const RootIndex roots(run.assessment.findings);
   for (const Finding& f : run.assessment.findings)
-    if (f.severity != Severity::kOk && !ToldUnderRoot(f, run.assessment.findings))
+    if (f.severity != Severity::kOk && !roots.ToldUnderRoot(f))
       std::fprintf(out, "   %s %s: %s\n", style.Severity(f.severity).c_str(), f.id.c_str(), f.summary.c_str());
 
   std::fprintf(out, "\n%s\n", style.Bold("5. Verdict").c_str());

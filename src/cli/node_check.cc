@@ -43,8 +43,9 @@ void AddNodeProblems(NodeCheckResult& result, std::vector<Finding> findings) {
 
 std::vector<const Finding*> HeadlineProblems(const NodeCheckResult& result, Severity at_least) {
   std::vector<const Finding*> headline;
+  const RootIndex roots(result.problems);
   for (const Finding& finding : result.problems)
-    if (SeverityRank(finding.severity) >= SeverityRank(at_least) && !ToldUnderRoot(finding, result.problems))
+    if (SeverityRank(finding.severity) >= SeverityRank(at_least) && !roots.ToldUnderRoot(finding))
       headline.push_back(&finding);
   return headline;
 }

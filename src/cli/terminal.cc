@@ -38,8 +38,9 @@ std::string Style::Severity(gpudoctor::Severity severity) const {
 
 void PrintFindings(std::FILE* out, const Style& style, const std::vector<Finding>& findings, bool include_ok) {
   std::vector<const Finding*> sorted;
+  const RootIndex roots(findings);
   for (const auto& f : findings)
-    if ((include_ok || f.severity != Severity::kOk) && !ToldUnderRoot(f, findings)) sorted.push_back(&f);
+    if ((include_ok || f.severity != Severity::kOk) && !roots.ToldUnderRoot(f)) sorted.push_back(&f);
   std::stable_sort(sorted.begin(), sorted.end(), [](const Finding* a, const Finding* b) {
     return SeverityRank(a->severity) > SeverityRank(b->severity);
   });

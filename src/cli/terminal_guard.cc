@@ -31,6 +31,7 @@ bool WriteAll(int fd, const std::string& text) {
 ssize_t WriteGuarded(void* cookie, const char* data, size_t size) {
   auto* stream = static_cast<GuardedStream*>(cookie);
   std::string out;
+  out.reserve(size);
   stream->escaper.Feed(std::string_view(data, size), out);
   return WriteAll(stream->fd, out) ? static_cast<ssize_t>(size) : -1;
 }

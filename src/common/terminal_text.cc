@@ -55,12 +55,14 @@ size_t SequenceLength(unsigned char lead) {
 // Escapes `bytes` into `out`; returns how many it consumed. With `more`
 // set, an unfinished sequence at the end is left for the next piece.
 size_t Escape(std::string_view bytes, std::string& out, bool more) {
+  auto plain = [](unsigned char c) { return (c >= 0x20 && c < 0x7f) || c == '\n' || c == '\t'; };
   size_t i = 0;
   while (i < bytes.size()) {
     const auto c = static_cast<unsigned char>(bytes[i]);
-    if (c == '\n' || c == '\t' || (c >= 0x20 && c < 0x7f)) {
-      out += static_cast<char>(c);
-      ++i;
+    if (plain(c)) {  // a run of printable ASCII is copied whole: nearly all of what is printed
+      const size_t run = i;
+      while (i < bytes.size() && plain(static_cast<unsigned char>(bytes[i]))) ++i;
+      out.append(bytes.data() + run, i - run);
       continue;
     }
     if (c == 0x1b) {

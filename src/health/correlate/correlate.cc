@@ -42,12 +42,20 @@ struct XidSighting {
   const XidEvent* nvml = nullptr;  // set for an NVML event
 };
 
-bool Names(const GpuRef& ref, const XidSighting& sighting) {
+// An xid_recent finding, with its GPU's bus id normalised once.
+struct XidFindingRef {
+  size_t index = 0;
+  const GpuRef* gpu = nullptr;
+  std::optional<std::string> bus;
+};
+
+// Whether the sighting (its log line's bus id normalised as `bus`) is of the finding's GPU.
+bool Names(const XidFindingRef& finding, const XidSighting& sighting, const std::optional<std::string>& bus) {
+  const GpuRef& ref = *finding.gpu;
   if (sighting.nvml != nullptr) return ref.index && *ref.index == sighting.nvml->gpu_index;
   const LogEvent& event = *sighting.log;
   if (!event.gpu_uuid.empty() && event.gpu_uuid == ref.uuid) return true;
-  auto bus = NormalizePciBusId(event.pci_bus_id);
-  return bus && bus == NormalizePciBusId(ref.pci_bus_id);
+  return bus && bus == finding.bus;
 }
 
 constexpr size_t kMaxSightings = 1'000'000;
@@ -93,7 +101,14 @@ class Correlation {
       : findings_(findings),
         input_(input),
         window_(config.thresholds.xid_recent.window),
-        sightings_(SightXids(input, window_)) {}
+        sightings_(SightXids(input, window_)) {
+    // Correlation only ever appends findings (its roots), so these indices hold throughout.
+    for (size_t i = 0; i < findings_.size(); ++i) {
+      const Finding& finding = findings_[i];
+      if (finding.id != kXidRule || !finding.gpu) continue;
+      xid_findings_[finding.subject].push_back({i, &*finding.gpu, NormalizePciBusId(finding.gpu->pci_bus_id)});
+    }
+  }
 
   void Apply(const CorrelationRule& rule) {
     if (!rule.enabled) return;
@@ -117,10 +132,12 @@ class Correlation {
 
   // The xid_recent finding of the sighting's Xid and GPU, or kNone.
   size_t XidFinding(const XidSighting& sighting) const {
-    const std::string code = std::to_string(sighting.code);
-    for (size_t i = 0; i < findings_.size(); ++i) {
-      const Finding& finding = findings_[i];
-      if (finding.id == kXidRule && finding.subject == code && finding.gpu && Names(*finding.gpu, sighting)) return i;
+    auto candidates = xid_findings_.find(std::to_string(sighting.code));
+    if (candidates == xid_findings_.end()) return kNone;
+    std::optional<std::string> bus;
+    if (sighting.log != nullptr) bus = NormalizePciBusId(sighting.log->pci_bus_id);
+    for (const XidFindingRef& finding : candidates->second) {
+      if (Names(finding, sighting, bus)) return finding.index;
     }
     return kNone;
   }
@@ -358,14 +375,21 @@ class Correlation {
   const HealthInput& input_;
   const Duration window_;
   const std::vector<XidSighting> sightings_;
+  std::map<std::string, std::vector<XidFindingRef>, std::less<>> xid_findings_;  // by Xid, in finding order
 };
 
 }  // namespace
 
-bool ToldUnderRoot(const Finding& finding, const std::vector<Finding>& findings) {
+RootIndex::RootIndex(const std::vector<Finding>& findings) {
+  for (const Finding& finding : findings) ++keys_[FindingKey(finding)];
+}
+
+bool RootIndex::ToldUnderRoot(const Finding& finding) const {
   if (finding.part_of.empty()) return false;
-  return std::any_of(findings.begin(), findings.end(),
-                     [&](const Finding& root) { return &root != &finding && FindingKey(root) == finding.part_of; });
+  auto it = keys_.find(finding.part_of);
+  if (it == keys_.end()) return false;
+  // Another finding than this one must hold the key.
+  return it->second > 1 || FindingKey(finding) != finding.part_of;
 }
 
 std::vector<Finding> Correlate(std::vector<Finding> findings, const HealthInput& input, const HealthConfig& config) {

@@ -23,6 +23,10 @@
 //   // part_of = "facility_cooling"
 #pragma once
 
+#include <string>
+#include <unordered_map>
+#include <vector>
+
 #include <vector>
 
 #include "health/finding.h"
@@ -36,8 +40,19 @@ namespace gpudoctor {
 // already part of another stay so; roots are appended after the findings.
 std::vector<Finding> Correlate(std::vector<Finding> findings, const HealthInput& input, const HealthConfig& config);
 
-// Whether `finding` is told under a root among `findings` (its part_of names
-// one of them): presenters list it there, in the root's evidence, not on its own.
-bool ToldUnderRoot(const Finding& finding, const std::vector<Finding>& findings);
+// Which findings are told under a root (their part_of names another finding
+// present): presenters list them there, in the root's evidence, not on their
+// own. Built once for a list (a storm's log gives a thousand findings).
+//
+//   RootIndex roots(findings);
+//   for (const Finding& f : findings) if (!roots.ToldUnderRoot(f)) Print(f);
+class RootIndex {
+ public:
+  explicit RootIndex(const std::vector<Finding>& findings);
+  bool ToldUnderRoot(const Finding& finding) const;
+
+ private:
+  std::unordered_map<std::string, size_t> keys_;  // FindingKey -> findings holding it
+};
 
 }  // namespace gpudoctor

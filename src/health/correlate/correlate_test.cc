@@ -103,11 +103,11 @@ TEST(FacilityCooling, AllGpusHotAtOnceAreOneFacilityFindingWithThePerGpuFindings
   EXPECT_EQ(members.size(), 16u);
   for (const Finding* member : members) {
     EXPECT_TRUE(member->id == "temperature_high" || member->id == "clock_throttle") << member->id;
-    EXPECT_TRUE(ToldUnderRoot(*member, findings));
+    EXPECT_TRUE(RootIndex(findings).ToldUnderRoot(*member));
     const std::string line = member->id + " critical: " + member->summary;
     EXPECT_NE(std::find(root->evidence.begin(), root->evidence.end(), line), root->evidence.end()) << line;
   }
-  EXPECT_FALSE(ToldUnderRoot(*root, findings));
+  EXPECT_FALSE(RootIndex(findings).ToldUnderRoot(*root));
 }
 
 TEST(FacilityCooling, HalfTheGpusHotIsEnoughButAFewAreTheirOwnProblem) {
@@ -294,7 +294,7 @@ TEST(NamedCause, Xid45ThatNamesItsCauseIsPartOfThatXidOnTheSameGpu) {
   EXPECT_NE(std::find(cause->evidence.begin(), cause->evidence.end(),
                       "led to Xid 45 on GPU 2 (3 lines): the driver says it was caused by this Xid"),
             cause->evidence.end());
-  EXPECT_TRUE(ToldUnderRoot(*follower, findings));
+  EXPECT_TRUE(RootIndex(findings).ToldUnderRoot(*follower));
 }
 
 TEST(NamedCause, TheCauseOnAnotherGpuDoesNotCount) {
