@@ -2,23 +2,34 @@
 // assessment (src/assess), so for the same input they must agree on the
 // worst severity, the problems of each GPU, each GPU's identity and what
 // could not be checked. This runs every example scenario and every captured
-// nvidia-smi output through status, check, triage and npd.
+// nvidia-smi output through status, check, triage and npd, and every scenario
+// through the agent's API after its first samples.
 //
 // The differences that must exist are listed in docs/design.md ("One
 // verdict"): only the agent sees trends over time, and npd reduces the
 // verdict to one line and NPD's exit status.
-#include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
+#include <gtest/gtest.h>
+#include <httplib.h>
+
+#include <chrono>
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <optional>
 #include <regex>
 #include <set>
+#include <sstream>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include <nlohmann/json.hpp>
 
+#include "common/scratch_dir.h"
 #include "tests/run_binary.h"
 
 namespace gpudoctor {
@@ -30,6 +41,8 @@ struct Input {
   std::string name;       // for the test's name
   std::string arguments;  // what selects it: --simulate FILE or --from-smi FILE (and --logs)
   std::string env;        // what pins a scenario's time
+  std::string scenario;   // the scenario file, for the agent; empty for a capture
+  std::string fake_now;   // the scenario's pinned time
 };
 
 // A scenario is pinned at its own `start`, so every command sees the same
@@ -59,8 +72,8 @@ std::vector<Input> Inputs() {
   std::sort(files.begin(), files.end());
   for (const auto& file : files) {
     if (file.extension() == ".toml") {
-      inputs.push_back({file.stem().string(), "--simulate " + file.string(),
-                        "GPUDOCTOR_FAKE_NOW=" + StartOf(file)});
+      inputs.push_back({file.stem().string(), "--simulate " + file.string(), "GPUDOCTOR_FAKE_NOW=" + StartOf(file),
+                        file.string(), StartOf(file)});
     } else {
       inputs.push_back({"smi_" + file.stem().string(), "--from-smi " + file.string(), ""});
     }
@@ -119,6 +132,69 @@ json Identities(const json& gpus) {
   return identities;
 }
 
+// The agent's open findings for a scenario once it has sampled three times, from /api/v1/findings; null when it
+// did not start or answer within a minute (`why` says what happened).
+json AgentFindings(const Input& input, std::string& why) {
+  testing::ScratchDir dir;
+  const std::string log = dir.File("agent.log");
+  const pid_t pid = fork();
+  if (pid == 0) {
+    setenv("GPUDOCTOR_FAKE_NOW", input.fake_now.c_str(), 1);
+    if (std::freopen(log.c_str(), "w", stderr) == nullptr || std::freopen("/dev/null", "w", stdout) == nullptr)
+      _exit(127);
+    const std::string binary = testing::Binary();
+    const std::string db = dir.File("history.db");
+    execl(binary.c_str(), binary.c_str(), "--simulate", input.scenario.c_str(), "--probe-timeout", "2s", "agent",
+          "--interval", "1s", "--listen", "127.0.0.1:0", "--db", db.c_str(), "--log", "none", nullptr);
+    _exit(127);
+  }
+  struct Reaper {
+    pid_t pid;
+    ~Reaper() {
+      kill(pid, SIGKILL);
+      waitpid(pid, nullptr, 0);
+    }
+  } reaper{pid};
+  const std::regex listening(R"(listening on http://127\.0\.0\.1:(\d+)/)");
+  std::optional<httplib::Client> client;
+  for (auto end = std::chrono::steady_clock::now() + std::chrono::seconds(60); std::chrono::steady_clock::now() < end;
+       std::this_thread::sleep_for(std::chrono::milliseconds(100))) {
+    if (!client) {
+      std::ifstream in(log);
+      std::stringstream text;
+      text << in.rdbuf();
+      std::smatch match;
+      const std::string logged = text.str();
+      if (!std::regex_search(logged, match, listening)) continue;
+      client.emplace("127.0.0.1", std::stoi(match[1]));
+      client->set_read_timeout(5, 0);
+    }
+    auto status = client->Get("/api/v1/status");
+    if (!status || status->status != 200) continue;
+    const json state = json::parse(status->body, nullptr, false);
+    if (!state.is_object() || state.value("samples_total", 0) < 3) continue;
+    auto findings = client->Get("/api/v1/findings");
+    if (!findings || findings->status != 200) continue;
+    const json body = json::parse(findings->body, nullptr, false);
+    if (body.is_object() && body.contains("findings")) return body["findings"];
+  }
+  std::ifstream in(log);
+  std::stringstream text;
+  text << in.rdbuf();
+  why = "the agent gave no findings within a minute: " + text.str();
+  return nullptr;
+}
+
+// What only time shows (docs/design.md, "One verdict"): the trend detectors (src/health/detectors), which only the
+// agent runs, and nvlink_errors, which judges a rise where there is an earlier sample (the agent's) and, in a
+// single look, the count since the counters were reset.
+bool NeedsTime(const std::string& key) {
+  static const std::set<std::string> kRules = {
+      "memory_leak",   "utilization_stuck", "utilization_flapping", "tensor_cores_idle", "gpu_straggler",
+      "cooling_failure", "job_stall",       "job_loss_nan",         "job_loss_flat",     "nvlink_errors"};
+  return kRules.count(key.substr(0, key.find_first_of("@/"))) > 0;
+}
+
 class Agreement : public ::testing::TestWithParam<Input> {};
 
 TEST_P(Agreement, StatusCheckTriageAndNpdTellTheSameStory) {
@@ -168,13 +244,44 @@ TEST_P(Agreement, StatusCheckTriageAndNpdTellTheSameStory) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(EveryScenarioAndCapture, Agreement, ::testing::ValuesIn(Inputs()),
-                         [](const ::testing::TestParamInfo<Input>& info) {
-                           std::string name = info.param.name;
-                           for (char& c : name)
-                             if (!std::isalnum(static_cast<unsigned char>(c))) c = '_';
-                           return name;
-                         });
+// The agent renders the same assessment from its samples: after its first samples, its open findings are check's
+// problems, GPU for GPU, apart from what only time shows.
+class AgentAgreement : public ::testing::TestWithParam<Input> {};
+
+TEST_P(AgentAgreement, TheAgentTellsChecksStory) {
+  const Input& input = GetParam();
+  const Answer check = RunJson(input, "check");
+  ASSERT_TRUE(check.answer.is_object()) << check.output;
+  std::string why;
+  const json agent = AgentFindings(input, why);
+  ASSERT_TRUE(agent.is_array()) << why;
+  auto without_trends = [](std::map<std::string, std::multiset<std::string>> by_gpu) {
+    for (auto it = by_gpu.begin(); it != by_gpu.end();) {
+      std::erase_if(it->second, NeedsTime);
+      it = it->second.empty() ? by_gpu.erase(it) : std::next(it);
+    }
+    return by_gpu;
+  };
+  EXPECT_EQ(without_trends(ProblemsByGpu(agent)), without_trends(ProblemsByGpu(check.answer["findings"])))
+      << "agent: " << agent.dump() << "\ncheck: " << check.answer["findings"].dump();
+}
+
+std::string NameOf(const ::testing::TestParamInfo<Input>& info) {
+  std::string name = info.param.name;
+  for (char& c : name)
+    if (!std::isalnum(static_cast<unsigned char>(c))) c = '_';
+  return name;
+}
+
+// The agent reads live GPUs or a scenario: not a capture.
+std::vector<Input> Scenarios() {
+  std::vector<Input> scenarios = Inputs();
+  std::erase_if(scenarios, [](const Input& input) { return input.scenario.empty(); });
+  return scenarios;
+}
+
+INSTANTIATE_TEST_SUITE_P(EveryScenarioAndCapture, Agreement, ::testing::ValuesIn(Inputs()), NameOf);
+INSTANTIATE_TEST_SUITE_P(EveryScenario, AgentAgreement, ::testing::ValuesIn(Scenarios()), NameOf);
 
 }  // namespace
 }  // namespace gpudoctor
