@@ -141,5 +141,33 @@ TEST(DriverClassifier, FastReaderAndFullParseAgreeOnAGluedTag) {
   EXPECT_EQ(counts[0], 1u);
 }
 
+// Found by fuzz_logs: a module's name that opens a message but is followed by neither ':' nor a bracket
+// ("nvidia-peermem nv_mem_get_pages:412 ERROR ...", or a NVSwitch's numbered tag) must reach the classifier
+// in both readers or in neither, wherever the line lies (inside an open event's window or not).
+TEST(DriverClassifier, FastReaderAndFullParseAgreeOnModuleTags) {
+  const std::string persistenced =
+      "2025-08-16T00:03:04.126245-04:00 localhost systemd[1]: nvidia-persistenced.service: Control process exited, "
+      "code=exited, status=1/FAILURE\n";
+  for (const std::string& line :
+       {std::string("2025-08-16T00:03:04.2-04:00 host kernel: nvidia-peermem nv_mem_get_pages:412 ERROR not mapped\n"),
+        std::string("2025-08-16T00:03:04.2-04:00 host kernel: nvidia-drm and nvidia-uvm failing\n"),
+        std::string("2025-08-16T00:03:04.2-04:00 host kernel: nvidia-nvswitch3: nvswitch_init failed\n")}) {
+    for (const std::string& text : {line, persistenced + line}) {
+      std::vector<std::vector<std::string>> kinds;
+      for (bool prefilter : {true, false}) {
+        ReadOptions options;
+        options.prefilter = prefilter;
+        LogScanner scanner(options);
+        std::vector<std::string> seen;
+        auto sink = [&](LogEvent&& event) { seen.push_back(event.kind); };
+        scanner.Consume(text, sink);
+        scanner.Finish(sink);
+        kinds.push_back(seen);
+      }
+      EXPECT_EQ(kinds[0], kinds[1]) << text;
+    }
+  }
+}
+
 }  // namespace
 }  // namespace gpudoctor

@@ -199,6 +199,12 @@ std::optional<IdentityLine> LineMatcher::MatchIdentity(std::string_view message,
   return std::nullopt;
 }
 
+bool LineMatcher::ScanFinds(std::string_view line, Scratch& scratch) const {
+  auto on_match = [](unsigned, unsigned long long, unsigned long long, unsigned, void*) -> int { return 1; };
+  return hs_scan(databases_->block(), line.data(), static_cast<unsigned>(std::min<size_t>(line.size(), UINT32_MAX)), 0,
+                 scratch.scratch_, on_match, nullptr) == HS_SCAN_TERMINATED;
+}
+
 void LineMatcher::ScanBlock(std::string_view block, bool minute_stamps, Scratch& scratch,
                             const std::function<void(size_t, size_t)>& on_line) const {
   struct Context {

@@ -93,6 +93,10 @@ class LineMatcher {
   // excludes the newline.
   void ScanBlock(std::string_view block, bool minute_stamps, Scratch& scratch,
                  const std::function<void(size_t begin, size_t end)>& on_line) const;
+  // Whether ScanBlock (without minute stamps) reports `line`: only such a line
+  // may become an event without a pattern (the driver classifier's), so that
+  // a reader that reads every line finds what the fast reader finds.
+  bool ScanFinds(std::string_view line, Scratch& scratch) const;
 
  private:
   // A regex compiled on first use, by whichever thread gets there first.

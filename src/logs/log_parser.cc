@@ -422,6 +422,8 @@ void LogParser::ClassifyDriverLine(const LinePrefix& prefix, std::string_view li
   // Only lines that start with the RM's tag or name a driver module reach the classifier.
   std::string_view message = Trim(prefix.message);
   if (!StartsWith(message, "NVRM:") && message.find("nvidia-") == std::string_view::npos) return;
+  // Only a line the fast reader's scan finds: a module's name elsewhere is text about the module.
+  if (!matcher_->ScanFinds(line, scratch_)) return;
   const DriverClassifier& driver = matcher_->driver();
   const DriverClassification verdict = driver.Classify(message);
   if (verdict.verdict != DriverVerdict::kError) return;

@@ -106,12 +106,15 @@ CatalogInputs InputsOf(const LogCatalog& catalog) {
   // A driver module's line that no pattern names goes to the driver classifier:
   // "NVRM:" whatever follows it (the patterns' "NVRM: " misses a tag glued to
   // odd bytes, which the classifier still takes), and the module's tag as it
-  // opens a line ("nvidia-uvm:") or in brackets ("[nvidia-drm]"). The bare tag
-  // ("nvidia-uvm") costs the scan several per cent more (docs/benchmarks.md).
+  // opens a line ("nvidia-uvm:", "nvidia-peermem func:12 ERROR") or in brackets
+  // ("[nvidia-drm]"). The bare tag ("nvidia-uvm") costs the scan several per
+  // cent more (docs/benchmarks.md). The classifier takes only lines this scan
+  // finds (LineMatcher::ScanFinds), so reading every line gives the same events.
   inputs.block.Add(EscapeLiteral("NVRM:"), 0, 0);
   for (const DriverSubsystem& subsystem : catalog.driver().subsystems) {
     for (const std::string& module : subsystem.modules) {
       inputs.block.Add(EscapeLiteral(module + ":"), 0, 0);
+      inputs.block.Add(EscapeLiteral(module + " "), 0, 0);
       inputs.block.Add(EscapeLiteral("[" + module + "]"), 0, 0);
     }
   }
