@@ -183,10 +183,26 @@ std::string FormatIsoUtc(WallTime t) {
   }
   std::tm tm{};
   gmtime_r(&seconds, &tm);
-  char buffer[64];
-  std::snprintf(buffer, sizeof buffer, "%04d-%02d-%02dT%02d:%02d:%02d.%03ldZ", tm.tm_year + 1900, tm.tm_mon + 1,
-                tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec, millis);
-  return buffer;
+  const int year = tm.tm_year + 1900;
+  if (year < 0 || year > 9999) {
+    char buffer[64];
+    std::snprintf(buffer, sizeof buffer, "%04d-%02d-%02dT%02d:%02d:%02d.%03ldZ", year, tm.tm_mon + 1, tm.tm_mday,
+                  tm.tm_hour, tm.tm_min, tm.tm_sec, millis);
+    return buffer;
+  }
+  // The same text without printf: `logs --json` writes one per event.
+  char text[] = "0000-00-00T00:00:00.000Z";
+  auto put = [&text](size_t at, long value, size_t digits) {
+    for (size_t i = digits; i-- > 0; value /= 10) text[at + i] = static_cast<char>('0' + value % 10);
+  };
+  put(0, year, 4);
+  put(5, tm.tm_mon + 1, 2);
+  put(8, tm.tm_mday, 2);
+  put(11, tm.tm_hour, 2);
+  put(14, tm.tm_min, 2);
+  put(17, tm.tm_sec, 2);
+  put(20, millis, 3);
+  return std::string(text, sizeof text - 1);
 }
 
 std::optional<Duration> ParseDuration(std::string_view text) {

@@ -63,6 +63,9 @@ TEST(FormatBytes, PicksTheUnitAndKeepsTheSign) {
 
 TEST(FormatIsoUtc, Milliseconds) {
   EXPECT_EQ(FormatIsoUtc(FromUnixMillis(1'700'000'000'123)), "2023-11-14T22:13:20.123Z");
+  EXPECT_EQ(FormatIsoUtc(FromUnixMillis(0)), "1970-01-01T00:00:00.000Z");
+  EXPECT_EQ(FormatIsoUtc(FromUnixMillis(-1)), "1969-12-31T23:59:59.999Z");
+  EXPECT_EQ(FormatIsoUtc(FromUnixMillis(7'258'118'399'999)), "2199-12-31T23:59:59.999Z");
 }
 
 TEST(ParseInt, StrictWholeString) {

@@ -169,16 +169,16 @@ namespace {
 bool NeedsEscape(char c) { return c == '"' || c == '\\' || static_cast<unsigned char>(c) < 0x20; }
 
 void AppendString(std::string& out, std::string_view text) {
-  for (char c : text) {
-    if (static_cast<unsigned char>(c) >= 0x80) {
-      out += JsonLine(json(std::string(text)));
-      return;
-    }
-  }
+  const size_t start = out.size();
   out.push_back('"');
   size_t run = 0;  // start of the bytes not yet written
   for (size_t i = 0; i < text.size(); ++i) {
     const char c = text[i];
+    if (static_cast<unsigned char>(c) >= 0x80) {  // not ASCII: nlohmann checks the UTF-8 and replaces what is not
+      out.resize(start);
+      out += JsonLine(json(std::string(text)));
+      return;
+    }
     if (!NeedsEscape(c)) continue;
     out.append(text.substr(run, i - run));
     run = i + 1;
