@@ -323,7 +323,10 @@ HistoryRecorder::StoreOpener OpenSqliteHistory(std::string path) {
     const auto directory = std::filesystem::path(path).parent_path();
     if (!directory.empty()) std::filesystem::create_directories(directory, error);
     if (error) return Error{fmt::format("cannot create {}: {}", directory.string(), error.message())};
-    auto store = SqliteHistoryStore::Open(path, SqliteStoreOptions{});
+    // A small page cache: the agent writes a few pages a second and reads recent ones back, and the
+    // file's pages stay in the kernel's cache; SQLite's default (2000 KiB) would grow the agent by as
+    // much over its first hours (docs/benchmarks.md, the agent's memory with GPM).
+    auto store = SqliteHistoryStore::Open(path, SqliteStoreOptions{.cache_kib = 256});
     if (!store) return store.error();
     return std::shared_ptr<HistoryStore>(std::move(*store));
   };

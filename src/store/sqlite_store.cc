@@ -191,6 +191,10 @@ Result<std::unique_ptr<SqliteHistoryStore>> SqliteHistoryStore::Open(const std::
   auto db = SqliteConnection::Open(path, flags | SQLITE_OPEN_NOMUTEX);
   if (!db) return db.error();
   sqlite3_busy_timeout((*db)->handle(), static_cast<int>(Millis(options.busy_timeout)));
+  if (options.cache_kib > 0) {
+    if (Status status = (*db)->Execute("PRAGMA cache_size = -" + std::to_string(options.cache_kib)); !status)
+      return Error{path + ": " + status.error().message};
+  }
 
   auto state = InspectDatabase(**db);
   if (!state) return Error{path + ": " + state.error().message};

@@ -28,6 +28,9 @@ struct SqliteStoreOptions {
   // writes the file. An older schema version is read as it is.
   bool read_only = false;
   Duration busy_timeout = std::chrono::seconds(5);
+  // The connection's page cache in KiB (PRAGMA cache_size = -N); 0 keeps SQLite's default of 2000 KiB.
+  // The agent keeps one connection open for days, and its cache fills up to this bound.
+  int cache_kib = 0;
 };
 
 class SqliteHistoryStore final : public HistoryStore {
