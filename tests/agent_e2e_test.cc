@@ -177,6 +177,16 @@ class RunningAgent {
   }
 
   void Signal(int signal_number) { kill(pid_, signal_number); }
+  // The agent's child processes (its NVML probes).
+  std::vector<pid_t> Children() const {
+    std::vector<pid_t> children;
+    std::error_code ignored;
+    for (const auto& task : std::filesystem::directory_iterator("/proc/" + std::to_string(pid_) + "/task", ignored)) {
+      std::istringstream list(ReadAll(task.path().string() + "/children"));
+      for (pid_t child; list >> child;) children.push_back(child);
+    }
+    return children;
+  }
 
   // Sends SIGTERM; the exit status, or nullopt when it did not exit in time.
   std::optional<int> Terminate(std::chrono::seconds timeout) {
@@ -256,6 +266,25 @@ TEST(AgentE2E, KeepsServingWhileNvmlHangs) {
   ASSERT_TRUE(metrics);
   EXPECT_EQ(metrics->status, 200);
   ExpectCleanStop(agent);
+}
+
+// A probe stuck in NVML is killed by its agent, later; an agent killed outright leaves nobody to do it, so the
+// probe ends itself once its parent is gone.
+TEST(AgentE2E, AProbeStuckInNvmlEndsWithItsAgent) {
+  RunningAgent agent("nvml-hang.toml");
+  ASSERT_TRUE(agent.WaitUntilHealthy()) << agent.log();
+  ASSERT_TRUE(agent.WaitForFinding("nvml_hang", std::nullopt, 20s)) << agent.log();
+  const std::vector<pid_t> probes = agent.Children();
+  ASSERT_FALSE(probes.empty());
+  agent.Signal(SIGKILL);
+  // Orphans are reaped by init (or the nearest subreaper); a process that is gone has no /proc entry, a zombie
+  // waiting to be reaped has state Z.
+  auto gone = [](pid_t pid) {
+    const std::string status = ReadAll("/proc/" + std::to_string(pid) + "/stat");
+    const size_t close = status.rfind(')');
+    return status.empty() || (close != std::string::npos && close + 2 < status.size() && status[close + 2] == 'Z');
+  };
+  EXPECT_TRUE(Eventually([&] { return std::all_of(probes.begin(), probes.end(), gone); }, 10s));
 }
 
 TEST(AgentE2E, OnceRunsOneCycleAndExits) {

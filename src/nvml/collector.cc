@@ -178,7 +178,8 @@ Result<ProbeProcess> NvmlCollector::State::Spawn() const {
     return Error{"cannot start the NVML probe: " + why};
   }
   // Everything is prepared before spawning: the parent may be multi-threaded.
-  std::vector<std::string> args = {options.probe_executable, "__probe", "--tracker-fd", "3", "--rescue-fd", "4"};
+  std::vector<std::string> args = {options.probe_executable, "__probe", "--tracker-fd", "3", "--rescue-fd", "4",
+                                   "--parent-pid", std::to_string(getpid())};
   if (!options.library_path.empty()) args.insert(args.end(), {"--nvml-lib", options.library_path});
   std::vector<char*> argv;
   for (auto& a : args) argv.push_back(a.data());

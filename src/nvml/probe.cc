@@ -1261,6 +1261,20 @@ int RunProbe(const std::string& library_path, int input_fd, int output_fd, int r
   return 0;
 }
 
+namespace {
+
+// Ends the process once `parent` is no longer its parent. Polled: PR_SET_PDEATHSIG follows the thread that
+// spawned the probe, not the process, and a collector may spawn from a thread that ends before it does.
+void EndWithParent(pid_t parent) {
+  if (getppid() != parent) _exit(0);
+  std::thread([parent] {
+    while (getppid() == parent) std::this_thread::sleep_for(std::chrono::seconds(1));
+    _exit(0);
+  }).detach();
+}
+
+}  // namespace
+
 int RunProbeCommandLine(int argc, char** argv) {
   std::string library;
   CallTracker* tracker = nullptr;
@@ -1277,6 +1291,8 @@ int RunProbeCommandLine(int argc, char** argv) {
       if (memory != MAP_FAILED) tracker = static_cast<CallTracker*>(memory);
     } else if (flag == "--rescue-fd") {
       rescue_fd = ParseInt<int>(value).value_or(-1);
+    } else if (flag == "--parent-pid") {
+      if (auto parent = ParseInt<pid_t>(value); parent && *parent > 0) EndWithParent(*parent);
     }
   }
   return RunProbe(library, STDIN_FILENO, STDOUT_FILENO, rescue_fd, tracker);

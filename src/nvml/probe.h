@@ -61,9 +61,12 @@ struct CallTracker {
 int RunProbe(const std::string& library_path, int input_fd, int output_fd, int rescue_fd, CallTracker* tracker);
 
 // The probe's command line, `[__probe] [--nvml-lib PATH] [--tracker-fd FD]
-// [--rescue-fd FD]`, served on stdin and stdout: what the collector runs,
-// as `gpudoctor-probe` (a small program that loads no more than NVML) or as
-// `gpudoctor __probe` where that program is not installed.
+// [--rescue-fd FD] [--parent-pid PID]`, served on stdin and stdout: what the
+// collector runs, as `gpudoctor-probe` (a small program that loads no more
+// than NVML) or as `gpudoctor __probe` where that program is not installed.
+// With --parent-pid the probe ends itself within a second of its parent's
+// end (killed, crashed): a probe stuck in NVML would otherwise wait for ever,
+// since only its parent kills a stuck probe.
 int RunProbeCommandLine(int argc, char** argv);
 
 // The program the collector runs as its probe: `gpudoctor-probe` beside
