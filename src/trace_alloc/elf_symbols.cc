@@ -77,7 +77,8 @@ const ElfFunction* ElfImage::Find(uint64_t address) const {
                                 [](uint64_t a, const ElfFunction& f) { return a < f.start; });
   if (after == functions.begin()) return nullptr;
   const ElfFunction& candidate = *std::prev(after);
-  if (candidate.size != 0) return address < candidate.start + candidate.size ? &candidate : nullptr;
+  // As a distance: start + size may wrap for a symbol near the top of the address space.
+  if (candidate.size != 0) return address - candidate.start < candidate.size ? &candidate : nullptr;
   return after == functions.end() || address < after->start ? &candidate : nullptr;
 }
 

@@ -86,5 +86,13 @@ TEST(ElfSymbols, FindsByRangeAndDemangles) {
   EXPECT_EQ(Demangle("_Zgarbage"), "_Zgarbage");
 }
 
+// Found by fuzz_trace_alloc: a symbol near the top of the address space whose end wraps past zero.
+TEST(ElfSymbols, ASymbolWhoseEndWrapsIsFound) {
+  ElfImage image;
+  image.functions = {{0xffff'ffff'ffff'ff00, 0x1000, "top"}};
+  ASSERT_NE(image.Find(0xffff'ffff'ffff'ff00), nullptr);
+  EXPECT_EQ(image.Find(0xffff'ffff'ffff'ffff)->name, "top");
+}
+
 }  // namespace
 }  // namespace gpudoctor
