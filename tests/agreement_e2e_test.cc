@@ -8,29 +8,20 @@
 // The differences that must exist are listed in docs/design.md ("One
 // verdict"): only the agent sees trends over time, and npd reduces the
 // verdict to one line and NPD's exit status.
-#include <signal.h>
-#include <sys/wait.h>
-#include <unistd.h>
-
 #include <gtest/gtest.h>
-#include <httplib.h>
 
-#include <chrono>
 #include <filesystem>
 #include <fstream>
 #include <map>
-#include <optional>
 #include <regex>
 #include <set>
-#include <sstream>
 #include <string>
-#include <thread>
 #include <vector>
 
 #include <nlohmann/json.hpp>
 
-#include "common/scratch_dir.h"
 #include "tests/run_binary.h"
+#include "tests/running_agent.h"
 
 namespace gpudoctor {
 namespace {
@@ -133,56 +124,18 @@ json Identities(const json& gpus) {
 }
 
 // The agent's open findings for a scenario once it has sampled three times, from /api/v1/findings; null when it
-// did not start or answer within a minute (`why` says what happened).
+// did not start or sample within a minute (`why` holds its log).
 json AgentFindings(const Input& input, std::string& why) {
-  testing::ScratchDir dir;
-  const std::string log = dir.File("agent.log");
-  const pid_t pid = fork();
-  if (pid == 0) {
-    setenv("GPUDOCTOR_FAKE_NOW", input.fake_now.c_str(), 1);
-    if (std::freopen(log.c_str(), "w", stderr) == nullptr || std::freopen("/dev/null", "w", stdout) == nullptr)
-      _exit(127);
-    const std::string binary = testing::Binary();
-    const std::string db = dir.File("history.db");
-    execl(binary.c_str(), binary.c_str(), "--simulate", input.scenario.c_str(), "--probe-timeout", "2s", "agent",
-          "--interval", "1s", "--listen", "127.0.0.1:0", "--db", db.c_str(), "--log", "none", nullptr);
-    _exit(127);
+  testing::RunningAgent agent(testing::AgentSetup{
+      .scenario = std::filesystem::path(input.scenario).filename().string(),
+      .env = {{"GPUDOCTOR_FAKE_NOW", input.fake_now}},
+  });
+  const std::chrono::seconds minute(60);
+  if (!agent.WaitUntilHealthy(minute) || !testing::Eventually([&] { return agent.SamplesTaken() >= 3; }, minute)) {
+    why = "the agent gave no findings within a minute: " + agent.log();
+    return nullptr;
   }
-  struct Reaper {
-    pid_t pid;
-    ~Reaper() {
-      kill(pid, SIGKILL);
-      waitpid(pid, nullptr, 0);
-    }
-  } reaper{pid};
-  const std::regex listening(R"(listening on http://127\.0\.0\.1:(\d+)/)");
-  std::optional<httplib::Client> client;
-  for (auto end = std::chrono::steady_clock::now() + std::chrono::seconds(60); std::chrono::steady_clock::now() < end;
-       std::this_thread::sleep_for(std::chrono::milliseconds(100))) {
-    if (!client) {
-      std::ifstream in(log);
-      std::stringstream text;
-      text << in.rdbuf();
-      std::smatch match;
-      const std::string logged = text.str();
-      if (!std::regex_search(logged, match, listening)) continue;
-      client.emplace("127.0.0.1", std::stoi(match[1]));
-      client->set_read_timeout(5, 0);
-    }
-    auto status = client->Get("/api/v1/status");
-    if (!status || status->status != 200) continue;
-    const json state = json::parse(status->body, nullptr, false);
-    if (!state.is_object() || state.value("samples_total", 0) < 3) continue;
-    auto findings = client->Get("/api/v1/findings");
-    if (!findings || findings->status != 200) continue;
-    const json body = json::parse(findings->body, nullptr, false);
-    if (body.is_object() && body.contains("findings")) return body["findings"];
-  }
-  std::ifstream in(log);
-  std::stringstream text;
-  text << in.rdbuf();
-  why = "the agent gave no findings within a minute: " + text.str();
-  return nullptr;
+  return agent.Findings();
 }
 
 // What only time shows (docs/design.md, "One verdict"): the trend detectors (src/health/detectors), which only the

@@ -54,10 +54,8 @@ class LogParser {
   void Feed(std::string_view line, uint64_t line_number, std::vector<LogEvent>& out);
   // True while an open event, or a driver record no pattern has taken yet, may still take the next line.
   bool WantsNextLine() const {
-    for (const OpenEvent& open : open_) {
-      if (open.reach_until > last_line_) return true;
-    }
-    return record_.line != 0 && !record_.taken && record_.last_line - record_.line < kRecordLines;
+    return Reached(last_line_ + 1) ||
+           (record_.line != 0 && !record_.taken && record_.last_line - record_.line < kRecordLines);
   }
   // Closes every open event (end of input, or the input went quiet).
   void Flush(std::vector<LogEvent>& out);

@@ -42,20 +42,20 @@ struct XidSighting {
   const XidEvent* nvml = nullptr;  // set for an NVML event
 };
 
-// An xid_recent finding, with its GPU's bus id normalised once.
+// An xid_recent finding by its index (findings grow as roots are added: no pointers into them), with its GPU's bus
+// id normalised once.
 struct XidFindingRef {
   size_t index = 0;
-  const GpuRef* gpu = nullptr;
   std::optional<std::string> bus;
 };
 
-// Whether the sighting (its log line's bus id normalised as `bus`) is of the finding's GPU.
-bool Names(const XidFindingRef& finding, const XidSighting& sighting, const std::optional<std::string>& bus) {
-  const GpuRef& ref = *finding.gpu;
+// Whether the sighting (its log line's bus id normalised as `sighting_bus`) is of the GPU `ref` (bus `ref_bus`).
+bool Names(const GpuRef& ref, const std::optional<std::string>& ref_bus, const XidSighting& sighting,
+           const std::optional<std::string>& sighting_bus) {
   if (sighting.nvml != nullptr) return ref.index && *ref.index == sighting.nvml->gpu_index;
   const LogEvent& event = *sighting.log;
   if (!event.gpu_uuid.empty() && event.gpu_uuid == ref.uuid) return true;
-  return bus && bus == finding.bus;
+  return sighting_bus && sighting_bus == ref_bus;
 }
 
 constexpr size_t kMaxSightings = 1'000'000;
@@ -106,7 +106,7 @@ class Correlation {
     for (size_t i = 0; i < findings_.size(); ++i) {
       const Finding& finding = findings_[i];
       if (finding.id != kXidRule || !finding.gpu) continue;
-      xid_findings_[finding.subject].push_back({i, &*finding.gpu, NormalizePciBusId(finding.gpu->pci_bus_id)});
+      xid_findings_[finding.subject].push_back({i, NormalizePciBusId(finding.gpu->pci_bus_id)});
     }
   }
 
@@ -137,7 +137,7 @@ class Correlation {
     std::optional<std::string> bus;
     if (sighting.log != nullptr) bus = NormalizePciBusId(sighting.log->pci_bus_id);
     for (const XidFindingRef& finding : candidates->second) {
-      if (Names(finding, sighting, bus)) return finding.index;
+      if (Names(*findings_[finding.index].gpu, finding.bus, sighting, bus)) return finding.index;
     }
     return kNone;
   }

@@ -51,8 +51,7 @@ std::optional<Error> ReadJob(const toml::table& table, size_t position, JobWatch
 
 Duration TrendConfig::LongestWindow() const {
   Duration longest = std::max({utilization_stuck.after, utilization_flapping.window, tensor_cores_idle.after,
-                               gpu_straggler.after,
-                               memory_leak.window, counter_rates.window, cooling_failure.window});
+                               gpu_straggler.after, memory_leak.window, counter_rates.window, cooling_failure.window});
   for (const JobWatchConfig& job : jobs) longest = std::max(longest, job.flat_loss_window);
   return longest + max_sample_gap;
 }
@@ -132,8 +131,7 @@ Result<TrendConfig> TrendConfigFromToml(const toml::table& root) {
   TomlTableReader top(*detectors, "detectors");
   top.Read("max_sample_gap", config.max_sample_gap);
   for (const char* section : {"utilization_stuck", "utilization_flapping", "tensor_cores_idle", "gpu_straggler",
-                              "memory_leak",
-                              "counter_rates", "cooling_failure", "job"})
+                              "memory_leak", "counter_rates", "cooling_failure", "job"})
     top.ReadElsewhere(section);
   if (auto top_error = top.Finish()) return *top_error;
   if (const toml::node* jobs = detectors->get("job")) {
