@@ -1,7 +1,7 @@
 // libFuzzer target for the agent's HTTP server: each input is the byte
 // stream of one client connection (request lines, paths, query parameters,
 // headers, bodies, several requests in a row), handed to the real
-// HttpTransport (libmicrohttpd's parser, the limits, the deadlines) serving
+// HttpTransport (Beast's parser, the limits, the deadlines) serving
 // the real AgentRoutes over synthetic GPUs, through a socketpair. Whatever
 // arrives, the server must answer or close without a crash, a leak or
 // undefined behaviour, and must keep serving the next connection.

@@ -643,7 +643,19 @@ TEST(Modules, CommandsOtherThanTheAgentLoadNoHttpOrTlsLibrary) {
   auto loaded = RunGpudoctor("", Stderr::kCapture, "LD_TRACE_LOADED_OBJECTS=1");
   ASSERT_EQ(loaded.exit_code, 0) << loaded.output;
   EXPECT_NE(loaded.output.find("libstdc++"), std::string::npos) << loaded.output;
-  for (const char* library : {"libmicrohttpd", "libcurl", "libssl", "libcrypto", "libgnutls"}) {
+  for (const char* library : {"libcurl", "libssl", "libcrypto", "libgnutls"}) {
+    EXPECT_EQ(loaded.output.find(library), std::string::npos) << library << " is loaded:\n" << loaded.output;
+  }
+}
+
+// The agent serves plain HTTP: its server module must not bring a TLS library,
+// which would cost the agent megabytes of resident memory for nothing.
+TEST(Modules, TheServerModuleLoadsNoTlsLibrary) {
+  const std::string module = std::string(GPUDOCTOR_BINARY_DIR) + "/bin/libgpudoctor_http_server.so";
+  auto loaded = RunShell("ldd " + module + " 2>&1");
+  ASSERT_EQ(loaded.exit_code, 0) << loaded.output;
+  EXPECT_NE(loaded.output.find("libc.so"), std::string::npos) << loaded.output;
+  for (const char* library : {"libgnutls", "libssl", "libcrypto", "libnettle", "libp11-kit"}) {
     EXPECT_EQ(loaded.output.find(library), std::string::npos) << library << " is loaded:\n" << loaded.output;
   }
 }

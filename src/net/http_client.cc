@@ -5,6 +5,7 @@
 #include "common/loadable_module.h"
 #include "common/text.h"
 #include "net/http_client_module.h"
+#include "net/http_message.h"
 #include "redact/secrets.h"
 
 namespace gpudoctor {
@@ -16,22 +17,6 @@ Result<const HttpClientModule*> Module() {
   static const Result<const HttpClientModule*> module =
       LoadModule<HttpClientModule>(kHttpClientModuleFile, kHttpClientModuleEntry);
   return module;
-}
-
-std::optional<std::string> PercentDecode(std::string_view text) {
-  std::string out;
-  for (size_t i = 0; i < text.size(); ++i) {
-    if (text[i] != '%') {
-      out += text[i];
-      continue;
-    }
-    if (i + 2 >= text.size()) return std::nullopt;
-    std::optional<int> byte = ParseInt<int>(text.substr(i + 1, 2), 16);
-    if (!byte || text[i + 1] == '+' || text[i + 1] == '-') return std::nullopt;
-    out += static_cast<char>(*byte);
-    i += 2;
-  }
-  return out;
 }
 
 }  // namespace

@@ -58,6 +58,44 @@ void HttpResponse::SetStaticBody(std::string_view bytes, std::string content_typ
   SetHeader("Content-Type", std::move(content_type));
 }
 
+std::optional<std::string> PercentDecode(std::string_view text, bool plus_is_space) {
+  std::string out;
+  out.reserve(text.size());
+  for (size_t i = 0; i < text.size(); ++i) {
+    if (text[i] == '+' && plus_is_space) {
+      out += ' ';
+    } else if (text[i] != '%') {
+      out += text[i];
+    } else {
+      if (i + 2 >= text.size() || text[i + 1] == '+' || text[i + 1] == '-') return std::nullopt;
+      std::optional<int> byte = ParseInt<int>(text.substr(i + 1, 2), 16);
+      if (!byte) return std::nullopt;
+      out += static_cast<char>(*byte);
+      i += 2;
+    }
+  }
+  return out;
+}
+
+bool DecodeTarget(std::string_view target, HttpRequest& request) {
+  const size_t question = target.find('?');
+  std::optional<std::string> path = PercentDecode(target.substr(0, question));
+  if (!path) return false;
+  request.path = std::move(*path);
+  request.query.clear();
+  if (question == std::string_view::npos) return true;
+  for (std::string_view pair : Split(target.substr(question + 1), '&')) {
+    if (pair.empty()) continue;
+    const size_t equals = pair.find('=');
+    std::optional<std::string> name = PercentDecode(pair.substr(0, equals), true);
+    std::optional<std::string> value =
+        equals == std::string_view::npos ? std::string() : PercentDecode(pair.substr(equals + 1), true);
+    if (!name || !value) return false;
+    request.query.emplace_back(std::move(*name), std::move(*value));
+  }
+  return true;
+}
+
 bool AcceptsGzip(std::string_view accept_encoding) {
   std::optional<double> gzip;
   std::optional<double> any;

@@ -49,6 +49,15 @@ struct HttpResponse {
   void SetStaticBody(std::string_view bytes, std::string content_type);
 };
 
+// Decodes %XX escapes (and '+' as a space when `plus_is_space`, as in a
+// query); nullopt for a '%' not followed by two hex digits.
+std::optional<std::string> PercentDecode(std::string_view text, bool plus_is_space = false);
+
+// Sets `request`'s path and query from a request target ("/a%20b?gpu=3&flag"):
+// the path decoded, the query split into decoded name=value pairs (a bare name
+// has an empty value, empty pairs are skipped). False for a malformed escape.
+bool DecodeTarget(std::string_view target, HttpRequest& request);
+
 // Whether an Accept-Encoding value (RFC 9110 section 12.5.3) accepts gzip:
 // "gzip" or "x-gzip", or "*" when gzip is not named, with a q-value above 0.
 bool AcceptsGzip(std::string_view accept_encoding);

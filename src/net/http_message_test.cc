@@ -61,5 +61,28 @@ TEST(AcceptsGzip, FollowsCodingsAndQValues) {
   EXPECT_FALSE(AcceptsGzip("gzipped"));
 }
 
+TEST(PercentDecode, DecodesEscapesAndPlusOnlyWhereAsked) {
+  EXPECT_EQ(PercentDecode("/a%20b%2Fc"), "/a b/c");
+  EXPECT_EQ(PercentDecode("a+b"), "a+b");
+  EXPECT_EQ(PercentDecode("a+b", true), "a b");
+  EXPECT_EQ(PercentDecode("%41%4a%4A"), "AJJ");
+  for (std::string_view bad : {"%", "%4", "%zz", "%+1", "%-1", "abc%4"}) {
+    EXPECT_EQ(PercentDecode(bad), std::nullopt) << bad;
+  }
+}
+
+TEST(DecodeTarget, SplitsThePathFromDecodedQueryPairs) {
+  HttpRequest request;
+  ASSERT_TRUE(DecodeTarget("/api/v1/history?gpu=3&metric=power_w%2Ctemperature_c&&flag&q=a+b&=x", request));
+  EXPECT_EQ(request.path, "/api/v1/history");
+  EXPECT_EQ(request.query,
+            (HttpFields{{"gpu", "3"}, {"metric", "power_w,temperature_c"}, {"flag", ""}, {"q", "a b"}, {"", "x"}}));
+  ASSERT_TRUE(DecodeTarget("/plain%2Fpath", request));
+  EXPECT_EQ(request.path, "/plain/path");
+  EXPECT_TRUE(request.query.empty());
+  EXPECT_FALSE(DecodeTarget("/bad%zz", request));
+  EXPECT_FALSE(DecodeTarget("/ok?x=%", request));
+}
+
 }  // namespace
 }  // namespace gpudoctor

@@ -1,12 +1,12 @@
-// HttpTransport: the agent's HTTP listener, on GNU libmicrohttpd. It owns the
-// sockets, the event loops and every limit that keeps slow or hostile clients
-// from holding the server; what to answer is the handler's business.
+// HttpTransport: the agent's HTTP listener, on Boost.Asio and Boost.Beast. It
+// owns the sockets, the event loops and every limit that keeps slow or hostile
+// clients from holding the server; what to answer is the handler's business.
 //
 // A few threads each run an epoll loop over many connections, so a client
 // that sends slowly holds a connection slot, never a thread. Each request's
 // head must arrive within a total deadline, and each response must be sent
-// within another (SocketDeadlines); oversized or malformed requests are
-// answered (400, 411, 413, 414, 431), never silently dropped.
+// within another; oversized or malformed requests are answered (400, 411,
+// 413, 414, 431, 505), never silently dropped.
 //
 //   HttpTransport transport(ListenAddress{"127.0.0.1", 0}, HttpLimits{},
 //                           [](const HttpRequest& request) { return Answer(request); });

@@ -1,6 +1,7 @@
-// Between HttpTransport and its implementation on libmicrohttpd, which lives
-// in libgpudoctor_http_server.so (http_transport_mhd.cc) so that only the
-// agent loads libmicrohttpd and the GnuTLS it brings. Not for other callers.
+// Between HttpTransport and its implementation on Boost.Asio and Boost.Beast,
+// which lives in libgpudoctor_http_server.so (http_transport_asio.cc) so that
+// only the commands that serve load its code and start its threads. Not for
+// other callers.
 #pragma once
 
 #include <memory>

@@ -303,6 +303,8 @@ TEST_F(HttpTransportTest, OversizedAndMalformedRequestsAreAnswered) {
       {"conflicting lengths", "GET / HTTP/1.1\r\nHost: test\r\nContent-Length: 5\r\nContent-Length: 6\r\n\r\n", 400},
       {"bad Content-Length", "GET / HTTP/1.1\r\nHost: test\r\nContent-Length: ten\r\n\r\n", 400},
       {"unknown version", "GET / HTTP/9.1\r\nHost: test\r\n\r\n", 505},
+      {"not HTTP at all", "GARBAGE\r\n\r\n", 400},
+      {"bad escape in the path", Get("/api%zz"), 400},
   };
   for (const RefusedRequest& refused : cases) {
     RawClient client(port_);
