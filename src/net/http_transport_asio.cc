@@ -27,7 +27,6 @@
 #include <boost/beast/http/read.hpp>
 #include <boost/beast/http/status.hpp>
 #include <boost/beast/http/string_body.hpp>
-#include <cassert>
 #include <chrono>
 #include <cstring>
 #include <ctime>
@@ -397,7 +396,10 @@ class AsioTransport final : public HttpTransportBackend {
   }
 
   Status AddConnection(int fd) override {
-    assert(!workers_.empty() && "AddConnection before Start");
+    if (workers_.empty()) {
+      close(fd);  // owned from here on, taken or not
+      return Error{"the HTTP server is not running"};
+    }
     sockaddr_storage local{};
     socklen_t length = sizeof local;
     if (getsockname(fd, reinterpret_cast<sockaddr*>(&local), &length) != 0) local.ss_family = AF_UNIX;
