@@ -30,8 +30,8 @@ std::optional<double> MeanTemperature(const std::vector<const GpuPoint*>& points
   double sum = 0;
   int count = 0;
   for (const GpuPoint* point : points) {
-    if (point->time < from || point->time >= to) continue;
-    sum += *point->temperature_c;
+    if (point->time() < from || point->time() >= to) continue;
+    sum += *point->temperature_c();
     ++count;
   }
   if (count == 0) return std::nullopt;
@@ -43,21 +43,21 @@ std::optional<double> MeanTemperature(const std::vector<const GpuPoint*>& points
 std::optional<Finding> DetectCoolingFailure(const GpuTrack& track, const CoolingConfig& config, WallTime now) {
   const std::vector<const GpuPoint*> points = PointsSince(track.points, now - config.window);
   if (points.size() < 6) return std::nullopt;
-  const Duration span = points.back()->time - points.front()->time;
+  const Duration span = points.back()->time() - points.front()->time();
   if (span < config.window * 9 / 10) return std::nullopt;
 
-  auto temperature = BandOf(points, [](const GpuPoint& p) { return p.temperature_c; });
-  auto utilization = BandOf(points, [](const GpuPoint& p) { return p.utilization_percent; });
-  auto power = BandOf(points, [](const GpuPoint& p) { return p.power_w; });
+  auto temperature = BandOf(points, [](const GpuPoint& p) { return p.temperature_c(); });
+  auto utilization = BandOf(points, [](const GpuPoint& p) { return p.utilization_percent(); });
+  auto power = BandOf(points, [](const GpuPoint& p) { return p.power_w(); });
   if (!temperature || !utilization || !power) return std::nullopt;
   if (utilization->max - utilization->min > config.util_band_percent) return std::nullopt;
   if (power->max - power->min > config.power_band_fraction * std::max(power->mean, 1.0)) return std::nullopt;
   const GpuPoint& last = *points.back();
-  if (last.fan_percent && *last.fan_percent < config.fan_max_percent) return std::nullopt;
+  if (last.fan_percent() && *last.fan_percent() < config.fan_max_percent) return std::nullopt;
 
   // Compare the ends and the middle of the window, averaged over a sixth of
   // it each so a noisy reading cannot fake a trend.
-  const WallTime start = points.front()->time, end = last.time + Duration{1};
+  const WallTime start = points.front()->time(), end = last.time() + Duration{1};
   const Duration slice = span / 6;
   auto early = MeanTemperature(points, start, start + slice);
   auto middle = MeanTemperature(points, start + span / 2 - slice / 2, start + span / 2 + slice / 2);
@@ -70,18 +70,19 @@ std::optional<Finding> DetectCoolingFailure(const GpuTrack& track, const Cooling
   Finding finding;
   finding.id = "cooling_failure";
   finding.gpu = track.ref;
-  finding.severity = *last.temperature_c >= config.critical_temperature_c ? Severity::kCritical : Severity::kWarning;
+  finding.severity = *last.temperature_c() >= config.critical_temperature_c ? Severity::kCritical : Severity::kWarning;
   finding.summary = fmt::format("{} temperature climbed {:.0f} °C in {} under a steady load, {}", GpuLabel(track.ref),
                                 *late - *early, FormatDuration(span),
-                                last.fan_percent ? fmt::format("fans already at {:.0f}%", *last.fan_percent)
-                                                 : std::string("no fans reported (liquid cooled?)"));
+                                last.fan_percent() ? fmt::format("fans already at {:.0f}%", *last.fan_percent())
+                                                   : std::string("no fans reported (liquid cooled?)"));
   finding.evidence = {
       fmt::format("temperature {:.1f} -> {:.1f} -> {:.1f} °C (start, middle, end of {}); now {:.0f} °C", *early,
-                  *middle, *late, FormatDuration(span), *last.temperature_c),
+                  *middle, *late, FormatDuration(span), *last.temperature_c()),
       fmt::format("utilization_gpu {:.0f}..{:.0f}%, power {:.0f}..{:.0f} W: steady", utilization->min,
                   utilization->max, power->min, power->max),
-      last.fan_percent ? fmt::format("fan={:.0f}% (max threshold {:.0f}%)", *last.fan_percent, config.fan_max_percent)
-                       : std::string("fan: not reported")};
+      last.fan_percent()
+          ? fmt::format("fan={:.0f}% (max threshold {:.0f}%)", *last.fan_percent(), config.fan_max_percent)
+          : std::string("fan: not reported")};
   finding.cause =
       "The heat removed no longer matches the heat produced: a failed or blocked fan, clogged filters or heatsink, "
       "a hot aisle or failed CRAC unit, or for liquid cooling a pump, flow or coolant temperature problem.";

@@ -14,13 +14,13 @@ using namespace testing;
 GpuTrack Thermal(const std::function<double(double)>& temperature, std::optional<double> fan = 100,
                  const std::function<double(double)>& util = [](double) { return 97.0; }, Duration length = 20min) {
   return TrackOf(length, 5s, [&](double s) {
-    GpuPoint p = Busy(util(s), 350 + std::fmod(s, 15), temperature(s));
+    GpuReadings p = Busy(util(s), 350 + std::fmod(s, 15), temperature(s));
     p.fan_percent = fan;
     return p;
   });
 }
 
-WallTime End(const GpuTrack& track) { return track.points.back().time; }
+WallTime End(const GpuTrack& track) { return track.points.back().time(); }
 
 TEST(CoolingFailure, ClimbingUnderSteadyLoadWithFansAtMax) {
   // Stable at 70 °C, then the cooling fails at 10 minutes: +1 °C/min.

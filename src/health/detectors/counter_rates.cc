@@ -4,22 +4,17 @@
 
 namespace gpudoctor {
 
-std::optional<CounterRate> CounterRatePerMinute(const std::deque<GpuPoint>& points,
-                                                std::optional<double> GpuPoint::*counter, WallTime since,
+std::optional<CounterRate> CounterRatePerMinute(const PointHistory& points,
+                                                std::optional<double> ErrorCounters::*counter, WallTime since,
                                                 Duration min_span) {
+  const std::vector<CounterReading> readings = points.CounterSince(counter, since);
+  if (readings.empty()) return std::nullopt;
   CounterRate rate;
-  std::optional<double> previous;
-  std::optional<WallTime> first, last;
-  for (const GpuPoint* point : PointsSince(points, since)) {
-    const std::optional<double>& value = point->*counter;
-    if (!value) continue;
-    if (previous && *value >= *previous) rate.increase += *value - *previous;
-    previous = value;
-    if (!first) first = point->time;
-    last = point->time;
-  }
-  if (!first || *last - *first < min_span || *last == *first) return std::nullopt;
-  rate.span = *last - *first;
+  for (size_t i = 1; i < readings.size(); ++i)
+    if (readings[i].value >= readings[i - 1].value) rate.increase += readings[i].value - readings[i - 1].value;
+  const WallTime first = readings.front().time, last = readings.back().time;
+  if (last - first < min_span || last == first) return std::nullopt;
+  rate.span = last - first;
   rate.per_minute = rate.increase / (std::chrono::duration<double>(rate.span).count() / 60.0);
   return rate;
 }
@@ -42,8 +37,8 @@ std::vector<Finding> DetectCounterRates(const GpuTrack& track, const CounterRate
                        FormatDuration(rate.span), rate.per_minute, threshold);
   };
 
-  auto uncorrected = CounterRatePerMinute(track.points, &GpuPoint::ecc_uncorrected, since, config.min_span);
-  auto corrected = CounterRatePerMinute(track.points, &GpuPoint::ecc_corrected, since, config.min_span);
+  auto uncorrected = CounterRatePerMinute(track.points, &ErrorCounters::ecc_uncorrected, since, config.min_span);
+  auto corrected = CounterRatePerMinute(track.points, &ErrorCounters::ecc_corrected, since, config.min_span);
   if (uncorrected && uncorrected->increase > 0) {
     Finding& f = make("ecc_rate", Severity::kCritical,
                       fmt::format("{} reported {:.0f} new uncorrectable ECC error(s) in {}", gpu, uncorrected->increase,
@@ -63,7 +58,7 @@ std::vector<Finding> DetectCounterRates(const GpuTrack& track, const CounterRate
                  "Plan a maintenance window: reset the GPU to apply pending remaps, run gpudoctor diag memory"};
   }
 
-  if (auto replays = CounterRatePerMinute(track.points, &GpuPoint::pcie_replays, since, config.min_span);
+  if (auto replays = CounterRatePerMinute(track.points, &ErrorCounters::pcie_replays, since, config.min_span);
       replays && replays->per_minute > config.pcie_replays_per_min) {
     Finding& f = make("pcie_replay_rate", Severity::kWarning,
                       fmt::format("{} PCIe link replays {:.1f} times per minute", gpu, replays->per_minute),
@@ -75,7 +70,7 @@ std::vector<Finding> DetectCounterRates(const GpuTrack& track, const CounterRate
                  "Reseat the GPU or riser; move the card to another slot if it persists"};
   }
 
-  if (auto errors = CounterRatePerMinute(track.points, &GpuPoint::nvlink_errors, since, config.min_span);
+  if (auto errors = CounterRatePerMinute(track.points, &ErrorCounters::nvlink_errors, since, config.min_span);
       errors && errors->per_minute > config.nvlink_errors_per_min) {
     Finding& f = make("nvlink_error_rate", Severity::kWarning,
                       fmt::format("{} NVLink errors at {:.1f} per minute", gpu, errors->per_minute),

@@ -1,7 +1,7 @@
 // Error counter rates: ecc_rate, pcie_replay_rate, nvlink_error_rate.
 // A counter that goes down (driver reload, reset) restarts the count there.
 //
-//   auto rate = CounterRatePerMinute(track.points, &GpuPoint::pcie_replays, now - window);
+//   auto rate = CounterRatePerMinute(track.points, &ErrorCounters::pcie_replays, now - window, min_span);
 #pragma once
 
 #include <optional>
@@ -19,8 +19,8 @@ struct CounterRate {
 };
 
 // nullopt when the counter has fewer than two readings since `since`, or they span under `min_span`.
-std::optional<CounterRate> CounterRatePerMinute(const std::deque<GpuPoint>& points,
-                                                std::optional<double> GpuPoint::*counter, WallTime since,
+std::optional<CounterRate> CounterRatePerMinute(const PointHistory& points,
+                                                std::optional<double> ErrorCounters::*counter, WallTime since,
                                                 Duration min_span);
 
 std::vector<Finding> DetectCounterRates(const GpuTrack& track, const CounterRateConfig& config, WallTime now);

@@ -9,19 +9,19 @@ namespace {
 
 using namespace testing;
 
-GpuTrack CounterTrack(const std::function<void(GpuPoint&, double seconds)>& set) {
+GpuTrack CounterTrack(const std::function<void(GpuReadings&, double seconds)>& set) {
   return TrackOf(10min, 5s, [&](double s) {
-    GpuPoint p = Busy();
-    p.ecc_corrected = 0;
-    p.ecc_uncorrected = 0;
-    p.pcie_replays = 100;
-    p.nvlink_errors = 0;
+    GpuReadings p = Busy();
+    p.counters.ecc_corrected = 0;
+    p.counters.ecc_uncorrected = 0;
+    p.counters.pcie_replays = 100;
+    p.counters.nvlink_errors = 0;
     set(p, s);
     return p;
   });
 }
 
-WallTime End(const GpuTrack& track) { return track.points.back().time; }
+WallTime End(const GpuTrack& track) { return track.points.back().time(); }
 
 std::vector<std::string> Ids(const std::vector<Finding>& findings) {
   std::vector<std::string> ids;
@@ -30,51 +30,52 @@ std::vector<std::string> Ids(const std::vector<Finding>& findings) {
 }
 
 TEST(CounterRates, QuietWhenCountersStandStill) {
-  GpuTrack track = CounterTrack([](GpuPoint&, double) {});
+  GpuTrack track = CounterTrack([](GpuReadings&, double) {});
   EXPECT_TRUE(DetectCounterRates(track, {}, End(track)).empty());
 }
 
 TEST(CounterRates, PcieReplaysAboveTheRate) {
-  GpuTrack fast = CounterTrack([](GpuPoint& p, double s) { p.pcie_replays = 100 + s / 3; });  // 20/min
+  GpuTrack fast = CounterTrack([](GpuReadings& p, double s) { p.counters.pcie_replays = 100 + s / 3; });  // 20/min
   auto findings = DetectCounterRates(fast, {}, End(fast));
   ASSERT_EQ(Ids(findings), std::vector<std::string>{"pcie_replay_rate"});
   EXPECT_NE(findings[0].evidence[0].find("= 20.0/min"), std::string::npos) << findings[0].evidence[0];
 
-  GpuTrack slow = CounterTrack([](GpuPoint& p, double s) { p.pcie_replays = 100 + s / 30; });  // 2/min
+  GpuTrack slow = CounterTrack([](GpuReadings& p, double s) { p.counters.pcie_replays = 100 + s / 30; });  // 2/min
   EXPECT_TRUE(DetectCounterRates(slow, {}, End(slow)).empty());
 }
 
 TEST(CounterRates, ACounterResetIsNotANegativeOrHugeRate) {
   // Driver reload at 7 minutes resets the counter to 0; a slow 2/min before and after.
-  GpuTrack track = CounterTrack([](GpuPoint& p, double s) { p.pcie_replays = s < 420 ? 5000 + s / 30 : (s - 420) / 30; });
+  GpuTrack track = CounterTrack(
+      [](GpuReadings& p, double s) { p.counters.pcie_replays = s < 420 ? 5000 + s / 30 : (s - 420) / 30; });
   EXPECT_TRUE(DetectCounterRates(track, {}, End(track)).empty());
 }
 
 TEST(CounterRates, EccUncorrectedIsCriticalCorrectedByRate) {
-  GpuTrack uncorrected = CounterTrack([](GpuPoint& p, double s) { p.ecc_uncorrected = s > 500 ? 1 : 0; });
+  GpuTrack uncorrected = CounterTrack([](GpuReadings& p, double s) { p.counters.ecc_uncorrected = s > 500 ? 1 : 0; });
   auto findings = DetectCounterRates(uncorrected, {}, End(uncorrected));
   ASSERT_EQ(Ids(findings), std::vector<std::string>{"ecc_rate"});
   EXPECT_EQ(findings[0].severity, Severity::kCritical);
 
-  GpuTrack corrected = CounterTrack([](GpuPoint& p, double s) { p.ecc_corrected = s; });  // 60/min
+  GpuTrack corrected = CounterTrack([](GpuReadings& p, double s) { p.counters.ecc_corrected = s; });  // 60/min
   findings = DetectCounterRates(corrected, {}, End(corrected));
   ASSERT_EQ(Ids(findings), std::vector<std::string>{"ecc_rate"});
   EXPECT_EQ(findings[0].severity, Severity::kWarning);
 }
 
 TEST(CounterRates, NvlinkErrors) {
-  GpuTrack track = CounterTrack([](GpuPoint& p, double s) { p.nvlink_errors = s / 6; });  // 10/min
+  GpuTrack track = CounterTrack([](GpuReadings& p, double s) { p.counters.nvlink_errors = s / 6; });  // 10/min
   EXPECT_EQ(Ids(DetectCounterRates(track, {}, End(track))), std::vector<std::string>{"nvlink_error_rate"});
 }
 
 TEST(CounterRates, MissingOrTooFewReadingsGiveNoRate) {
-  GpuTrack missing = CounterTrack([](GpuPoint& p, double) {
-    p.pcie_replays.reset();
-    p.ecc_corrected.reset();
+  GpuTrack missing = CounterTrack([](GpuReadings& p, double) {
+    p.counters.pcie_replays.reset();
+    p.counters.ecc_corrected.reset();
   });
   EXPECT_TRUE(DetectCounterRates(missing, {}, End(missing)).empty());
-  GpuTrack track = CounterTrack([](GpuPoint& p, double s) { p.pcie_replays = s * 10; });
-  EXPECT_FALSE(CounterRatePerMinute(track.points, &GpuPoint::pcie_replays, End(track) - 30s, 1min));
+  GpuTrack track = CounterTrack([](GpuReadings& p, double s) { p.counters.pcie_replays = s * 10; });
+  EXPECT_FALSE(CounterRatePerMinute(track.points, &ErrorCounters::pcie_replays, End(track) - 30s, 1min));
 }
 
 }  // namespace

@@ -15,25 +15,27 @@ using namespace std::chrono_literals;
 
 inline WallTime Start() { return WallTime{std::chrono::seconds{1'700'000'000}}; }
 
-// A track sampled every `step` for `length`, each point made by `at(seconds since start)`.
-inline GpuTrack TrackOf(Duration length, Duration step, const std::function<GpuPoint(double seconds)>& at) {
+// A track sampled every `step` for `length`, each point made by `at(seconds since start)`; nullopt: no sample then.
+inline GpuTrack TrackOf(Duration length, Duration step,
+                        const std::function<std::optional<GpuReadings>(double seconds)>& at) {
   GpuTrack track;
   track.ref = GpuRef{.index = 0, .uuid = "GPU-0"};
   for (Duration t{0}; t <= length; t += step) {
-    GpuPoint point = at(std::chrono::duration<double>(t).count());
-    point.time = Start() + t;
-    track.points.push_back(point);
+    std::optional<GpuReadings> readings = at(std::chrono::duration<double>(t).count());
+    if (!readings) continue;
+    readings->time = Start() + t;
+    track.points.push_back(*readings);
   }
   return track;
 }
 
-inline GpuPoint Busy(double util = 100, double power = 380, double temperature = 65) {
-  return GpuPoint{.utilization_percent = util,
-                  .temperature_c = temperature,
-                  .power_w = power,
-                  .power_limit_w = 400,
-                  .fan_percent = 60,
-                  .process_count = 1};
+inline GpuReadings Busy(double util = 100, double power = 380, double temperature = 65) {
+  return GpuReadings{.utilization_percent = util,
+                     .temperature_c = temperature,
+                     .power_w = power,
+                     .power_limit_w = 400,
+                     .fan_percent = 60,
+                     .process_count = 1};
 }
 
 inline GpuSnapshot GpuAt(uint32_t index, uint32_t util, std::vector<ProcessInfo> processes = {}) {

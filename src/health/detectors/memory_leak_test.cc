@@ -19,13 +19,13 @@ GpuTrack ProcessTrack(Duration length, const std::function<double(double)>& byte
   GpuTrack track = TrackOf(length, 5s, [](double) { return Busy(); });
   auto& series = track.process_memory[{4242, "python"}];
   for (const GpuPoint& point : track.points)
-    series.push_back({point.time, bytes(std::chrono::duration<double>(point.time - Start()).count())});
+    series.push_back({point.time(), bytes(std::chrono::duration<double>(point.time() - Start()).count())});
   track.memory_total_bytes = 80 * kGiB;
   track.memory_used_bytes = series.back().used_bytes;
   return track;
 }
 
-WallTime End(const GpuTrack& track) { return track.points.back().time; }
+WallTime End(const GpuTrack& track) { return track.points.back().time(); }
 
 TEST(MemoryLeak, SteadyGrowthIsALeakWithRatePeakAndTimeToFull) {
   // 10 GiB held, growing 12 MiB/min.

@@ -56,7 +56,7 @@ void TrendDetectors::Reconfigure(TrendConfig config) {
 
   std::map<WallTime, std::vector<GpuPoint*>> instants;  // the points of one Observe share its time
   for (auto& [key, track] : tracks_)
-    for (GpuPoint& point : track.points) instants[point.time].push_back(&point);
+    for (GpuPoint& point : track.points) instants[point.time()].push_back(&point);
   for (auto& [time, instant] : instants) MarkStragglers(instant, config_.gpu_straggler);
 }
 
@@ -67,7 +67,7 @@ void TrendDetectors::Observe(const Snapshot& snapshot, WallTime now) {
   for (const GpuSnapshot& gpu : snapshot.gpus) {
     GpuTrack& track = tracks_[TrackKey(gpu)];
     track.ref = RefOf(gpu);
-    track.points.push_back(PointOf(gpu, now));
+    track.points.push_back(ReadingsOf(gpu, now));
     instant.push_back(&track.points.back());
     track.memory_total_bytes = gpu.memory_total_bytes.optional();
     track.memory_used_bytes = gpu.memory_used_bytes.optional();
@@ -105,7 +105,7 @@ std::vector<Finding> TrendDetectors::Evaluate(WallTime now) const {
     if (finding) findings.push_back(std::move(*finding));
   };
   for (const auto& [key, track] : tracks_) {
-    if (track.points.empty() || now - track.points.back().time > config_.max_sample_gap) continue;
+    if (track.points.empty() || now - track.points.back().time() > config_.max_sample_gap) continue;
     add(DetectUtilizationStuck(track, config_.utilization_stuck, config_.max_sample_gap));
     add(DetectUtilizationFlapping(track, config_.utilization_flapping, now));
     add(DetectTensorCoresIdle(track, config_.tensor_cores_idle, config_.max_sample_gap));

@@ -8,16 +8,16 @@ namespace gpudoctor {
 namespace {
 
 bool SpinningAtFull(const GpuPoint& point, const UtilizationStuckConfig& config) {
-  if (!point.utilization_percent || *point.utilization_percent < config.high_percent) return false;
-  if (point.process_count == 0u) return true;
-  if (point.sm_active) return *point.sm_active < config.busy_wait_sm_active;
-  return point.power_w && point.power_limit_w && *point.power_limit_w > 0 &&
-         *point.power_w < config.busy_wait_power_fraction * *point.power_limit_w;
+  if (!point.utilization_percent() || *point.utilization_percent() < config.high_percent) return false;
+  if (point.process_count() == 0u) return true;
+  if (point.sm_active()) return *point.sm_active() < config.busy_wait_sm_active;
+  return point.power_w() && point.power_limit_w() && *point.power_limit_w() > 0 &&
+         *point.power_w() < config.busy_wait_power_fraction * *point.power_limit_w();
 }
 
 bool IdleWithProcesses(const GpuPoint& point, const UtilizationStuckConfig& config) {
-  return point.utilization_percent && *point.utilization_percent <= config.low_percent && point.process_count &&
-         *point.process_count > 0;
+  return point.utilization_percent() && *point.utilization_percent() <= config.low_percent && point.process_count() &&
+         *point.process_count() > 0;
 }
 
 Finding Make(const char* id, Severity severity, const GpuRef& gpu) {
@@ -39,20 +39,21 @@ std::optional<Finding> DetectUtilizationStuck(const GpuTrack& track, const Utili
   if (auto held = HeldFor(track.points, [&](const GpuPoint& p) { return SpinningAtFull(p, config); }, max_gap);
       held && *held >= config.after) {
     Finding finding = Make("utilization_stuck", Severity::kWarning, track.ref);
-    const bool no_process = last.process_count == 0u;
-    finding.summary = fmt::format("{} utilisation stuck at {:.0f}% for {} {}", gpu, *last.utilization_percent,
+    const bool no_process = last.process_count() == 0u;
+    finding.summary = fmt::format("{} utilisation stuck at {:.0f}% for {} {}", gpu, *last.utilization_percent(),
                                   FormatDuration(*held),
-                                  no_process        ? "with no compute process"
-                                  : last.sm_active ? "while its SMs are idle"
-                                                    : "while drawing little power");
-    finding.evidence.push_back(fmt::format("utilization_gpu={:.0f}% for {} (threshold {})", *last.utilization_percent,
+                                  no_process         ? "with no compute process"
+                                  : last.sm_active() ? "while its SMs are idle"
+                                                     : "while drawing little power");
+    finding.evidence.push_back(fmt::format("utilization_gpu={:.0f}% for {} (threshold {})", *last.utilization_percent(),
                                            FormatDuration(*held), FormatDuration(config.after)));
-    if (last.sm_active)
-      finding.evidence.push_back(fmt::format("sm_active={:.1f}% (GPM; threshold {:.1f}%)", 100 * *last.sm_active,
+    if (last.sm_active())
+      finding.evidence.push_back(fmt::format("sm_active={:.1f}% (GPM; threshold {:.1f}%)", 100 * *last.sm_active(),
                                              100 * config.busy_wait_sm_active));
-    if (last.power_w && last.power_limit_w)
-      finding.evidence.push_back(fmt::format("power={:.0f} W of a {:.0f} W limit", *last.power_w, *last.power_limit_w));
-    if (last.process_count) finding.evidence.push_back(fmt::format("compute_processes={}", *last.process_count));
+    if (last.power_w() && last.power_limit_w())
+      finding.evidence.push_back(
+          fmt::format("power={:.0f} W of a {:.0f} W limit", *last.power_w(), *last.power_limit_w()));
+    if (last.process_count()) finding.evidence.push_back(fmt::format("compute_processes={}", *last.process_count()));
     finding.cause = no_process
                         ? "Nothing owns the GPU yet it reports full use: a context or kernel left behind by a process "
                           "that died, or a driver-level hang."
@@ -68,10 +69,10 @@ std::optional<Finding> DetectUtilizationStuck(const GpuTrack& track, const Utili
       held && *held >= config.after) {
     Finding finding = Make("utilization_stuck", Severity::kWarning, track.ref);
     finding.summary = fmt::format("{} at {:.0f}% utilisation for {} while {} compute process(es) hold it", gpu,
-                                  *last.utilization_percent, FormatDuration(*held), *last.process_count);
-    finding.evidence = {fmt::format("utilization_gpu={:.0f}% for {} (threshold {})", *last.utilization_percent,
+                                  *last.utilization_percent(), FormatDuration(*held), *last.process_count());
+    finding.evidence = {fmt::format("utilization_gpu={:.0f}% for {} (threshold {})", *last.utilization_percent(),
                                     FormatDuration(*held), FormatDuration(config.after)),
-                        fmt::format("compute_processes={}", *last.process_count)};
+                        fmt::format("compute_processes={}", *last.process_count())};
     finding.cause =
         "The processes hold GPU memory but launch no work: a job blocked on I/O, a data loader or a lock, a rank "
         "waiting for a dead peer, or an abandoned notebook or server.";
@@ -89,8 +90,8 @@ std::optional<Finding> DetectUtilizationFlapping(const GpuTrack& track, const Ut
   int transitions = 0;
   double lowest = 100, highest = 0;
   for (const GpuPoint* point : PointsSince(track.points, now - config.window)) {
-    if (!point->utilization_percent) continue;
-    const double util = *point->utilization_percent;
+    if (!point->utilization_percent()) continue;
+    const double util = *point->utilization_percent();
     lowest = std::min(lowest, util);
     highest = std::max(highest, util);
     // Between the two thresholds the level stays what it was (hysteresis).
@@ -118,21 +119,21 @@ std::optional<Finding> DetectUtilizationFlapping(const GpuTrack& track, const Ut
 std::optional<Finding> DetectTensorCoresIdle(const GpuTrack& track, const TensorCoresIdleConfig& config,
                                              Duration max_gap) {
   auto computing_without_tensor_cores = [&](const GpuPoint& p) {
-    return p.utilization_percent && *p.utilization_percent >= config.min_utilization_percent && p.sm_active &&
-           *p.sm_active >= config.min_sm_active && p.tensor_active && *p.tensor_active < config.max_tensor_active &&
-           p.process_count && *p.process_count > 0;
+    return p.utilization_percent() && *p.utilization_percent() >= config.min_utilization_percent &&
+           p.sm_active() && *p.sm_active() >= config.min_sm_active && p.tensor_active() &&
+           *p.tensor_active() < config.max_tensor_active && p.process_count() && *p.process_count() > 0;
   };
   auto held = HeldFor(track.points, computing_without_tensor_cores, max_gap);
   if (!held || *held < config.after) return std::nullopt;
   const GpuPoint& last = track.points.back();
   Finding finding = Make("tensor_cores_idle", Severity::kWarning, track.ref);
   finding.summary = fmt::format("{} busy for {} with its tensor cores at {:.1f}%: the job computes without them",
-                                GpuLabel(track.ref), FormatDuration(*held), 100 * *last.tensor_active);
+                                GpuLabel(track.ref), FormatDuration(*held), 100 * *last.tensor_active());
   finding.evidence = {
-      fmt::format("tensor_active={:.1f}% (GPM; under {:.1f}%) for {} (threshold {})", 100 * *last.tensor_active,
+      fmt::format("tensor_active={:.1f}% (GPM; under {:.1f}%) for {} (threshold {})", 100 * *last.tensor_active(),
                   100 * config.max_tensor_active, FormatDuration(*held), FormatDuration(config.after)),
-      fmt::format("sm_active={:.0f}%, utilization_gpu={:.0f}%", 100 * *last.sm_active, *last.utilization_percent),
-      fmt::format("compute_processes={}", *last.process_count)};
+      fmt::format("sm_active={:.0f}%, utilization_gpu={:.0f}%", 100 * *last.sm_active(), *last.utilization_percent()),
+      fmt::format("compute_processes={}", *last.process_count())};
   finding.cause =
       "The SMs are busy but none of the work reaches the tensor cores: matrix math in plain FP32 (without TF32 or "
       "mixed precision), or kernels the framework could not map onto them. A Hopper GPU then runs the job at a "
@@ -147,14 +148,14 @@ std::optional<Finding> DetectTensorCoresIdle(const GpuTrack& track, const Tensor
 }
 
 std::optional<Finding> DetectGpuStraggler(const GpuTrack& track, const StragglerConfig& config, Duration max_gap) {
-  auto held = HeldFor(track.points, [](const GpuPoint& p) { return p.idle_while_peers_busy; }, max_gap);
+  auto held = HeldFor(track.points, [](const GpuPoint& p) { return p.idle_while_peers_busy(); }, max_gap);
   if (!held || *held < config.after) return std::nullopt;
   const GpuPoint& last = track.points.back();
   Finding finding = Make("gpu_straggler", Severity::kWarning, track.ref);
   finding.summary = fmt::format("{} idle for {} while its peers are busy", GpuLabel(track.ref), FormatDuration(*held));
-  finding.evidence = {fmt::format("utilization_gpu={:.0f}% (idle <= {:.0f}%) for {}", *last.utilization_percent,
+  finding.evidence = {fmt::format("utilization_gpu={:.0f}% (idle <= {:.0f}%) for {}", *last.utilization_percent(),
                                   config.idle_percent, FormatDuration(*held)),
-                      fmt::format("compute_processes={}", last.process_count.value_or(0)),
+                      fmt::format("compute_processes={}", last.process_count().value_or(0)),
                       fmt::format("at least {} other GPUs at >= {:.0f}% throughout", config.min_busy_peers,
                                   config.busy_percent)};
   finding.cause =
@@ -167,17 +168,19 @@ std::optional<Finding> DetectGpuStraggler(const GpuTrack& track, const Straggler
 }
 
 void MarkStragglers(std::vector<GpuPoint*>& instant, const StragglerConfig& config) {
-  auto busy = [&](const GpuPoint* p) { return p->utilization_percent && *p->utilization_percent >= config.busy_percent; };
+  auto busy = [&](const GpuPoint* p) {
+    return p->utilization_percent() && *p->utilization_percent() >= config.busy_percent;
+  };
   const int busy_total = static_cast<int>(std::count_if(instant.begin(), instant.end(), busy));
   int readable = 0;
-  for (const GpuPoint* point : instant) readable += point->utilization_percent.has_value();
+  for (const GpuPoint* point : instant) readable += point->utilization_percent().has_value();
   for (GpuPoint* point : instant) {
-    const bool idle = point->utilization_percent && *point->utilization_percent <= config.idle_percent;
-    const bool holds_work = point->process_count && *point->process_count > 0;
+    const bool idle = point->utilization_percent() && *point->utilization_percent() <= config.idle_percent;
+    const bool holds_work = point->process_count() && *point->process_count() > 0;
     const int peers = readable - 1;
     // The GPU itself is idle, so every busy GPU is a peer.
-    point->idle_while_peers_busy =
-        idle && holds_work && busy_total >= config.min_busy_peers && busy_total * 2 > peers;
+    point->set_idle_while_peers_busy(idle && holds_work && busy_total >= config.min_busy_peers &&
+                                     busy_total * 2 > peers);
   }
 }
 

@@ -28,7 +28,7 @@ TEST(UtilizationStuck, SpinningAtFullFiresAfterTheThresholdAndNotBefore) {
 
 TEST(UtilizationStuck, FullWithoutAnyProcessFires) {
   auto orphan = [](double) {
-    GpuPoint p = Busy(100, 300);
+    GpuReadings p = Busy(100, 300);
     p.process_count = 0;
     return p;
   };
@@ -46,7 +46,7 @@ TEST(UtilizationStuck, HealthyTrainingAtFullPowerStaysQuiet) {
 // few SMs at full power is stuck; memory-bound work at low power is not.
 TEST(UtilizationStuck, OnAGpuWithGpmTheSmActivityDecidesInsteadOfThePower) {
   auto spinning_hot = [](double) {
-    GpuPoint p = Busy(100, /*power=*/380);  // near the limit: the power alone says "working"
+    GpuReadings p = Busy(100, /*power=*/380);  // near the limit: the power alone says "working"
     p.sm_active = 0.015;                    // 2 of 132 SMs
     return p;
   };
@@ -56,7 +56,7 @@ TEST(UtilizationStuck, OnAGpuWithGpmTheSmActivityDecidesInsteadOfThePower) {
   EXPECT_NE(finding->evidence[1].find("sm_active=1.5%"), std::string::npos) << finding->evidence[1];
 
   auto memory_bound = [](double) {
-    GpuPoint p = Busy(100, /*power=*/90);  // low power: the power alone says "spinning"
+    GpuReadings p = Busy(100, /*power=*/90);  // low power: the power alone says "spinning"
     p.sm_active = 0.62;
     return p;
   };
@@ -71,7 +71,7 @@ TEST(UtilizationStuck, OnAGpuWithGpmTheSmActivityDecidesInsteadOfThePower) {
 // one using them, a GPU without GPM, and a spin (utilization_stuck's case) stay quiet.
 TEST(TensorCoresIdle, BusySmsWithIdleTensorCoresFireAfterTheThreshold) {
   auto fp32_training = [](double) {
-    GpuPoint p = Busy(98, 600);
+    GpuReadings p = Busy(98, 600);
     p.sm_active = 0.86;
     p.tensor_active = 0.012;
     return p;
@@ -86,7 +86,7 @@ TEST(TensorCoresIdle, BusySmsWithIdleTensorCoresFireAfterTheThreshold) {
   EXPECT_NE(finding->evidence[1].find("sm_active=86%"), std::string::npos) << finding->evidence[1];
 
   auto mixed_precision = [](double) {
-    GpuPoint p = Busy(98, 650);
+    GpuReadings p = Busy(98, 650);
     p.sm_active = 0.88;
     p.tensor_active = 0.52;
     return p;
@@ -95,7 +95,7 @@ TEST(TensorCoresIdle, BusySmsWithIdleTensorCoresFireAfterTheThreshold) {
   auto without_gpm = [](double) { return Busy(98, 600); };
   EXPECT_FALSE(DetectTensorCoresIdle(TrackOf(2h, 5s, without_gpm), config, kGap));
   auto spinning = [](double) {
-    GpuPoint p = Busy(100, 380);
+    GpuReadings p = Busy(100, 380);
     p.sm_active = 0.015;
     p.tensor_active = 0;
     return p;
@@ -111,13 +111,13 @@ TEST(UtilizationStuck, IdleWhileProcessesHoldTheGpu) {
   EXPECT_NE(finding->summary.find("at 0% utilisation"), std::string::npos) << finding->summary;
 
   auto idle_free = [](double) {
-    GpuPoint p = Busy(0, 60);
+    GpuReadings p = Busy(0, 60);
     p.process_count = 0;
     return p;
   };
   EXPECT_FALSE(DetectUtilizationStuck(TrackOf(2h, 5s, idle_free), {}, kGap));  // an unused GPU is fine
   auto unknown_processes = [](double) {
-    GpuPoint p = Busy(0, 60);
+    GpuReadings p = Busy(0, 60);
     p.process_count.reset();
     return p;
   };
@@ -127,8 +127,11 @@ TEST(UtilizationStuck, IdleWhileProcessesHoldTheGpu) {
 TEST(UtilizationStuck, ABriefBreakOrASamplingGapRestartsTheClock) {
   auto with_blip = [](double s) { return Busy(s > 600 && s < 606 ? 0 : 100, 90); };
   EXPECT_FALSE(DetectUtilizationStuck(TrackOf(20min, 5s, with_blip), {}, kGap));  // held 10 min since the blip
-  GpuTrack gapped = TrackOf(20min, 5s, [](double) { return Busy(100, 90); });
-  std::erase_if(gapped.points, [](const GpuPoint& p) { return p.time > Start() + 8min && p.time < Start() + 11min; });
+  auto with_gap = [](double s) -> std::optional<GpuReadings> {
+    if (s > 480 && s < 660) return std::nullopt;  // no samples from 8 to 11 minutes
+    return Busy(100, 90);
+  };
+  GpuTrack gapped = TrackOf(20min, 5s, with_gap);
   EXPECT_FALSE(DetectUtilizationStuck(gapped, {}, kGap));
 }
 
@@ -136,55 +139,57 @@ TEST(UtilizationFlapping, SwingsAreCountedWithHysteresis) {
   UtilizationFlappingConfig config;  // 6 transitions in 10 minutes
   auto roller_coaster = [](double s) { return Busy(static_cast<int>(s / 40) % 2 ? 95 : 3); };
   GpuTrack track = TrackOf(10min, 5s, roller_coaster);
-  auto finding = DetectUtilizationFlapping(track, config, track.points.back().time);
+  auto finding = DetectUtilizationFlapping(track, config, track.points.back().time());
   ASSERT_TRUE(finding);
   EXPECT_EQ(finding->id, "utilization_flapping");
   EXPECT_NE(finding->evidence[0].find("transitions=15"), std::string::npos) << finding->evidence[0];
 
   auto noisy_middle = [](double s) { return Busy(50 + 25 * std::sin(s / 20)); };  // never crosses both bands
   GpuTrack middle = TrackOf(30min, 5s, noisy_middle);
-  EXPECT_FALSE(DetectUtilizationFlapping(middle, config, middle.points.back().time));
+  EXPECT_FALSE(DetectUtilizationFlapping(middle, config, middle.points.back().time()));
 
   auto job_start = [](double s) { return Busy(s < 300 ? 0 : 98); };
   GpuTrack start = TrackOf(10min, 5s, job_start);
-  EXPECT_FALSE(DetectUtilizationFlapping(start, config, start.points.back().time));
+  EXPECT_FALSE(DetectUtilizationFlapping(start, config, start.points.back().time()));
 
   auto slow_swings = [](double s) { return Busy(static_cast<int>(s / 240) % 2 ? 95 : 3); };  // 4-minute phases
   GpuTrack slow = TrackOf(1h, 5s, slow_swings);
-  EXPECT_FALSE(DetectUtilizationFlapping(slow, config, slow.points.back().time));
+  EXPECT_FALSE(DetectUtilizationFlapping(slow, config, slow.points.back().time()));
 }
 
 TEST(GpuStraggler, MarksTheIdleRankOnlyWhenPeersAreBusy) {
   StragglerConfig config;
-  std::vector<GpuPoint> points(8, Busy(99));
-  points[3] = Busy(0, 70);
+  std::vector<GpuPoint> points(8, GpuPoint(Busy(99)));
+  points[3] = GpuPoint(Busy(0, 70));
   std::vector<GpuPoint*> instant;
   for (GpuPoint& p : points) instant.push_back(&p);
   MarkStragglers(instant, config);
-  for (size_t i = 0; i < points.size(); ++i) EXPECT_EQ(points[i].idle_while_peers_busy, i == 3) << i;
+  for (size_t i = 0; i < points.size(); ++i) EXPECT_EQ(points[i].idle_while_peers_busy(), i == 3) << i;
 
-  points[3].process_count = 0;  // not part of the job: an unused GPU
+  GpuReadings unused = Busy(0, 70);
+  unused.process_count = 0;  // not part of the job: an unused GPU
+  points[3] = GpuPoint(unused);
   MarkStragglers(instant, config);
-  EXPECT_FALSE(points[3].idle_while_peers_busy);
+  EXPECT_FALSE(points[3].idle_while_peers_busy());
 
-  std::vector<GpuPoint> pair = {Busy(99), Busy(0, 70)};  // two GPUs: one busy peer is not enough
+  std::vector<GpuPoint> pair = {GpuPoint(Busy(99)), GpuPoint(Busy(0, 70))};  // two GPUs: one busy peer is not enough
   std::vector<GpuPoint*> pair_instant = {&pair[0], &pair[1]};
   MarkStragglers(pair_instant, config);
-  EXPECT_FALSE(pair[1].idle_while_peers_busy);
+  EXPECT_FALSE(pair[1].idle_while_peers_busy());
 
-  std::vector<GpuPoint> mostly_idle(8, Busy(0, 70));  // everyone idle but two: no straggler
-  mostly_idle[0] = Busy(99);
-  mostly_idle[1] = Busy(99);
+  std::vector<GpuPoint> mostly_idle(8, GpuPoint(Busy(0, 70)));  // everyone idle but two: no straggler
+  mostly_idle[0] = GpuPoint(Busy(99));
+  mostly_idle[1] = GpuPoint(Busy(99));
   std::vector<GpuPoint*> idle_instant;
   for (GpuPoint& p : mostly_idle) idle_instant.push_back(&p);
   MarkStragglers(idle_instant, config);
-  for (const GpuPoint& p : mostly_idle) EXPECT_FALSE(p.idle_while_peers_busy);
+  for (const GpuPoint& p : mostly_idle) EXPECT_FALSE(p.idle_while_peers_busy());
 }
 
 TEST(GpuStraggler, FiresAfterTheThreshold) {
   StragglerConfig config;  // 5 minutes
   auto straggling = [](double) {
-    GpuPoint p = Busy(0, 70);
+    GpuReadings p = Busy(0, 70);
     p.idle_while_peers_busy = true;
     return p;
   };
