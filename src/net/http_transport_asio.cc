@@ -135,7 +135,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
 
  private:
   enum class Phase { kHead, kBody, kResponse, kLinger };
-  static constexpr size_t kReadSize = 16 * 1024;
+  static constexpr size_t kReadSize = 4 * 1024;
 
   const HttpLimits& limits() const { return server_.limits; }
 
@@ -144,6 +144,9 @@ class Connection : public std::enable_shared_from_this<Connection> {
   void AwaitRequest() {
     parser_.emplace();
     head_bytes_ = 0;
+    // An idle keep-alive connection holds no buffer: a client that once sent
+    // a large head does not keep its memory.
+    if (buffer_.size() == 0) buffer_.shrink_to_fit();
     parser_->header_limit(static_cast<uint32_t>(limits().max_request_head_bytes));
     parser_->body_limit(limits().max_request_body_bytes);
     phase_ = Phase::kHead;
