@@ -338,6 +338,82 @@ TEST_F(HttpTransportTest, AThrowingHandlerAnswers500) {
   EXPECT_TRUE(AnsweredPromptly("/after"));
 }
 
+// A client connected with a small receive buffer, so that the server's writes
+// wait on how fast it reads.
+int ConnectWithSmallReceiveBuffer(int port) {
+  const int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  const int bytes = 64 * 1024;
+  setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &bytes, sizeof bytes);
+  sockaddr_in address{};
+  address.sin_family = AF_INET;
+  address.sin_port = htons(static_cast<uint16_t>(port));
+  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  if (connect(fd, reinterpret_cast<sockaddr*>(&address), sizeof address) != 0) {
+    close(fd);
+    return -1;
+  }
+  return fd;
+}
+
+// Reads everything until the server closes, `chunk` bytes every `pause`; the byte count.
+size_t ReadSlowly(int fd, size_t chunk, milliseconds pause) {
+  std::vector<char> buffer(chunk);
+  size_t total = 0;
+  for (;;) {
+    pollfd p{.fd = fd, .events = POLLIN, .revents = 0};
+    if (poll(&p, 1, static_cast<int>(std::chrono::milliseconds(kPatience).count())) <= 0) return total;
+    const ssize_t n = recv(fd, buffer.data(), buffer.size(), 0);
+    if (n <= 0) return total;
+    total += static_cast<size_t>(n);
+    std::this_thread::sleep_for(pause);
+  }
+}
+
+class LargeResponseTest : public HttpTransportTest {
+ protected:
+  static constexpr size_t kBodyBytes = 8 * 1024 * 1024;
+  void StartLarge(HttpLimits limits) {
+    transport_ = std::make_unique<HttpTransport>(ListenAddress{"127.0.0.1", 0}, limits, [](const HttpRequest&) {
+      HttpResponse response;
+      response.SetBody(std::string(kBodyBytes, 'x'), "text/plain");
+      return response;
+    });
+    Result<int> port = transport_->Start();
+    ASSERT_TRUE(port.ok()) << port.error().message;
+    port_ = *port;
+  }
+};
+
+// The idle limit counts from the last write that moved bytes, not from the
+// start of the response: a reader that keeps taking it gets all of it. (The
+// server sees progress when the kernel takes more of the response, about each
+// third of the socket's send buffer: here every second or so.)
+TEST_F(LargeResponseTest, AReaderThatKeepsReadingGetsTheWholeResponse) {
+  StartLarge({.response_timeout = seconds(60), .idle_timeout = seconds(3)});
+  const int fd = ConnectWithSmallReceiveBuffer(port_);
+  ASSERT_GE(fd, 0);
+  const std::string request = Get("/large", "Connection: close\r\n");
+  ASSERT_EQ(send(fd, request.data(), request.size(), MSG_NOSIGNAL), static_cast<ssize_t>(request.size()));
+  // About 2 MB a second: longer than the idle limit in all, never idle for it.
+  const size_t received = ReadSlowly(fd, 256 * 1024, milliseconds(50));
+  close(fd);
+  EXPECT_GT(received, kBodyBytes);  // the head and the whole body
+}
+
+// A reader that stops is closed once nothing has moved for the idle limit,
+// with the rest of the response unsent.
+TEST_F(LargeResponseTest, AReaderThatStopsIsClosed) {
+  StartLarge({.response_timeout = seconds(60), .idle_timeout = seconds(1)});
+  const int fd = ConnectWithSmallReceiveBuffer(port_);
+  ASSERT_GE(fd, 0);
+  const std::string request = Get("/large");
+  ASSERT_EQ(send(fd, request.data(), request.size(), MSG_NOSIGNAL), static_cast<ssize_t>(request.size()));
+  std::this_thread::sleep_for(seconds(3));  // reads nothing for three idle limits
+  const size_t received = ReadSlowly(fd, 1024 * 1024, milliseconds(0));
+  close(fd);
+  EXPECT_LT(received, kBodyBytes);
+}
+
 TEST_F(HttpTransportTest, StopsPromptlyWithConnectionsOpen) {
   Start({.request_timeout = seconds(120), .idle_timeout = seconds(120)});
   RawClient idle(port_);
