@@ -49,8 +49,7 @@ using boost::system::error_code;
 using Socket = asio::generic::stream_protocol::socket;
 using SteadyTime = std::chrono::steady_clock::time_point;
 
-// Deadlines are about real sockets, so they run on the steady clock, not on
-// an injected one.
+// Deadlines are about real sockets, so they run on the steady clock, not on an injected one.
 SteadyTime SteadyNow() { return std::chrono::steady_clock::now(); }
 
 std::string ErrorJson(std::string_view message) {
@@ -68,8 +67,7 @@ HttpResponse TransportError(int status, std::string_view message) {
   return response;
 }
 
-// RFC 9110's IMF-fixdate ("Sun, 06 Nov 1994 08:49:37 GMT"), whatever the
-// locale.
+// RFC 9110's IMF-fixdate ("Sun, 06 Nov 1994 08:49:37 GMT"), whatever the locale.
 std::string HttpDate(std::chrono::system_clock::time_point when) {
   static constexpr const char* kDays[] = {"Sun", "Mon", "Tue", "Wed", "Thu", "Fri", "Sat"};
   static constexpr const char* kMonths[] = {"Jan", "Feb", "Mar", "Apr", "May", "Jun",
@@ -287,10 +285,10 @@ class Connection : public std::enable_shared_from_this<Connection> {
     head_request_ = false;
     if (!close_after_) return AwaitRequest();
     if (refused_) return Linger();
+    // The request was read whole: nothing unread can reset the connection.
     error_code ignored;
     socket_.shutdown(asio::socket_base::shutdown_send, ignored);
-    Close();  // the request was read whole: nothing unread to reset the
-              // connection
+    Close();
   }
 
   // A refused client may still be sending what it meant to; closing with
