@@ -6,27 +6,37 @@ namespace gpudoctor {
 
 EventCollector::EventCollector(CollectOptions options) : options_(options) {}
 
-std::string EventCollector::KeyOf(const LogEvent& event) {
-  std::string key;
-  key.reserve(event.kind.size() + event.pci_bus_id.size() + event.message.size() + event.detail.size() +
-              event.source.size() + event.host.size() + event.process.size() + 48);
-  auto add = [&key](std::string_view part) {
-    key.append(part);
-    key.push_back('\x1f');
-  };
-  add(event.kind);
-  add(EventSeverityName(event.severity));
-  add(event.xid ? std::to_string(*event.xid) : "");
-  add(event.pid ? std::to_string(*event.pid) : "");
-  add(event.process);
-  add(event.pci_bus_id);
-  add(event.gpu_uuid);
-  add(event.gpu_serial);
-  add(event.host);
-  add(event.source);
-  add(event.message);
-  add(event.detail);
-  return key;
+// A run is the events alike in everything but their time and raw line. The
+// runs are found by a hash of those fields and told apart by comparing them
+// with the run's latest kept event, so no key is built or held per run.
+size_t EventCollector::RunHashOf(const LogEvent& event) {
+  size_t hash = static_cast<size_t>(event.severity);
+  auto mix = [&hash](size_t part) { hash ^= part + 0x9e3779b97f4a7c15ULL + (hash << 6) + (hash >> 2); };
+  const std::hash<std::string_view> text;
+  for (std::string_view part : {std::string_view(event.kind), std::string_view(event.process),
+                                std::string_view(event.pci_bus_id), std::string_view(event.gpu_uuid),
+                                std::string_view(event.gpu_serial), std::string_view(event.host),
+                                std::string_view(event.source), std::string_view(event.message),
+                                std::string_view(event.detail)}) {
+    mix(text(part));
+  }
+  mix(event.xid ? *event.xid + 1ULL : 0);
+  mix(event.pid ? *event.pid + 1ULL : 0);
+  return hash;
+}
+
+bool EventCollector::SameRun(const LogEvent& a, const LogEvent& b) {
+  return a.kind == b.kind && a.severity == b.severity && a.xid == b.xid && a.pid == b.pid && a.process == b.process &&
+         a.pci_bus_id == b.pci_bus_id && a.gpu_uuid == b.gpu_uuid && a.gpu_serial == b.gpu_serial &&
+         a.host == b.host && a.source == b.source && a.message == b.message && a.detail == b.detail;
+}
+
+EventCollector::Run* EventCollector::FindRun(size_t hash, const LogEvent& event) {
+  auto [first, last] = runs_.equal_range(hash);
+  for (auto it = first; it != last; ++it) {
+    if (SameRun(events_[it->second.last], event)) return &it->second;
+  }
+  return nullptr;
 }
 
 std::string EventCollector::CrowdKeyOf(const LogEvent& event) {
@@ -78,10 +88,10 @@ void EventCollector::Add(LogEvent&& event) {
     return;  // outside every window already
   }
 
-  std::string key = KeyOf(event);
-  auto found = runs_.find(key);
-  if (found != runs_.end() && Continues(events_[found->second.last], event)) {
-    Run& run = found->second;
+  const size_t hash = RunHashOf(event);
+  Run* found = FindRun(hash, event);
+  if (found && Continues(events_[found->last], event)) {
+    Run& run = *found;
     if (run.has_slot) {
       LogEvent& slot = events_[run.last];
       if (slot.repeats == 0) slot.repeats_from = slot.time;
@@ -97,7 +107,9 @@ void EventCollector::Add(LogEvent&& event) {
     run.last = events_.size();
   } else {
     if (JoinCrowd(event)) return;
-    runs_.insert_or_assign(std::move(key), Run{.last = events_.size(), .verbatim = 1, .has_slot = false});
+    const Run run{.last = events_.size(), .verbatim = 1, .has_slot = false};
+    if (found) *found = run;  // the same events again after a pause: a new run
+    else runs_.emplace(hash, run);
   }
   events_.push_back(std::move(event));
   if (events_.size() >= prune_at_) Prune();
@@ -118,7 +130,9 @@ void EventCollector::DropOlderThan(WallTime oldest) {
   runs_.clear();
   crowds_.clear();
   for (size_t i = 0; i < events_.size(); ++i) {
-    Run& run = runs_[KeyOf(events_[i])];
+    const size_t hash = RunHashOf(events_[i]);
+    Run* found = FindRun(hash, events_[i]);
+    Run& run = found ? *found : runs_.emplace(hash, Run{})->second;
     run.last = i;
     if (events_[i].repeats > 0) run.has_slot = true;
     else run.verbatim = std::min(run.verbatim + 1, options_.keep_verbatim);

@@ -63,7 +63,9 @@ class EventCollector {
     bool has_slot = false;  // `last` stands for the rest of the storm
   };
 
-  static std::string KeyOf(const LogEvent& event);
+  static size_t RunHashOf(const LogEvent& event);
+  static bool SameRun(const LogEvent& a, const LogEvent& b);
+  Run* FindRun(size_t hash, const LogEvent& event);
   static std::string CrowdKeyOf(const LogEvent& event);
   // Folds `event` into its crowd's event when the collector is full; false when it must be held.
   bool JoinCrowd(LogEvent& event);
@@ -72,7 +74,7 @@ class EventCollector {
 
   CollectOptions options_;
   std::vector<LogEvent> events_;
-  std::unordered_map<std::string, Run> runs_;
+  std::unordered_multimap<size_t, Run> runs_;  // by RunHashOf; told apart by SameRun
   std::unordered_map<std::string, size_t> crowds_;  // crowd key -> index of the event standing for it
   std::optional<WallTime> newest_;
   size_t prune_at_ = 4096;
