@@ -9,6 +9,7 @@
 // counts open connections, and stops accepting at the limit until one ends.
 #include <fmt/format.h>
 #include <netdb.h>
+#include <nlohmann/json.hpp>
 #include <pthread.h>
 #include <sys/socket.h>
 
@@ -52,18 +53,11 @@ using SteadyTime = std::chrono::steady_clock::time_point;
 // Deadlines are about real sockets, so they run on the steady clock, not on an injected one.
 SteadyTime SteadyNow() { return std::chrono::steady_clock::now(); }
 
-std::string ErrorJson(std::string_view message) {
-  std::string json = R"({"error":")";
-  for (char c : message) {
-    if (c == '"' || c == '\\') json += '\\';
-    if (static_cast<unsigned char>(c) >= 0x20) json += c;
-  }
-  return json + "\"}";
-}
-
 HttpResponse TransportError(int status, std::string_view message) {
   HttpResponse response{.status = status};
-  response.SetBody(ErrorJson(message), "application/json; charset=utf-8");
+  const nlohmann::json body{{"error", message}};
+  response.SetBody(body.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace),
+                   "application/json; charset=utf-8");
   return response;
 }
 
@@ -132,7 +126,6 @@ class Connection : public std::enable_shared_from_this<Connection> {
   void Start() { AwaitRequest(); }
 
  private:
-  enum class Phase { kHead, kBody, kResponse, kLinger };
   static constexpr size_t kReadSize = 4 * 1024;
 
   const HttpLimits& limits() const { return server_.limits; }
@@ -147,7 +140,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
     if (buffer_.size() == 0) buffer_.shrink_to_fit();
     parser_->header_limit(static_cast<uint32_t>(limits().max_request_head_bytes));
     parser_->body_limit(limits().max_request_body_bytes);
-    phase_ = Phase::kHead;
+    reading_head_ = true;
     phase_deadline_ = SteadyNow() + limits().request_timeout;
     Parse();  // a client may have sent its next request already
   }
@@ -155,9 +148,9 @@ class Connection : public std::enable_shared_from_this<Connection> {
   // Parses what is buffered, then reads more, refuses, or answers.
   void Parse() {
     for (;;) {
-      if (phase_ == Phase::kHead && parser_->is_header_done()) {
+      if (reading_head_ && parser_->is_header_done()) {
         // Once the head is in: reading the body, answering and sending.
-        phase_ = Phase::kBody;
+        reading_head_ = false;
         phase_deadline_ = SteadyNow() + limits().response_timeout;
         if (std::optional<HttpResponse> refusal = RefuseHead()) return Refuse(std::move(*refusal));
       }
@@ -166,7 +159,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
       error_code error;
       const size_t used = parser_->put(buffer_.data(), error);
       buffer_.consume(used);
-      if (phase_ == Phase::kHead) {
+      if (reading_head_) {
         // Beast's header_limit counts only what one call has not parsed yet,
         // so the head as a whole is counted here.
         head_bytes_ += used;
@@ -238,8 +231,8 @@ class Connection : public std::enable_shared_from_this<Connection> {
   }
 
   void Send(HttpResponse response, bool close_after) {
-    if (phase_ == Phase::kHead) phase_deadline_ = SteadyNow() + limits().response_timeout;  // a refused head
-    phase_ = Phase::kResponse;
+    if (reading_head_) phase_deadline_ = SteadyNow() + limits().response_timeout;  // a refused head
+    reading_head_ = false;
     close_after_ = close_after;
     const bool with_body = MayHaveBody(response.status);
     std::string head = fmt::format(
@@ -298,7 +291,6 @@ class Connection : public std::enable_shared_from_this<Connection> {
   void Linger() {
     error_code ignored;
     socket_.shutdown(asio::socket_base::shutdown_send, ignored);
-    phase_ = Phase::kLinger;
     phase_deadline_ = SteadyNow() + std::chrono::seconds(2);
     Drain();
   }
@@ -338,7 +330,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
   const bool counted_;
   boost::beast::flat_buffer buffer_;
   std::optional<http::request_parser<http::string_body>> parser_;
-  Phase phase_ = Phase::kHead;
+  bool reading_head_ = true;  // waiting for the request line and headers
   size_t head_bytes_ = 0;  // of this request's head, parsed so far
   SteadyTime phase_deadline_;
   SteadyTime last_io_;
