@@ -37,6 +37,7 @@
 #include <thread>
 #include <vector>
 
+#include "common/json_text.h"
 #include "common/loadable_module.h"
 #include "net/http_transport_module.h"
 
@@ -56,8 +57,7 @@ SteadyTime SteadyNow() { return std::chrono::steady_clock::now(); }
 HttpResponse TransportError(int status, std::string_view message) {
   HttpResponse response{.status = status};
   const nlohmann::json body{{"error", message}};
-  response.SetBody(body.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace),
-                   "application/json; charset=utf-8");
+  response.SetBody(ToJsonText(body), "application/json; charset=utf-8");
   return response;
 }
 
