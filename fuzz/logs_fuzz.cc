@@ -1,9 +1,10 @@
 // Fuzz targets for the log engine (libFuzzer).
 //
 // Two targets in one file:
-//   the line parser: the input is one log line, its prefix read both by the
-//                    hand-written matchers and by the regexes (which must
-//                    agree), parsed alone and as part of a text, its events
+//   the line parser: the input is one log line, matched by every catalog
+//                    pattern through PCRE2 and through RE2 (which must
+//                    agree), its prefix read both by the hand-written
+//                    matchers and by the regexes (which must agree), parsed alone and as part of a text, its events
 //                    turned into JSON (object and direct writer, which must
 //                    agree) and grouped;
 //   the file reader: the input is a log file, read in pieces of several sizes
@@ -15,17 +16,22 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstdlib>
+#include <memory>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
 #include "logs/byte_source.h"
+#include "logs/catalog.h"
 #include "logs/event_json.h"
+#include "logs/field_regex.h"
 #include "logs/incidents.h"
 #include "logs/line_prefix.h"
 #include "logs/log_parser.h"
 #include "logs/log_reader.h"
+#include "logs/pattern_databases.h"
 
 namespace {
 
@@ -42,7 +48,29 @@ void Check(bool condition) {
 
 #if defined(GPUDOCTOR_FUZZ_LINE_PARSER)
 
+// PCRE2's fast path must give RE2's answer for every catalog pattern (logs/field_regex.h).
+void CompareRegexEngines(std::string_view input) {
+  static const std::vector<std::unique_ptr<FieldRegex>> regexes = [] {
+    std::vector<std::unique_ptr<FieldRegex>> compiled;
+    for (const PatternSpec& pattern : LogCatalog::Builtin().patterns()) {
+      compiled.push_back(std::move(FieldRegex::Compile(pattern.regex)).value());
+    }
+    for (const IdentitySpec& identity : kIdentitySpecs) {
+      compiled.push_back(std::move(FieldRegex::Compile(identity.regex)).value());
+    }
+    return compiled;
+  }();
+  static FieldRegex::Buffers buffers;
+  std::vector<EventField> fast, exact;
+  for (const auto& regex : regexes) {
+    const bool fast_matched = regex->Match(input, buffers, fast);
+    Check(fast_matched == regex->Match(input, buffers, exact, FieldRegex::Engine::kRe2Only));
+    Check(!fast_matched || fast == exact);
+  }
+}
+
 void FuzzLine(std::string_view input) {
+  CompareRegexEngines(input);
   ParseOptions options;
   options.prefix.reference_time = WallTime{std::chrono::seconds{1'750'000'000}};
   // The hand-written prefix matchers must agree with their regexes.

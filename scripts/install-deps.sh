@@ -8,7 +8,7 @@ set -euo pipefail
 packages=(
   build-essential cmake ninja-build pkg-config
   libcli11-dev libfmt-dev nlohmann-json3-dev libtomlplusplus-dev libpugixml-dev
-  libre2-dev libvectorscan-dev zlib1g-dev libsqlite3-dev libcurl4-openssl-dev libboost-dev
+  libre2-dev libpcre2-dev libvectorscan-dev zlib1g-dev libsqlite3-dev libcurl4-openssl-dev libboost-dev
   clang-16
 )
 # Tests, fuzzing and benchmarks.

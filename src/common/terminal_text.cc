@@ -4,6 +4,8 @@
 #include <cstdint>
 #include <cstdio>
 
+#include "common/byte_runs.h"
+
 namespace gpudoctor {
 namespace {
 
@@ -61,7 +63,7 @@ size_t Escape(std::string_view bytes, std::string& out, bool more) {
     const auto c = static_cast<unsigned char>(bytes[i]);
     if (plain(c)) {  // a run of printable ASCII is copied whole: nearly all of what is printed
       const size_t run = i;
-      while (i < bytes.size() && plain(static_cast<unsigned char>(bytes[i]))) ++i;
+      i = EndOfRun(bytes, i, plain, ByteRunWord::kPrintable);
       out.append(bytes.data() + run, i - run);
       continue;
     }

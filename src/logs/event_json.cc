@@ -2,6 +2,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "common/byte_runs.h"
 #include "common/json_text.h"
 #include "common/text.h"
 
@@ -172,14 +173,15 @@ void AppendString(std::string& out, std::string_view text) {
   const size_t start = out.size();
   out.push_back('"');
   size_t run = 0;  // start of the bytes not yet written
-  for (size_t i = 0; i < text.size(); ++i) {
+  auto plain = [](unsigned char c) { return c < 0x80 && !NeedsEscape(static_cast<char>(c)); };
+  for (size_t i = EndOfRun(text, 0, plain, ByteRunWord::kJsonStringPlain); i < text.size();
+       i = EndOfRun(text, i + 1, plain, ByteRunWord::kJsonStringPlain)) {
     const char c = text[i];
     if (static_cast<unsigned char>(c) >= 0x80) {  // not ASCII: nlohmann checks the UTF-8 and replaces what is not
       out.resize(start);
       out += JsonLine(json(std::string(text)));
       return;
     }
-    if (!NeedsEscape(c)) continue;
     out.append(text.substr(run, i - run));
     run = i + 1;
     switch (c) {

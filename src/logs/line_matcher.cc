@@ -5,7 +5,6 @@
 #include <cstring>
 
 #include <hs/hs.h>
-#include <re2/re2.h>
 
 #include "common/embedded_bytes.h"
 #include "common/text.h"
@@ -16,35 +15,6 @@ namespace gpudoctor {
 std::vector<std::string_view> BuiltinPatternDatabaseBytes();
 
 namespace {
-
-std::vector<std::string> GroupNames(const re2::RE2& regex) {
-  std::vector<std::string> names(static_cast<size_t>(regex.NumberOfCapturingGroups()) + 1);
-  for (const auto& [name, index] : regex.NamedCapturingGroups()) names[static_cast<size_t>(index)] = name;
-  return names;
-}
-
-bool RunRegex(const re2::RE2& regex, const std::vector<std::string>& names, std::string_view text,
-              std::vector<EventField>& fields) {
-  const int groups = static_cast<int>(names.size());
-  re2::StringPiece stack_groups[16];
-  std::vector<re2::StringPiece> heap_groups;
-  re2::StringPiece* submatches = stack_groups;
-  if (groups > 16) {
-    heap_groups.resize(static_cast<size_t>(groups));
-    submatches = heap_groups.data();
-  }
-  re2::StringPiece input(text.data(), text.size());
-  if (!regex.Match(input, 0, input.size(), re2::RE2::UNANCHORED, submatches, groups)) return false;
-  fields.clear();
-  for (int i = 1; i < groups; ++i) {
-    const std::string& name = names[static_cast<size_t>(i)];
-    if (name.empty() || submatches[i].data() == nullptr) continue;
-    std::string_view value = Trim(std::string_view(submatches[i].data(), submatches[i].size()));
-    if (value.empty() || value == "<unknown>" || value == "'<unknown>'") continue;
-    fields.push_back(EventField{name, std::string(value)});
-  }
-  return true;
-}
 
 }  // namespace
 
@@ -78,12 +48,8 @@ Result<std::shared_ptr<const LineMatcher>> LineMatcher::Create(LogCatalog catalo
 
 const LineMatcher::LazyRegex& LineMatcher::Compiled(LazyRegex& lazy) {
   std::call_once(lazy.once, [&] {
-    re2::RE2::Options options;
-    options.set_log_errors(false);
-    auto regex = std::make_unique<re2::RE2>(re2::StringPiece(lazy.source.data(), lazy.source.size()), options);
-    if (!regex->ok()) return;
-    lazy.group_names = GroupNames(*regex);
-    lazy.regex = std::move(regex);
+    auto regex = FieldRegex::Compile(lazy.source);
+    if (regex) lazy.regex = std::move(regex).value();
   });
   return lazy;
 }
@@ -92,10 +58,8 @@ Status LineMatcher::CompileAll() const {
   const auto& patterns = catalog_->patterns();
   for (size_t i = 0; i < patterns.size(); ++i) {
     if (!Compiled(regexes_[i]).regex) {
-      re2::RE2::Options options;
-      options.set_log_errors(false);
-      const re2::RE2 again(patterns[i].regex, options);  // for its error message
-      return Error{"pattern " + patterns[i].id + ": bad regex: " + again.error()};
+      auto again = FieldRegex::Compile(patterns[i].regex);  // for its error message
+      return Error{"pattern " + patterns[i].id + ": bad regex: " + (again ? "" : again.error().message)};
     }
   }
   for (const IdentitySpec& identity : kIdentitySpecs) {
@@ -183,18 +147,19 @@ const std::vector<uint32_t>& LineMatcher::ContinuationsOf(std::string_view kind)
   return kNone;
 }
 
-bool LineMatcher::Match(uint32_t index, std::string_view message, std::vector<EventField>& fields) const {
+bool LineMatcher::Match(uint32_t index, std::string_view message, Scratch& scratch,
+                        std::vector<EventField>& fields) const {
   const LazyRegex& lazy = Compiled(regexes_[index]);
-  return lazy.regex && RunRegex(*lazy.regex, lazy.group_names, message, fields);
+  return lazy.regex && lazy.regex->Match(message, scratch.buffers_, fields);
 }
 
-std::optional<IdentityLine> LineMatcher::MatchIdentity(std::string_view message,
+std::optional<IdentityLine> LineMatcher::MatchIdentity(std::string_view message, Scratch& scratch,
                                                        std::vector<EventField>& fields) const {
   for (const IdentitySpec& identity : kIdentitySpecs) {
     size_t i = static_cast<size_t>(identity.kind);
     if (message.find(identity.literal) == std::string_view::npos) continue;
     const LazyRegex& lazy = Compiled(identity_regexes_[i]);
-    if (lazy.regex && RunRegex(*lazy.regex, lazy.group_names, message, fields)) return identity.kind;
+    if (lazy.regex && lazy.regex->Match(message, scratch.buffers_, fields)) return identity.kind;
   }
   return std::nullopt;
 }

@@ -1,14 +1,15 @@
 // LineMatcher: the catalog's patterns compiled for speed. A vectorscan
 // (hyperscan) database of every pattern's literals finds the few patterns
 // worth trying on a line, or the few lines worth parsing in a large buffer;
-// RE2 then does the detailed match and extracts the fields. The built-in
+// the pattern's regex (field_regex.h) then does the detailed match and
+// extracts the fields. The built-in
 // catalog's databases are compiled at build time and only loaded at start
 // (pattern_databases.h).
 //
 //   auto matcher = LineMatcher::Builtin();
 //   LineMatcher::Scratch scratch(*matcher);
 //   matcher->Candidates(line, scratch, hits);           // pattern indices
-//   matcher->Match(hits[0], message, fields);            // RE2 fields
+//   matcher->Match(hits[0], message, scratch, fields);   // its fields
 //
 // A LineMatcher is immutable and may be shared between threads; each thread
 // needs its own Scratch.
@@ -26,13 +27,10 @@
 #include "logs/catalog.h"
 #include "logs/driver_classifier.h"
 #include "logs/event.h"
+#include "logs/field_regex.h"
 #include "logs/pattern_databases.h"
 
 struct hs_scratch;
-
-namespace re2 {
-class RE2;
-}
 
 namespace gpudoctor {
 
@@ -48,6 +46,7 @@ class LineMatcher {
    private:
     friend class LineMatcher;
     hs_scratch* scratch_ = nullptr;
+    FieldRegex::Buffers buffers_;
   };
 
   // Compiles the catalog's literal databases and every regex now (a catalog
@@ -81,10 +80,11 @@ class LineMatcher {
   const std::vector<uint32_t>& ContinuationsOf(std::string_view kind) const;
   // Runs pattern `index` on `message`; on a match fills `fields` with its
   // named groups (empty and "<unknown>" values left out).
-  bool Match(uint32_t index, std::string_view message, std::vector<EventField>& fields) const;
+  bool Match(uint32_t index, std::string_view message, Scratch& scratch, std::vector<EventField>& fields) const;
 
   // Whether `line` is an identity line; fills pci / uuid / serial fields.
-  std::optional<IdentityLine> MatchIdentity(std::string_view message, std::vector<EventField>& fields) const;
+  std::optional<IdentityLine> MatchIdentity(std::string_view message, Scratch& scratch,
+                                            std::vector<EventField>& fields) const;
 
   // Calls `on_line(begin, end)` once for every line of `block` that may matter
   // to the parser: it contains a literal of a pattern, of an identity line or
@@ -103,8 +103,7 @@ class LineMatcher {
   struct LazyRegex {
     std::string_view source;
     std::once_flag once;
-    std::unique_ptr<re2::RE2> regex;       // null if it does not compile
-    std::vector<std::string> group_names;  // by group number
+    std::unique_ptr<FieldRegex> regex;  // null if it does not compile
   };
 
   LineMatcher();

@@ -308,7 +308,7 @@ bool LogParser::MatchPattern(uint32_t index, std::string_view message, std::vect
   if (memos_.empty()) memos_.resize(matcher_->pattern_count());
   Memo& memo = memos_[index];
   if (!memo.filled || memo.message != message) {
-    memo.matched = matcher_->Match(index, message, memo.fields);
+    memo.matched = matcher_->Match(index, message, scratch_, memo.fields);
     memo.message.assign(message);
     memo.filled = true;
   }
@@ -343,7 +343,7 @@ bool LogParser::MatchLine(const LinePrefix& prefix, std::string_view raw, uint64
     if (index >= pattern_count) {
       if (identity_checked) continue;
       identity_checked = true;
-      if (auto identity = matcher_->MatchIdentity(prefix.message, fields_)) {
+      if (auto identity = matcher_->MatchIdentity(prefix.message, scratch_, fields_)) {
         NoteIdentity(*identity, fields_, line_number);
         recognised = true;
       }
@@ -581,7 +581,7 @@ bool LogParser::JoinWrappedLine(const LinePrefix& prefix, std::string_view line,
     open.event.raw += line;
     open.message_end_line = line_number;
     Took(open, line_number);
-    if (open.origin && matcher_->Match(*open.origin, open.event.message, fields_)) {
+    if (open.origin && matcher_->Match(*open.origin, open.event.message, scratch_, fields_)) {
       LogEvent refreshed;
       AssignFields(refreshed, fields_, matcher_->pattern(*open.origin).append);
       MergeInto(open.event, refreshed, {});
