@@ -106,8 +106,14 @@ in_chroot() {
     root=$1 user=$2 home=$3 directory=$4 command=$5
     mount -t proc proc "$root/proc"
     mount -t sysfs sysfs "$root/sys"
-    # What systemd mounts on every Debian 12 machine (slurmd, for one, will not start without it).
-    mount -t cgroup2 cgroup2 "$root/sys/fs/cgroup" 2>/dev/null || true
+    # The cgroup file systems as this machine has them (slurmd, for one, will not start without them): a
+    # Debian 12 host has cgroup2 alone there, some hosts still the v1 hierarchies, beside which slurmd
+    # refuses a cgroup2 ("Hybrid mode is not supported"). Where none is mounted, what systemd would mount.
+    if mountpoint -q /sys/fs/cgroup; then
+      mount --rbind /sys/fs/cgroup "$root/sys/fs/cgroup"
+    else
+      mount -t cgroup2 cgroup2 "$root/sys/fs/cgroup" 2>/dev/null || true
+    fi
     mount --bind /dev "$root/dev"
     mount -t devpts -o newinstance,ptmxmode=0666,mode=0620 devpts "$root/dev/pts"
     mount -t tmpfs -o mode=1777 tmpfs "$root/dev/shm"
