@@ -14,10 +14,6 @@ namespace gpudoctor {
 // Generated at build time by pattern_database_tool from data/events.toml.
 std::vector<std::string_view> BuiltinPatternDatabaseBytes();
 
-namespace {
-
-}  // namespace
-
 LineMatcher::Scratch::Scratch(const LineMatcher& matcher) {
   // The databases share one scratch, sized for the largest of them.
   const PatternDatabases& databases = *matcher.databases_;
@@ -50,6 +46,7 @@ const LineMatcher::LazyRegex& LineMatcher::Compiled(LazyRegex& lazy) {
   std::call_once(lazy.once, [&] {
     auto regex = FieldRegex::Compile(lazy.source);
     if (regex) lazy.regex = std::move(regex).value();
+    else lazy.error = regex.error().message;
   });
   return lazy;
 }
@@ -57,9 +54,8 @@ const LineMatcher::LazyRegex& LineMatcher::Compiled(LazyRegex& lazy) {
 Status LineMatcher::CompileAll() const {
   const auto& patterns = catalog_->patterns();
   for (size_t i = 0; i < patterns.size(); ++i) {
-    if (!Compiled(regexes_[i]).regex) {
-      auto again = FieldRegex::Compile(patterns[i].regex);  // for its error message
-      return Error{"pattern " + patterns[i].id + ": bad regex: " + (again ? "" : again.error().message)};
+    if (const LazyRegex& lazy = Compiled(regexes_[i]); !lazy.regex) {
+      return Error{"pattern " + patterns[i].id + ": bad regex: " + lazy.error};
     }
   }
   for (const IdentitySpec& identity : kIdentitySpecs) {

@@ -1,10 +1,9 @@
 // LineMatcher: the catalog's patterns compiled for speed. A vectorscan
 // (hyperscan) database of every pattern's literals finds the few patterns
 // worth trying on a line, or the few lines worth parsing in a large buffer;
-// the pattern's regex (field_regex.h) then does the detailed match and
-// extracts the fields. The built-in
-// catalog's databases are compiled at build time and only loaded at start
-// (pattern_databases.h).
+// each pattern's regex (field_regex.h) then does the detailed match and
+// extracts the fields. The built-in catalog's databases are compiled at
+// build time and only loaded at start (pattern_databases.h).
 //
 //   auto matcher = LineMatcher::Builtin();
 //   LineMatcher::Scratch scratch(*matcher);
@@ -104,6 +103,7 @@ class LineMatcher {
     std::string_view source;
     std::once_flag once;
     std::unique_ptr<FieldRegex> regex;  // null if it does not compile
+    std::string error;                  // then, why
   };
 
   LineMatcher();
