@@ -193,6 +193,7 @@ TEST(Catalog, BadDataIsRejectedWithTheReason) {
   auto matcher = LineMatcher::Create(*catalog);
   ASSERT_FALSE(matcher);
   EXPECT_NE(matcher.error().message.find("pattern xid"), std::string::npos);
+  EXPECT_NE(matcher.error().message.find("bad regex: missing )"), std::string::npos) << matcher.error().message;
 }
 
 }  // namespace
