@@ -43,7 +43,8 @@ for target in build-fuzz/bin/fuzz_*; do
   corpus_dir=$(mktemp -d)
   # Seeds: real inputs from the test data, so the run starts from valid files.
   case $(basename "$target") in
-    fuzz_smi) seeds=(testdata/nvidia_smi testdata/health/nvidia_smi testdata/captures/nvlink_e testdata/captures/topo_m) ;;
+    fuzz_smi) seeds=(testdata/nvidia_smi testdata/health/nvidia_smi testdata/captures/nvlink_e testdata/captures/topo_m
+                    testdata/fuzz_seeds/fuzz_smi) ;;
     fuzz_dcgmi) seeds=(testdata/captures/dcgmi_diag testdata/captures/dcgmi_health) ;;
     fuzz_logs) seeds=(testdata/kernel_logs) ;;
     fuzz_config) seeds=(testdata/fuzz_seeds/fuzz_config data) ;;  # the defaults, docs' examples, the catalog

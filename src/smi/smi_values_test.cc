@@ -108,6 +108,11 @@ TEST(ParseSmiTimestampTest, ReadsHeaderAndCsvForms) {
   EXPECT_EQ(iso("Thu Foo 10 10:00:00 2023"), "none");
   EXPECT_EQ(iso("Thu Feb 10 25:00:00 2023"), "none");
   EXPECT_EQ(iso("yesterday"), "none");
+  // Years a 64-bit count of nanoseconds cannot hold (found by fuzz_smi: 9999 overflowed).
+  EXPECT_EQ(iso("9999/12/31 23:59:59"), "none");
+  EXPECT_EQ(iso("Fri Dec 31 23:59:59 9999"), "none");
+  EXPECT_EQ(iso("1000/01/01 00:00:00"), "none");
+  EXPECT_EQ(iso("2200/12/31 23:59:59"), "2200-12-31T23:59:59.000Z");
 }
 
 }  // namespace
