@@ -80,8 +80,18 @@ check() {
 
 # build_package: the package of this tree, copied to $work/debs; prints the .deb's path.
 build_package() {
+  # The maintainer is whoever builds it (cmake/packaging.cmake: DEBFULLNAME and DEBEMAIL, else the commit's
+  # author). A tree with neither (a source tarball, no history) has none, and CPack refuses to build; the
+  # package this check builds, installs and throws away then names the check as its maintainer, at a domain
+  # that cannot exist (RFC 2606).
+  local maintainer=()
+  if ! grep -q '^GPUDOCTOR_PACKAGE_MAINTAINER:STRING=.' "$build/CMakeCache.txt" 2>/dev/null &&
+    [[ -z ${DEBEMAIL:-} ]] && ! git -C "$repo" -c safe.directory='*' log -1 --format=%ae >/dev/null 2>&1; then
+    maintainer=(-DGPUDOCTOR_PACKAGE_MAINTAINER="gpudoctor package check <package-check@gpudoctor.invalid>")
+    echo "package-check: no DEBEMAIL and no commit author here; the package names the check as its maintainer" >&2
+  fi
   cmake -S "$repo" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
-    -DGPUDOCTOR_TESTS=OFF -DGPUDOCTOR_BENCH=OFF -DGPUDOCTOR_VERSION= >"$work/configure.log" 2>&1 ||
+    -DGPUDOCTOR_TESTS=OFF -DGPUDOCTOR_BENCH=OFF -DGPUDOCTOR_VERSION= "${maintainer[@]}" >"$work/configure.log" 2>&1 ||
     { tail -20 "$work/configure.log" >&2; return 1; }
   cmake --build "$build" -j"$jobs" --target package >"$work/package.log" 2>&1 ||
     { tail -30 "$work/package.log" >&2; return 1; }
