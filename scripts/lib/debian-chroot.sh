@@ -104,6 +104,9 @@ in_chroot() {
   unshare --mount --pid --fork --kill-child --propagation private -- /bin/bash -c '
     set -e
     root=$1 user=$2 home=$3 directory=$4 command=$5
+    # The tree made a mount point of its own, as / is on a machine: a command inside may then make a private
+    # mount namespace of its own (the package check does, for the chroot it makes in turn).
+    mount --bind "$root" "$root"
     mount -t proc proc "$root/proc"
     mount -t sysfs sysfs "$root/sys"
     # The cgroup file systems as this machine has them (slurmd, for one, will not start without them): a
