@@ -63,7 +63,6 @@ class FieldRegex {
              Engine engine = Engine::kFastest) const;
   // Whether PCRE2 compiled it (false: every match is RE2's).
   bool accelerated() const { return pcre2_ != nullptr; }
-  const std::vector<std::string>& group_names() const { return group_names_; }
 
  private:
   struct Code;
