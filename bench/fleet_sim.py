@@ -436,6 +436,8 @@ class FleetSim:
         self.machine_findings = {}  # rule id -> hosts
         self.unexpected_on_faulty = {}  # hostname -> {finding descriptions}
         self.not_answering = {}    # hostname -> count of polls, outside staged restarts
+        self.silent_since = {}     # hostname -> (first, last) seconds of the stretch of polls it is not answering
+        self.silent_stretches = []  # every such stretch once over: hostname, from, to, Prometheus's reason
         self.attribution_checkpoints = []
 
     # -- set-up --------------------------------------------------------------------------------------
@@ -661,7 +663,10 @@ scrape_configs:
                 continue
             if not row.get("answering", True):
                 self.not_answering[host.name] = self.not_answering.get(host.name, 0) + 1
+                first, _, reason = self.silent_since.get(host.name, (at - self.epoch, None, None))
+                self.silent_since[host.name] = (first, at - self.epoch, reason or self.scrape_error(host))
                 continue
+            self.end_silence(host.name)
             findings = self.row_findings(row)
             machine = [f for f in findings if f[0] in HOST_MACHINE_RULES and not f[1]]
             for rule, _, _ in machine:
@@ -688,6 +693,37 @@ scrape_configs:
                     if g and g not in faulted_gpus:
                         self.unexpected_on_faulty.setdefault(host.name, set()).add(f"{i} gpu {g} ({s})")
         return checklist
+
+    def scrape_error(self, host):
+        """Prometheus's own word on a target it could not scrape: its last error and how long the scrape took."""
+        try:
+            _, body, _ = http_get(f"{self.prom_url}/api/v1/targets?state=active")
+            for target in json.loads(body)["data"]["activeTargets"]:
+                if target.get("labels", {}).get("instance") == f"127.0.0.1:{host.port}":
+                    return (f"{target.get('lastError') or 'no error'} (last scrape took "
+                            f"{float(target.get('lastScrapeDuration', 0)):.2f} s)")
+        except (OSError, urllib.error.URLError, ValueError, KeyError):
+            pass
+        return "Prometheus did not say why"
+
+    def end_silence(self, name):
+        if name not in self.silent_since:
+            return
+        first, last, reason = self.silent_since.pop(name)
+        self.silent_stretches.append({"hostname": name, "from_s": round(first, 1), "to_s": round(last, 1),
+                                      "reason": reason})
+        log(f"{name} not answering from {first:.1f} s to {last:.1f} s: {reason}")
+
+    def fault_free_silences(self, fault_free):
+        """Hosts without a fault that the fleet showed as not answering for longer than one scrape.
+
+        Prometheus marks a target down on one failed scrape. With a scrape timeout of one interval (1 s in the
+        quick run) on a loaded machine, a healthy agent can miss one scrape: it shows down until the next scrape,
+        for at most one interval (plus the time a `fleet` answer takes). What must never happen is a healthy agent
+        shown down for longer, across two scrapes or more. Every stretch, short ones too, is in the report."""
+        scrape = parse_seconds(self.args.scrape_interval)
+        return sorted({s["hostname"] for s in self.silent_stretches
+                       if s["hostname"] in fault_free and s["to_s"] - s["from_s"] > 1.5 * scrape})
 
     # -- swaps ---------------------------------------------------------------------------------------
     def stage_swaps(self):
@@ -898,7 +934,9 @@ scrape_configs:
                   "right": s["right"], "verdicts": s["verdicts"], "checkpoints": s.get("checkpoints", []),
                   "suspect_card_history": s["suspect_card_history"]} for s in self.swaps]
         missed = [r for r in self.faults if not r["detected"]]
-        silent = sorted(h for h in self.not_answering if h in fault_free)
+        for name in list(self.silent_since):
+            self.end_silence(name)
+        silent = self.fault_free_silences(fault_free)
         passed = {"every_fault_detected": not missed,
                   "no_false_positive": not gpu_false_positives and not silent,
                   "attribution_right_on_every_swap": all(s["right"] for s in swaps)}
@@ -917,6 +955,7 @@ scrape_configs:
             "false_positives": {"fault_free_hosts": len(fault_free), "gpu": gpu_false_positives,
                                 "machine_findings": {k: len(v) for k, v in self.machine_findings.items()},
                                 "not_answering_polls": self.not_answering,
+                                "not_answering_stretches": self.silent_stretches,
                                 "fault_free_hosts_not_answering": silent,
                                 "unexpected_on_faulty_hosts": {h: sorted(v) for h, v in self.unexpected_on_faulty.items()}},
             "swaps": swaps,
@@ -952,6 +991,8 @@ def markdown(result):
                    + ", ".join(f"{k} on {v} hosts" for k, v in sorted(fp["machine_findings"].items())) + ".")
     if fp["not_answering_polls"]:
         out.append(f"Hosts not answering outside staged restarts (polls): {json.dumps(fp['not_answering_polls'])}.")
+        for stretch in fp.get("not_answering_stretches", []):
+            out.append(f"- {stretch['hostname']} from {stretch['from_s']} s to {stretch['to_s']} s: {stretch['reason']}")
     if fp["unexpected_on_faulty_hosts"]:
         out.append(f"Findings on GPUs of faulty hosts other than the faulted GPU: "
                    f"{json.dumps(fp['unexpected_on_faulty_hosts'])}.")

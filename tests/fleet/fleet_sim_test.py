@@ -4,7 +4,8 @@
 Ten simulated hosts (agents on the fake NVML) scraped by the real Prometheus with the shipped rules,
 one GPU fault of each kind from the published failure mix, and two staged card swaps (a bad card, a
 bad slot). Passes only when every injected GPU fault shows on its host in `gpudoctor fleet`, no
-fault-free host is flagged (a GPU finding, or not answering outside a staged restart), and `gpudoctor
+fault-free host is flagged (a GPU finding, or not answering outside a staged restart for longer than one
+missed scrape), and `gpudoctor
 fleet attribution` blames the card for the bad card and the slot for the bad slot.
 
     fleet_sim_test.py --gpudoctor build/bin/gpudoctor [--source-dir .]
