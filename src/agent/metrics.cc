@@ -327,9 +327,17 @@ const GpuReading kDcgmReadings[] = {
      [](const GpuSnapshot& g) { return NvLinkTotal(g, &NvLinkInfo::replay_errors); }},
     {{"DCGM_FI_DEV_NVLINK_RECOVERY_ERROR_COUNT_TOTAL", "counter", "Total number of NVLink recovery errors."},
      [](const GpuSnapshot& g) { return NvLinkTotal(g, &NvLinkInfo::recovery_errors); }},
-    {{"DCGM_FI_DEV_NVLINK_BANDWIDTH_TOTAL", "counter",
-      "Total number of NVLink bandwidth counters for all lanes (bytes sent and received, from GPM's rates)."},
-     [](const GpuSnapshot& g) { return Number(g.gpm_nvlink_bytes_total); }},
+    // DCGM fills this field (its NVLINK_THROUGHPUT_TOTAL, unit MB/s) with the rate of the links' data counters,
+    // sent and received, over its last interval: a rate under dcgm-exporter's "counter" type, which a drop-in
+    // keeps. GPM gives the same rate; gpudoctor's own counter is gpudoctor_gpu_nvlink_traffic_bytes_total.
+    {{"DCGM_FI_DEV_NVLINK_BANDWIDTH_TOTAL", "counter", "Total number of NVLink bandwidth counters for all lanes."},
+     [](const GpuSnapshot& g) -> std::optional<double> {
+       if (!g.gpm_nvlink_tx_bytes_per_second.has_value() || !g.gpm_nvlink_rx_bytes_per_second.has_value()) {
+         return std::nullopt;
+       }
+       return std::floor((g.gpm_nvlink_tx_bytes_per_second.value() + g.gpm_nvlink_rx_bytes_per_second.value()) /
+                         (1024.0 * 1024.0));
+     }},
     // DCGM's profiling fields, from GPM: ratios (0-1) and bytes per second, as DCGM gives them.
     {{"DCGM_FI_PROF_GR_ENGINE_ACTIVE", "gauge", "Ratio of time the graphics engine is active."},
      [](const GpuSnapshot& g) { return Number(g.gpm_graphics_active); }},

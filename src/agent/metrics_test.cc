@@ -351,7 +351,8 @@ TEST(Metrics, GpmAndEnergyEncoderDecoderReservedInBothNamesAndAbsentWithoutThem)
        64000.0 * 1048576},
       {"gpudoctor_gpu_nvlink_rx_bytes_per_second", "DCGM_FI_PROF_NVLINK_RX_BYTES", 60800.0 * 1048576,
        60800.0 * 1048576},
-      {"gpudoctor_gpu_nvlink_traffic_bytes_total", "DCGM_FI_DEV_NVLINK_BANDWIDTH_TOTAL", 987654321, 987654321},
+      // dcgm's name is the links' rate, sent and received, in whole MiB/s, as DCGM fills it.
+      {"gpudoctor_gpu_nvlink_traffic_bytes_total", "DCGM_FI_DEV_NVLINK_BANDWIDTH_TOTAL", 987654321, 64000 + 60800},
       {"gpudoctor_gpu_energy_joules_total", "DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION", 367200, 367200000},
       {"gpudoctor_gpu_encoder_utilization_ratio", "DCGM_FI_DEV_ENC_UTIL", 0.04, 4},
       {"gpudoctor_gpu_decoder_utilization_ratio", "DCGM_FI_DEV_DEC_UTIL", 0.11, 11},
