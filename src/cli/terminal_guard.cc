@@ -6,6 +6,7 @@
 #include <cstdlib>
 #include <utility>
 #include <string>
+#include <string_view>
 
 #include "common/terminal_text.h"
 
@@ -17,7 +18,7 @@ struct GuardedStream {
   TerminalEscaper escaper;
 };
 
-bool WriteAll(int fd, const std::string& text) {
+bool WriteAll(int fd, std::string_view text) {
   size_t written = 0;
   while (written < text.size()) {
     const ssize_t n = ::write(fd, text.data() + written, text.size() - written);
@@ -30,9 +31,13 @@ bool WriteAll(int fd, const std::string& text) {
 
 ssize_t WriteGuarded(void* cookie, const char* data, size_t size) {
   auto* stream = static_cast<GuardedStream*>(cookie);
+  const std::string_view bytes(data, size);
+  if (stream->escaper.PassesUnchanged(bytes)) {  // nearly all output: written as it is
+    return WriteAll(stream->fd, bytes) ? static_cast<ssize_t>(size) : -1;
+  }
   std::string out;
   out.reserve(size);
-  stream->escaper.Feed(std::string_view(data, size), out);
+  stream->escaper.Feed(bytes, out);
   return WriteAll(stream->fd, out) ? static_cast<ssize_t>(size) : -1;
 }
 

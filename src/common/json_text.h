@@ -19,4 +19,9 @@ namespace gpudoctor {
 std::string ToJsonText(const nlohmann::json& value, int indent = -1);
 std::string ToJsonText(const nlohmann::ordered_json& value, int indent = -1);
 
+// Appends the text ToJsonText writes for json(value): nlohmann's shortest
+// form ("1039.756478", "5.0", "1e-05"), "null" for NaN and infinities. For
+// writers that build a JSON line by hand, one number at a time.
+void AppendJsonNumber(std::string& out, double value);
+
 }  // namespace gpudoctor

@@ -2,8 +2,11 @@
 
 #include <gtest/gtest.h>
 
+#include <cmath>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <random>
 #include <regex>
 #include <sstream>
 
@@ -24,6 +27,32 @@ TEST(ToJsonText, ReplacesBytesThatAreNotUtf8) {
 
 TEST(ToJsonText, ControlCharactersAreEscaped) {
   EXPECT_EQ(ToJsonText(nlohmann::json("\x1b[2J\r\n")), "\"\\u001b[2J\\r\\n\"");
+}
+
+TEST(AppendJsonNumber, WritesWhatToJsonTextWrites) {
+  std::vector<double> values = {0.0, -0.0, 5.0, 1039.756478, 0.000316, 1e-05, 123456789.123456, 1e16, 1e300,
+                                -2.5, 0.1, 1.0 / 3, 4294967295.0, 9007199254740993.0};
+  // Kernel uptimes as the logs print them: six decimals.
+  std::mt19937_64 random(42);
+  for (int i = 0; i < 20000; ++i) {
+    const uint64_t micros = random() % 100'000'000'000'000ull;
+    values.push_back(static_cast<double>(micros / 1'000'000) + static_cast<double>(micros % 1'000'000) / 1e6);
+    uint64_t bits = random();
+    double any;
+    std::memcpy(&any, &bits, sizeof any);
+    values.push_back(any);
+  }
+  for (double value : values) {
+    std::string out = "x";
+    AppendJsonNumber(out, value);
+    EXPECT_EQ(out, "x" + ToJsonText(nlohmann::json(value))) << value;
+  }
+  for (double odd : {std::nan(""), HUGE_VAL, -HUGE_VAL}) {
+    std::string out;
+    AppendJsonNumber(out, odd);
+    EXPECT_EQ(out, ToJsonText(nlohmann::json(odd)));
+    EXPECT_EQ(out, "null");
+  }
 }
 
 // Every JSON gpudoctor writes goes through ToJsonText: a plain dump() throws

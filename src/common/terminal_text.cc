@@ -56,8 +56,10 @@ size_t SequenceLength(unsigned char lead) {
 
 // Escapes `bytes` into `out`; returns how many it consumed. With `more`
 // set, an unfinished sequence at the end is left for the next piece.
+bool Plain(unsigned char c) { return (c >= 0x20 && c < 0x7f) || c == '\n' || c == '\t'; }
+
 size_t Escape(std::string_view bytes, std::string& out, bool more) {
-  auto plain = [](unsigned char c) { return (c >= 0x20 && c < 0x7f) || c == '\n' || c == '\t'; };
+  auto plain = [](unsigned char c) { return Plain(c); };
   size_t i = 0;
   while (i < bytes.size()) {
     const auto c = static_cast<unsigned char>(bytes[i]);
@@ -124,6 +126,11 @@ void TerminalEscaper::Feed(std::string_view bytes, std::string& out) {
   held_.append(bytes);
   const size_t consumed = Escape(held_, out, /*more=*/true);
   held_.erase(0, consumed);
+}
+
+bool TerminalEscaper::PassesUnchanged(std::string_view bytes) const {
+  return held_.empty() &&
+         EndOfRun(bytes, 0, [](unsigned char c) { return Plain(c); }, ByteRunWord::kPrintable) == bytes.size();
 }
 
 void TerminalEscaper::Finish(std::string& out) {

@@ -25,6 +25,9 @@ class TerminalEscaper {
  public:
   void Feed(std::string_view bytes, std::string& out);
   void Finish(std::string& out);
+  // Whether Feed would append `bytes` unchanged (printable ASCII, newlines and
+  // tabs, nothing held): then they may be written as they are, without a copy.
+  bool PassesUnchanged(std::string_view bytes) const;
 
  private:
   std::string held_;  // the start of a sequence the next piece may complete

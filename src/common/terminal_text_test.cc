@@ -51,5 +51,30 @@ TEST(TerminalEscaper, ASequenceCutBetweenPiecesIsJudgedWhole) {
   EXPECT_EQ(out, "end\\u001b[1");
 }
 
+// The guard writes a piece as it is when PassesUnchanged says so: only when Feed would give it back unchanged.
+TEST(TerminalEscaper, PassesUnchangedOnlyWhatFeedWouldNotChange) {
+  TerminalEscaper escaper;
+  EXPECT_TRUE(escaper.PassesUnchanged(""));
+  EXPECT_TRUE(escaper.PassesUnchanged("{\"kind\":\"xid\"}\n\tplain text of any length, 0123456789 ~\n"));
+  for (std::string_view changed : {"a\x1b[2J", "\x1b[0m", "caf\xc3\xa9", "\r\n", "x\x7f", "\xff"}) {
+    EXPECT_FALSE(escaper.PassesUnchanged(changed)) << changed;
+  }
+  for (int byte = 0; byte < 256; ++byte) {
+    const std::string piece = "0123456789abcdef" + std::string(1, static_cast<char>(byte)) + "tail";
+    TerminalEscaper fresh;
+    std::string out;
+    const bool unchanged = fresh.PassesUnchanged(piece);
+    fresh.Feed(piece, out);
+    fresh.Finish(out);
+    if (unchanged) {
+      EXPECT_EQ(out, piece) << byte;
+    }
+  }
+  // A sequence held from the piece before: the next piece is not written as it is.
+  std::string out;
+  escaper.Feed("end\x1b[1", out);
+  EXPECT_FALSE(escaper.PassesUnchanged("plain"));
+}
+
 }  // namespace
 }  // namespace gpudoctor

@@ -174,6 +174,12 @@ std::optional<std::string> NormalizePciBusId(std::string_view text) {
 }
 
 std::string FormatIsoUtc(WallTime t) {
+  std::string text;
+  AppendIsoUtc(text, t);
+  return text;
+}
+
+void AppendIsoUtc(std::string& out, WallTime t) {
   auto ms = ToUnixMillis(t);
   std::time_t seconds = static_cast<std::time_t>(ms / 1000);
   long millis = static_cast<long>(ms % 1000);
@@ -188,7 +194,8 @@ std::string FormatIsoUtc(WallTime t) {
     char buffer[64];
     std::snprintf(buffer, sizeof buffer, "%04d-%02d-%02dT%02d:%02d:%02d.%03ldZ", year, tm.tm_mon + 1, tm.tm_mday,
                   tm.tm_hour, tm.tm_min, tm.tm_sec, millis);
-    return buffer;
+    out += buffer;
+    return;
   }
   // The same text without printf: `logs --json` writes one per event.
   char text[] = "0000-00-00T00:00:00.000Z";
@@ -202,7 +209,7 @@ std::string FormatIsoUtc(WallTime t) {
   put(14, tm.tm_min, 2);
   put(17, tm.tm_sec, 2);
   put(20, millis, 3);
-  return std::string(text, sizeof text - 1);
+  out.append(text, sizeof text - 1);
 }
 
 std::optional<Duration> ParseDuration(std::string_view text) {

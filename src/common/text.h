@@ -49,6 +49,8 @@ std::optional<std::string> NormalizePciBusId(std::string_view text);
 
 // ISO 8601 UTC with milliseconds: "2024-05-01T12:00:00.123Z".
 std::string FormatIsoUtc(WallTime t);
+// The same text, appended to `out`.
+void AppendIsoUtc(std::string& out, WallTime t);
 
 // Parses durations like "90s", "5m", "2h", "1d", "250ms" or a plain number of
 // seconds. Returns nullopt on garbage.

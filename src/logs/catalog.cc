@@ -1,6 +1,7 @@
 #include "logs/catalog.h"
 
 #include <algorithm>
+#include <charconv>
 #include <cstdio>
 #include <cstdlib>
 #include <set>
@@ -438,23 +439,58 @@ std::optional<uint32_t> XidOfAdvice(std::string_view advice) {
   return ParseInt<uint32_t>(advice.substr(4));
 }
 
+namespace {
+
+// "Xid 79: GPU has fallen off the bus", "SXid 24007: unknown SXid".
+void AppendCodeTitle(std::string& out, std::string_view what, uint32_t code, const std::string* name) {
+  out += what;
+  out += ' ';
+  char digits[16];
+  const char* end = std::to_chars(digits, digits + sizeof digits, code).ptr;
+  out.append(digits, static_cast<size_t>(end - digits));
+  out += ": ";
+  if (name) {
+    out += *name;
+  } else {
+    out += "unknown ";
+    out += what;
+  }
+}
+
+}  // namespace
+
 std::string LogCatalog::TitleOf(std::string_view kind, std::optional<uint32_t> xid) const {
   if (kind == "xid" && xid) {
     const XidInfo* info = FindXid(*xid);
-    return "Xid " + std::to_string(*xid) + (info ? ": " + info->name : std::string(": unknown Xid"));
+    std::string title;
+    AppendCodeTitle(title, "Xid", *xid, info ? &info->name : nullptr);
+    return title;
   }
   const KindInfo* info = FindKind(kind);
   return info ? info->title : std::string(kind);
 }
 
 std::string LogCatalog::TitleOf(const LogEvent& event) const {
+  std::string title;
+  AppendTitleOf(title, event);
+  return title;
+}
+
+void LogCatalog::AppendTitleOf(std::string& out, const LogEvent& event) const {
   if (event.kind == "nvswitch_sxid") {
     if (auto code = ParseInt<uint32_t>(event.Field("sxid"))) {
       const SxidInfo* info = FindSxid(*code);
-      return "SXid " + std::to_string(*code) + (info ? ": " + info->name : std::string(": unknown SXid"));
+      AppendCodeTitle(out, "SXid", *code, info ? &info->name : nullptr);
+      return;
     }
   }
-  return TitleOf(event.kind, event.xid);
+  if (event.kind == "xid" && event.xid) {
+    const XidInfo* info = FindXid(*event.xid);
+    AppendCodeTitle(out, "Xid", *event.xid, info ? &info->name : nullptr);
+    return;
+  }
+  const KindInfo* info = FindKind(event.kind);
+  out += info ? std::string_view(info->title) : std::string_view(event.kind);
 }
 
 }  // namespace gpudoctor

@@ -200,6 +200,8 @@ class LogCatalog {
   std::string TitleOf(std::string_view kind, std::optional<uint32_t> xid) const;
   // The same for an event, naming the SXid of an NVSwitch event too.
   std::string TitleOf(const LogEvent& event) const;
+  // The same title, appended to `out` (a JSON line is written one event after another).
+  void AppendTitleOf(std::string& out, const LogEvent& event) const;
 
   const std::vector<XidInfo>& xids() const { return xids_; }    // sorted by code
   const std::vector<SxidInfo>& sxids() const { return sxids_; }  // sorted by code

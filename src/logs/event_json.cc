@@ -233,14 +233,23 @@ void AppendLogEventJsonLine(std::string& out, const LogEvent& event, const LogCa
   out.push_back('{');
   text("kind", event.kind);
   text("severity", EventSeverityName(event.severity));
-  text("title", catalog.TitleOf(event));
+  thread_local std::string title;  // reused: built without an allocation per event
+  title.clear();
+  catalog.AppendTitleOf(title, event);
+  text("title", title);
   key("time");
-  if (event.time) AppendString(out, FormatIsoUtc(*event.time));
-  else out += "null";
+  if (event.time) {
+    out.push_back('"');
+    AppendIsoUtc(out, *event.time);  // digits and ASCII punctuation: nothing to escape
+    out.push_back('"');
+  } else {
+    out += "null";
+  }
   boolean("time_is_utc", event.time_is_utc);
   boolean("time_estimated", event.time_estimated);
   key("uptime");
-  out += event.uptime_seconds ? ToJsonText(json(*event.uptime_seconds)) : "null";  // nlohmann's shortest form
+  if (event.uptime_seconds) AppendJsonNumber(out, *event.uptime_seconds);  // nlohmann's shortest form
+  else out += "null";
   for (const auto& [name, value] : {std::pair{"host", &event.host}, {"pci", &event.pci_bus_id}}) {
     optional_text(name, *value);
   }

@@ -167,34 +167,52 @@ bool LineMatcher::ScanFinds(std::string_view line, Scratch& scratch) const {
 }
 
 void LineMatcher::ScanBlock(std::string_view block, bool minute_stamps, Scratch& scratch,
-                            const std::function<void(size_t, size_t)>& on_line) const {
+                            const LineCallback& on_line) const {
+  // Matches arrive in order of their end offset, so a line's matches come together: the line is
+  // reported when the first match past it arrives, or when the scan ends, with the ids it holds.
   struct Context {
     std::string_view block;
-    size_t next_line_start = 0;  // matches before this are in a line already reported
-    const std::function<void(size_t, size_t)>* on_line;
-  } context{block, 0, &on_line};
-  auto on_match = [](unsigned, unsigned long long, unsigned long long to, unsigned, void* opaque) -> int {
+    size_t next_line_start = 0;  // start of the line after the one pending
+    bool pending = false;        // a line [begin, end) waits to be reported
+    size_t begin = 0, end = 0;
+    std::vector<uint32_t>* ids;
+    const LineCallback* on_line;
+
+    void Report() {
+      std::sort(ids->begin(), ids->end());
+      ids->erase(std::unique(ids->begin(), ids->end()), ids->end());
+      (*on_line)(begin, end, *ids);
+      pending = false;
+    }
+  } context{block, 0, false, 0, 0, &scratch.line_ids_, &on_line};
+  auto on_match = [](unsigned id, unsigned long long, unsigned long long to, unsigned, void* opaque) -> int {
     auto* c = static_cast<Context*>(opaque);
-    size_t end_of_match = static_cast<size_t>(to);
-    if (end_of_match == 0 || end_of_match <= c->next_line_start) return 0;
-    // Matches never contain a newline, so the match's last byte lies in the
-    // line to report.
-    size_t last = end_of_match - 1;
+    const size_t end_of_match = static_cast<size_t>(to);
+    if (end_of_match == 0) return 0;
+    // Matches never contain a newline, so the match's last byte lies in the line to report.
+    const size_t last = end_of_match - 1;
+    if (c->pending && last < c->end) {
+      if (id != PatternDatabases::kNotACandidate) c->ids->push_back(id);
+      return 0;
+    }
+    if (c->pending) c->Report();
     const char* data = c->block.data();
     const void* previous_newline =
         last > c->next_line_start ? memrchr(data + c->next_line_start, '\n', last - c->next_line_start) : nullptr;
-    size_t begin = previous_newline ? static_cast<size_t>(static_cast<const char*>(previous_newline) - data) + 1
-                                    : c->next_line_start;
+    c->begin = previous_newline ? static_cast<size_t>(static_cast<const char*>(previous_newline) - data) + 1
+                                : c->next_line_start;
     const void* next_newline = std::memchr(data + last, '\n', c->block.size() - last);
-    size_t end = next_newline ? static_cast<size_t>(static_cast<const char*>(next_newline) - data) : c->block.size();
-    (*c->on_line)(begin, end);
-    c->next_line_start = end + 1;
+    c->end = next_newline ? static_cast<size_t>(static_cast<const char*>(next_newline) - data) : c->block.size();
+    c->next_line_start = c->end + 1;
+    c->pending = true;
+    c->ids->clear();
+    if (id != PatternDatabases::kNotACandidate) c->ids->push_back(id);
     return 0;
   };
   // hs_scan takes at most 4 GiB at once; callers pass blocks of a few MiB.
-  // Matches arrive in order of their end offset.
   hs_scan(minute_stamps ? databases_->stamped_block() : databases_->block(), block.data(),
           static_cast<unsigned>(std::min<size_t>(block.size(), UINT32_MAX)), 0, scratch.scratch_, on_match, &context);
+  if (context.pending) context.Report();
 }
 
 }  // namespace gpudoctor

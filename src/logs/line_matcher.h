@@ -18,6 +18,7 @@
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -46,6 +47,7 @@ class LineMatcher {
     friend class LineMatcher;
     hs_scratch* scratch_ = nullptr;
     FieldRegex::Buffers buffers_;
+    std::vector<uint32_t> line_ids_;  // ScanBlock's: the ids found in the line it reports next
   };
 
   // Compiles the catalog's literal databases and every regex now (a catalog
@@ -85,13 +87,15 @@ class LineMatcher {
   std::optional<IdentityLine> MatchIdentity(std::string_view message, Scratch& scratch,
                                             std::vector<EventField>& fields) const;
 
-  // Calls `on_line(begin, end)` once for every line of `block` that may matter
-  // to the parser: it contains a literal of a pattern, of an identity line or
-  // a driver module's tag, or (with `minute_stamps`) is a `dmesg -H` minute
-  // stamp. Offsets are relative to `block`; lines are reported in order; `end`
-  // excludes the newline.
-  void ScanBlock(std::string_view block, bool minute_stamps, Scratch& scratch,
-                 const std::function<void(size_t begin, size_t end)>& on_line) const;
+  // Calls `on_line(begin, end, candidates)` once for every line of `block` that
+  // may matter to the parser: it contains a literal of a pattern, of an
+  // identity line or a driver module's tag, or (with `minute_stamps`) is a
+  // `dmesg -H` minute stamp. Offsets are relative to `block`; lines are
+  // reported in order; `end` excludes the newline. `candidates` is what
+  // Candidates gives for the line, found by the same scan; a line not reported
+  // has none.
+  using LineCallback = std::function<void(size_t begin, size_t end, std::span<const uint32_t> candidates)>;
+  void ScanBlock(std::string_view block, bool minute_stamps, Scratch& scratch, const LineCallback& on_line) const;
   // Whether ScanBlock (without minute stamps) reports `line`: only such a line
   // may become an event without a pattern (the driver classifier's), so that
   // a reader that reads every line finds what the fast reader finds.

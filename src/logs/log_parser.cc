@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <limits>
+#include <numeric>
 
 #include <nlohmann/json.hpp>
 
@@ -242,7 +243,8 @@ LogParser::LogParser(ParseOptions options, std::shared_ptr<const LineMatcher> ma
   }
 }
 
-void LogParser::Feed(std::string_view line, uint64_t line_number, std::vector<LogEvent>& out) {
+void LogParser::Feed(std::string_view line, uint64_t line_number, std::vector<LogEvent>& out,
+                     std::optional<std::span<const uint32_t>> candidates) {
   while (!line.empty() && (line.back() == '\n' || line.back() == '\r')) line.remove_suffix(1);
   // A JSON-wrapped line is read as the line it wraps; the event's raw text stays the JSON.
   const bool wrapped = UnwrapJsonLine(line, json_.text, json_.host, json_.time);
@@ -273,7 +275,8 @@ void LogParser::Feed(std::string_view line, uint64_t line_number, std::vector<Lo
   // Close the events this line can no longer belong to: past their window, or logged well before
   // it. Only a line that may be part of an event closes one by its time (see the header).
   const std::string_view text = wrapped ? std::string_view(json_.text) : line;
-  matcher_->Candidates(text, scratch_, candidates_);
+  if (candidates && !wrapped) candidates_.assign(candidates->begin(), candidates->end());
+  else matcher_->Candidates(text, scratch_, candidates_);
   const bool relevant = !candidates_.empty() || Reached(line_number);
   for (size_t i = open_.size(); i-- > 0;) {
     if (open_[i].last_line < line_number ||
@@ -488,40 +491,36 @@ bool LogParser::ApplyPattern(uint32_t index, std::vector<EventField>& fields, co
   }
   event.severity = stated.value_or(catalog.SeverityOf(spec.kind, event.xid));
 
-  switch (spec.role) {
-    case PatternRole::kStart:
-      StartEvent(event, index, index, line_number);
-      break;
-    case PatternRole::kMerge:
-      MergeOrStart(event, index, index, line_number);
-      break;
-    case PatternRole::kContinue: {
-      OpenEvent* open = FindOpen(spec.kind);
-      if (!open || !SameSubject(open->event, event) || !CloseInTime(open->event, event)) return false;
-      event.pci_bus_id.clear();  // a detail line's device is the open event's device
-      MergeInto(open->event, event, spec.append);
-      Took(*open, line_number);
-      if (stated) open->event.severity = std::max(open->event.severity, *stated);
-      return true;
-    }
+  if (spec.role == PatternRole::kContinue) {
+    OpenEvent* open = FindOpen(spec.kind);
+    if (!open || !SameSubject(open->event, event) || !CloseInTime(open->event, event)) return false;
+    event.pci_bus_id.clear();  // a detail line's device is the open event's device
+    MergeInto(open->event, event, spec.append);
+    Took(*open, line_number);
+    if (stated) open->event.severity = std::max(open->event.severity, *stated);
+    return true;
   }
 
+  // The kinds an Xid also stands for are made from the event before it moves on; they start after it.
+  std::vector<LogEvent> extras;
   if (spec.kind == "xid" && event.xid) {
     if (const XidInfo* info = catalog.FindXid(*event.xid)) {
       for (const std::string& kind : info->also_kinds) {
-        LogEvent extra = event;
+        LogEvent& extra = extras.emplace_back(event);
         extra.kind = kind;
         extra.severity = catalog.SeverityOf(kind, std::nullopt);
         extra.xid.reset();
         extra.fields.insert(extra.fields.begin(), EventField{"from_xid", std::to_string(*event.xid)});
-        MergeOrStart(std::move(extra), kAlsoPattern, std::nullopt, line_number);
       }
     }
   }
+  if (spec.role == PatternRole::kStart) StartEvent(std::move(event), index, index, line_number);
+  else MergeOrStart(std::move(event), index, index, line_number);
+  for (LogEvent& extra : extras) MergeOrStart(std::move(extra), kAlsoPattern, std::nullopt, line_number);
   return true;
 }
 
-void LogParser::StartEvent(LogEvent event, uint32_t join_key, std::optional<uint32_t> origin,
+void LogParser::StartEvent(LogEvent&& event, uint32_t join_key, std::optional<uint32_t> origin,
                            uint64_t line_number) {
   for (size_t i = 0; i < open_.size(); ++i) {
     if (open_[i].event.kind == event.kind) {
@@ -534,10 +533,10 @@ void LogParser::StartEvent(LogEvent event, uint32_t join_key, std::optional<uint
   if (origin && matcher_->pattern(*origin).window_lines) window = *matcher_->pattern(*origin).window_lines;
   const uint64_t start_order = next_start_order_++;
   if (window == 0) {
-    closed_.push_back(StartedEvent{std::move(event), start_order});
+    closed_.emplace_back(std::move(event), start_order);
     return;
   }
-  OpenEvent open;
+  OpenEvent& open = open_.emplace_back();
   open.event = std::move(event);
   open.start_order = start_order;
   open.joined.push_back(join_key);
@@ -549,10 +548,9 @@ void LogParser::StartEvent(LogEvent event, uint32_t join_key, std::optional<uint
     open.reach = std::max(open.reach.value_or(0), reach);
   }
   Took(open, line_number);
-  open_.push_back(std::move(open));
 }
 
-void LogParser::MergeOrStart(LogEvent event, uint32_t join_key, std::optional<uint32_t> origin,
+void LogParser::MergeOrStart(LogEvent&& event, uint32_t join_key, std::optional<uint32_t> origin,
                              uint64_t line_number) {
   OpenEvent* open = FindOpen(event.kind);
   if (open && std::find(open->joined.begin(), open->joined.end(), join_key) == open->joined.end() &&
@@ -627,7 +625,7 @@ LogParser::OpenEvent* LogParser::FindOpen(std::string_view kind) {
 }
 
 void LogParser::Close(size_t open_index) {
-  closed_.push_back(StartedEvent{std::move(open_[open_index].event), open_[open_index].start_order});
+  closed_.emplace_back(std::move(open_[open_index].event), open_[open_index].start_order);
   open_.erase(open_.begin() + static_cast<std::ptrdiff_t>(open_index));
 }
 
@@ -645,22 +643,33 @@ void LogParser::Release(std::vector<LogEvent>& out) {
   if (closed_.empty()) return;
   uint64_t horizon = std::numeric_limits<uint64_t>::max();
   for (const OpenEvent& open : open_) horizon = std::min(horizon, open.event.line_number);
-  auto earlier = [](const StartedEvent& a, const StartedEvent& b) {
-    return std::pair(a.event.line_number, a.start_order) < std::pair(b.event.line_number, b.start_order);
-  };
-  // Events mostly close in the order they started; moving whole events to sort them is the exception.
-  if (!std::is_sorted(closed_.begin(), closed_.end(), earlier)) std::sort(closed_.begin(), closed_.end(), earlier);
+  auto key = [this](uint32_t i) { return std::pair(closed_[i].event.line_number, closed_[i].start_order); };
+  // Sorted by index: a LogEvent is a dozen strings, too heavy to move around in a sort.
+  release_order_.resize(closed_.size());
+  std::iota(release_order_.begin(), release_order_.end(), 0u);
+  const bool in_order = std::is_sorted(release_order_.begin(), release_order_.end(),
+                                       [&](uint32_t a, uint32_t b) { return key(a) < key(b); });
+  if (!in_order) {
+    std::sort(release_order_.begin(), release_order_.end(), [&](uint32_t a, uint32_t b) { return key(a) < key(b); });
+  }
   size_t released = 0;
-  while (released < closed_.size() && closed_[released].event.line_number < horizon) {
-    LogEvent& event = closed_[released].event;
+  for (; released < release_order_.size(); ++released) {
+    LogEvent& event = closed_[release_order_[released]].event;
+    if (event.line_number >= horizon) break;
     FillIdentity(event);
     // Decoded once the event is whole: a wrapped message is joined by now.
     DecodeEventDetails(matcher_->catalog(), event);
     event.detail = FormatDetail(event.fields);
     out.push_back(std::move(event));
-    ++released;
   }
-  closed_.erase(closed_.begin(), closed_.begin() + static_cast<std::ptrdiff_t>(released));
+  if (released == closed_.size()) {
+    closed_.clear();
+  } else if (released > 0 || !in_order) {
+    // What waits keeps its order, so that the next release mostly finds it sorted.
+    kept_.clear();
+    for (size_t i = released; i < release_order_.size(); ++i) kept_.push_back(std::move(closed_[release_order_[i]]));
+    closed_.swap(kept_);
+  }
 }
 
 std::vector<LogEvent> ParseLine(std::string_view line, const ParseOptions& options) {

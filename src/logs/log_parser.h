@@ -27,6 +27,7 @@
 #include <cstdint>
 #include <memory>
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 #include <unordered_map>
@@ -51,7 +52,10 @@ class LogParser {
                      std::shared_ptr<const LineMatcher> matcher = LineMatcher::Builtin());
 
   // Parses one line (without its newline); appends finished events to `out`.
-  void Feed(std::string_view line, uint64_t line_number, std::vector<LogEvent>& out);
+  // `candidates`, when given, is what LineMatcher::Candidates gives for the
+  // line, found by a scan of the block it came from (ScanBlock).
+  void Feed(std::string_view line, uint64_t line_number, std::vector<LogEvent>& out,
+            std::optional<std::span<const uint32_t>> candidates = std::nullopt);
   // True while an open event, or a driver record no pattern has taken yet, may still take the next line.
   bool WantsNextLine() const {
     return Reached(last_line_ + 1) ||
@@ -96,8 +100,9 @@ class LogParser {
   // Whether the line made an event or joined an open one.
   bool ApplyPattern(uint32_t index, std::vector<EventField>& fields, const LinePrefix& prefix,
                     std::string_view line, uint64_t line_number);
-  void StartEvent(LogEvent event, uint32_t join_key, std::optional<uint32_t> origin, uint64_t line_number);
-  void MergeOrStart(LogEvent event, uint32_t join_key, std::optional<uint32_t> origin, uint64_t line_number);
+  // Both take the event whole: a LogEvent is a dozen strings, and each move of one costs.
+  void StartEvent(LogEvent&& event, uint32_t join_key, std::optional<uint32_t> origin, uint64_t line_number);
+  void MergeOrStart(LogEvent&& event, uint32_t join_key, std::optional<uint32_t> origin, uint64_t line_number);
   // A driver line no pattern took: an event of its subsystem's kind when it is an error.
   void ClassifyDriverLine(const LinePrefix& prefix, std::string_view line, uint64_t line_number);
   bool JoinWrappedLine(const LinePrefix& prefix, std::string_view line, uint64_t line_number);
@@ -130,6 +135,8 @@ class LogParser {
   LineMatcher::Scratch scratch_;
   std::vector<OpenEvent> open_;   // at most one per kind
   std::vector<StartedEvent> closed_;  // finished, waiting for earlier open events
+  std::vector<uint32_t> release_order_;  // Release's scratch: closed_ by line and start order
+  std::vector<StartedEvent> kept_;       // Release's scratch: what waits on
   uint64_t next_start_order_ = 0;
   uint64_t generic_driver_lines_ = 0;
   std::unordered_map<std::string, std::string> uuid_by_pci_;

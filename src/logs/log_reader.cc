@@ -180,9 +180,20 @@ void LogScanner::ProcessBlock(std::string_view block, const EventSink& sink) {
 void LogScanner::ProcessLines(std::string_view block, const EventSink& sink) {
   if (block.empty()) return;
   size_t cursor = 0;  // start of the next line not yet handled
+  size_t scanned = 0;  // the first of scanned_lines_ that does not start before the cursor
+  // The candidates of the line at the cursor: the scan's, and none for a line it did not report.
+  auto candidates_at_cursor = [&]() -> std::optional<std::span<const uint32_t>> {
+    if (!options_.prefilter) return std::nullopt;
+    while (scanned < scanned_lines_.size() && scanned_lines_[scanned].begin < cursor) ++scanned;
+    if (scanned == scanned_lines_.size() || scanned_lines_[scanned].begin != cursor) {
+      return std::span<const uint32_t>();
+    }
+    const ScannedLine& line = scanned_lines_[scanned];
+    return std::span<const uint32_t>(scanned_ids_.data() + line.ids_begin, line.ids_end - line.ids_begin);
+  };
   auto feed_next = [&] {
     size_t end = block.find('\n', cursor);
-    FeedLine(block.substr(cursor, end - cursor), next_line_number_++, sink);
+    FeedLine(block.substr(cursor, end - cursor), next_line_number_++, sink, candidates_at_cursor());
     cursor = end + 1;
   };
   // The previous block's last line, when it was not fed: the first line here may continue it.
@@ -197,10 +208,16 @@ void LogScanner::ProcessLines(std::string_view block, const EventSink& sink) {
     return;
   }
   const uint64_t carried_number = next_line_number_ - 1;
-  candidates_.clear();
+  scanned_lines_.clear();
+  scanned_ids_.clear();
   parser_.matcher().ScanBlock(block, *minute_stamps_, parser_.scratch(),
-                              [this](size_t begin, size_t end) { candidates_.emplace_back(begin, end); });
-  for (const auto& [candidate, end] : candidates_) {
+                              [this](size_t begin, size_t end, std::span<const uint32_t> ids) {
+                                const size_t first = scanned_ids_.size();
+                                scanned_ids_.insert(scanned_ids_.end(), ids.begin(), ids.end());
+                                scanned_lines_.push_back({begin, end, first, scanned_ids_.size()});
+                              });
+  for (size_t i = 0; i < scanned_lines_.size(); ++i) {
+    const size_t candidate = scanned_lines_[i].begin;
     feed_while_wanted();
     if (candidate < cursor) continue;  // already fed as part of an open event
     // An indented line continues the lines before it (a console broadcast's header, a driver
@@ -226,7 +243,8 @@ void LogScanner::ProcessLines(std::string_view block, const EventSink& sink) {
   next_line_number_ += CountNewlines(block.substr(cursor));
 }
 
-void LogScanner::FeedLine(std::string_view line, uint64_t number, const EventSink& sink) {
+void LogScanner::FeedLine(std::string_view line, uint64_t number, const EventSink& sink,
+                          std::optional<std::span<const uint32_t>> candidates) {
   if (line.size() > options_.max_line_bytes) {
     ++stats_.overlong_lines;
     return;
@@ -245,7 +263,7 @@ void LogScanner::FeedLine(std::string_view line, uint64_t number, const EventSin
     }
   } else {
     if (!IsValidUtf8(line)) ++stats_.invalid_utf8_lines;
-    parser_.Feed(line, number, events_);
+    parser_.Feed(line, number, events_, candidates);
   }
   Emit(sink);
 }

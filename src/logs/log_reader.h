@@ -68,7 +68,9 @@ class LogScanner {
  private:
   void ProcessBlock(std::string_view block, const EventSink& sink);
   void ProcessLines(std::string_view block, const EventSink& sink);  // one cache-sized piece of a block
-  void FeedLine(std::string_view line, uint64_t number, const EventSink& sink);
+  // `candidates`: the line's, from the block's scan (LogParser::Feed).
+  void FeedLine(std::string_view line, uint64_t number, const EventSink& sink,
+                std::optional<std::span<const uint32_t>> candidates = std::nullopt);
   void Emit(const EventSink& sink);
 
   ReadOptions options_;
@@ -83,7 +85,13 @@ class LogScanner {
   // both the fast and the full path; nullopt until that line is seen.
   std::optional<bool> minute_stamps_;
   ReadStats stats_;
-  std::vector<std::pair<size_t, size_t>> candidates_;
+  // The lines the block's scan reported, with their candidates in scanned_ids_.
+  struct ScannedLine {
+    size_t begin, end;
+    size_t ids_begin, ids_end;
+  };
+  std::vector<ScannedLine> scanned_lines_;
+  std::vector<uint32_t> scanned_ids_;
   std::vector<LogEvent> events_;
 };
 

@@ -3,6 +3,7 @@
 #include <array>
 #include <cctype>
 #include <ctime>
+#include <iterator>
 #include <string>
 
 #include <re2/re2.h>
@@ -96,6 +97,14 @@ std::optional<unsigned> MonthFromName(std::string_view token) {
       auto month = ParseInt<unsigned>(token.substr(0, token.size() - suffix.size()));
       if (month && *month >= 1 && *month <= 12) return month;
       return std::nullopt;
+    }
+  }
+  // Nearly every log writes the English abbreviation as is ("Mar"): found without folding a copy.
+  if (token.size() == 3) {
+    static constexpr std::string_view kEnglish[] = {"Jan", "Feb", "Mar", "Apr", "May", "Jun",
+                                                    "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"};
+    for (unsigned month = 0; month < std::size(kEnglish); ++month) {
+      if (token == kEnglish[month]) return month + 1;
     }
   }
   std::string folded = FoldCase(token);

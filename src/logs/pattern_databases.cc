@@ -95,13 +95,13 @@ CatalogInputs InputsOf(const LogCatalog& catalog) {
       inputs.line.Add(EscapeLiteral(literal), flags | HS_FLAG_SINGLEMATCH, index);
       // Continue patterns' lines too: the reader skips the lines of an open
       // event's window that hold no literal (LogParser::WantsNextLine).
-      inputs.block.Add(EscapeLiteral(literal), flags, 0);
+      inputs.block.Add(EscapeLiteral(literal), flags, index);
     }
   }
   for (const IdentitySpec& identity : kIdentitySpecs) {
     unsigned id = static_cast<unsigned>(patterns.size()) + static_cast<unsigned>(identity.kind);
     inputs.line.Add(EscapeLiteral(identity.literal), HS_FLAG_SINGLEMATCH, id);
-    inputs.block.Add(EscapeLiteral(identity.literal), 0, 0);
+    inputs.block.Add(EscapeLiteral(identity.literal), 0, id);
   }
   // A driver module's line that no pattern names goes to the driver classifier:
   // "NVRM:" whatever follows it (the patterns' "NVRM: " misses a tag glued to
@@ -110,18 +110,18 @@ CatalogInputs InputsOf(const LogCatalog& catalog) {
   // ("[nvidia-drm]"). The bare tag ("nvidia-uvm") costs the scan several per
   // cent more (docs/benchmarks.md). The classifier takes only lines this scan
   // finds (LineMatcher::ScanFinds), so reading every line gives the same events.
-  inputs.block.Add(EscapeLiteral("NVRM:"), 0, 0);
+  inputs.block.Add(EscapeLiteral("NVRM:"), 0, PatternDatabases::kNotACandidate);
   for (const DriverSubsystem& subsystem : catalog.driver().subsystems) {
     for (const std::string& module : subsystem.modules) {
-      inputs.block.Add(EscapeLiteral(module + ":"), 0, 0);
-      inputs.block.Add(EscapeLiteral(module + " "), 0, 0);
-      inputs.block.Add(EscapeLiteral("[" + module + "]"), 0, 0);
+      inputs.block.Add(EscapeLiteral(module + ":"), 0, PatternDatabases::kNotACandidate);
+      inputs.block.Add(EscapeLiteral(module + " "), 0, PatternDatabases::kNotACandidate);
+      inputs.block.Add(EscapeLiteral("[" + module + "]"), 0, PatternDatabases::kNotACandidate);
     }
   }
   // Matching the minute-stamp expression at every line start costs a third
   // of the scan, so only dmesg -H input pays for it.
   inputs.stamped_block = inputs.block;
-  inputs.stamped_block.Add(kMinuteStampRegex, HS_FLAG_MULTILINE, 0);
+  inputs.stamped_block.Add(kMinuteStampRegex, HS_FLAG_MULTILINE, PatternDatabases::kNotACandidate);
   return inputs;
 }
 

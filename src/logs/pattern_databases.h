@@ -51,6 +51,9 @@ std::vector<uint64_t> PrebuiltCpuFeatureSets();
 
 class PatternDatabases {
  public:
+  // The id in block() of what names no pattern: a driver module's tag, the minute stamp.
+  static constexpr unsigned kNotACandidate = 0xffffffffu;
+
   // Compiles the catalog's literals for a CPU with `cpu_features`.
   static Result<PatternDatabases> Compile(const LogCatalog& catalog, uint64_t cpu_features);
   // Loads bytes made by Serialize. Fails when they are damaged, come from
@@ -62,7 +65,8 @@ class PatternDatabases {
 
   // Literal id = pattern index; identity lines after the patterns.
   hs_database* line() const { return line_.get(); }
-  // The literals that can start an event or name a GPU (all ids 0).
+  // The literals that can start an event or name a GPU, under line()'s ids, and the
+  // driver modules' tags under kNotACandidate: a line's ids here are its candidates.
   hs_database* block() const { return block_.get(); }
   // The same plus the `dmesg -H` minute stamp.
   hs_database* stamped_block() const { return stamped_block_.get(); }

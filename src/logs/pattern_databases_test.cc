@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
+#include <map>
+#include <span>
 #include <sstream>
 
 #include <gtest/gtest.h>
@@ -44,7 +46,8 @@ std::vector<std::pair<size_t, size_t>> BlockLines(const LineMatcher& matcher, st
                                                   bool minute_stamps) {
   LineMatcher::Scratch scratch(matcher);
   std::vector<std::pair<size_t, size_t>> lines;
-  matcher.ScanBlock(text, minute_stamps, scratch, [&](size_t begin, size_t end) { lines.emplace_back(begin, end); });
+  matcher.ScanBlock(text, minute_stamps, scratch,
+                    [&](size_t begin, size_t end, std::span<const uint32_t>) { lines.emplace_back(begin, end); });
   return lines;
 }
 
@@ -94,6 +97,44 @@ TEST(PatternDatabasesTest, PrebuiltDatabasesFindWhatRunTimeCompiledOnesFind) {
     lines_with_candidates += !expected.empty();
   }
   EXPECT_GT(lines_with_candidates, 100u);
+}
+
+// The reader hands the parser each line's candidates from its block scan instead of scanning the line
+// again (LogParser::Feed): they must be what Candidates finds in the line alone, and a line the block
+// scan does not report must have none.
+TEST(PatternDatabasesTest, TheBlockScanGivesEachLineTheCandidatesItsOwnScanFinds) {
+  auto matcher = LineMatcher::Builtin();
+  LineMatcher::Scratch scratch(*matcher);
+  // Several patterns' literals in one line, the same literal twice, a driver module's tag alone,
+  // and a last line without its newline.
+  const std::string text = CorpusText() +
+                           "NVRM: Xid (PCI:0000:3b:00): 48, pid=1234, name=python, An uncorrectable double bit "
+                           "error (DBE) has been detected on GPU in the framebuffer at partition 6. Xid Xid\n"
+                           "nvidia-uvm: a line about the module\n"
+                           "INFO: task python:4242 blocked for more than 120 seconds. NVRM: GPU at PCI:";
+  for (bool minute_stamps : {false, true}) {
+    std::map<size_t, std::pair<size_t, std::vector<uint32_t>>> reported;
+    matcher->ScanBlock(text, minute_stamps, scratch, [&](size_t begin, size_t end, std::span<const uint32_t> ids) {
+      reported[begin] = {end, std::vector<uint32_t>(ids.begin(), ids.end())};
+    });
+    std::vector<uint32_t> expected;
+    size_t begin = 0, with_candidates = 0, several = 0;
+    for (std::string_view line : Lines(text)) {
+      matcher->Candidates(line, scratch, expected);
+      auto found = reported.find(begin);
+      if (found == reported.end()) {
+        EXPECT_TRUE(expected.empty()) << "a line the block scan skipped has candidates: " << line;
+      } else {
+        EXPECT_EQ(found->second.first, begin + line.size()) << line;
+        EXPECT_EQ(found->second.second, expected) << line;
+        with_candidates += !expected.empty();
+        several += expected.size() > 1;
+      }
+      begin += line.size() + 1;
+    }
+    EXPECT_GT(with_candidates, 100u);
+    EXPECT_GT(several, 0u);
+  }
 }
 
 TEST(PatternDatabasesTest, DatabasesForOtherCpuFeaturesAreRefusedAndCompiledInstead) {
