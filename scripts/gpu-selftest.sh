@@ -50,6 +50,19 @@ step check "${gd[@]}" check --json
 step memtest "${gd[@]}" diag memtest --json --size "${MEMTEST_SIZE:-90%}" ${MEMTEST_ARGS:-}
 step burn "${gd[@]}" diag burn --json --duration "${BURN:-2m}" ${BURN_ARGS:-}
 step pcie "${gd[@]}" diag pcie --json ${PCIE_ARGS:-}
+# GPM (profiling metrics) from the real driver: the agent for a few seconds with dcgm-exporter's names, one scrape.
+gpm_scrape() {
+  local port=${GPM_PORT:-19847} agent
+  "${gd[@]}" agent --dcgm-names --interval 1s --listen "127.0.0.1:$port" --log none --db "$raw/agent.db" \
+    2>"$raw/gpm_agent.err" &
+  agent=$!
+  sleep "${GPM_SECONDS:-5}"
+  python3 -c "import sys, urllib.request as u; sys.stdout.write(u.urlopen(sys.argv[1], timeout=10).read().decode())" \
+    "http://127.0.0.1:$port/metrics" || { kill "$agent"; wait "$agent"; return 1; }
+  kill "$agent"
+  wait "$agent" || true
+}
+step gpm gpm_scrape
 # trace-alloc on a PyTorch program that leaks, plain and traced (and with expandable segments, which
 # allocate through cuMemCreate / cuMemMap), when PyTorch with CUDA is importable; skipped otherwise.
 torch_steps=${TORCH_STEPS:-300}
@@ -119,6 +132,27 @@ for r in results("pcie"):
 peers = [(r["gpu"], p) for r in results("pcie") for p in r.get("peers", [])]
 if peers:
     lines += ["", "Peer copies (GB/s): " + ", ".join(f"{a}->{p['to']} {p['gb_per_s']:.0f}" for a, p in peers)]
+
+lines += ["", "## GPM (profiling metrics)", ""]
+profiling = {}
+for line in (raw / "gpm.out").read_text().splitlines():
+    if line.startswith("DCGM_FI_PROF_") and "{" in line:
+        name, rest = line.split("{", 1)
+        gpu = rest.split('gpu="', 1)[1].split('"', 1)[0] if 'gpu="' in rest else "?"
+        profiling.setdefault(gpu, []).append(f"{name.removeprefix('DCGM_FI_PROF_')} {line.rsplit(' ', 1)[1]}")
+try:
+    status_gpus = json.loads((raw / "status.out").read_text()).get("gpus", [])
+except ValueError:
+    status_gpus = []
+for gpu in status_gpus:
+    index = str(gpu.get("index"))
+    if index in profiling:
+        lines.append(f"- GPU {index}: " + ", ".join(profiling[index]))
+    else:
+        notes = [n for n in gpu.get("notes", []) if "Performance Monitoring" in n]
+        lines.append(f"- GPU {index}: no profiling series (gpm_supported {gpu.get('gpm_supported')}; "
+                     f"{notes[0] if notes else 'no note'})")
+lines.append(f"\nThe agent's scrape after {meta('gpm')[1]:.0f} s, exit {meta('gpm')[0]}.")
 
 lines += ["", "## trace-alloc on PyTorch", ""]
 if (raw / "torch_plain.status").exists():
