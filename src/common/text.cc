@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cctype>
 #include <charconv>
+#include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -180,20 +181,20 @@ std::string FormatIsoUtc(WallTime t) {
 }
 
 void AppendIsoUtc(std::string& out, WallTime t) {
-  auto ms = ToUnixMillis(t);
-  std::time_t seconds = static_cast<std::time_t>(ms / 1000);
-  long millis = static_cast<long>(ms % 1000);
-  if (millis < 0) {
-    millis += 1000;
-    --seconds;
-  }
-  std::tm tm{};
-  gmtime_r(&seconds, &tm);
-  const int year = tm.tm_year + 1900;
+  // Calendar arithmetic, not gmtime_r, which takes the C library's time zone lock on every call.
+  using namespace std::chrono;
+  const sys_time<milliseconds> at{milliseconds(ToUnixMillis(t))};
+  const sys_days day = floor<days>(at);
+  const year_month_day date{day};
+  const hh_mm_ss<milliseconds> clock{at - day};
+  const int year = static_cast<int>(date.year());
+  const long millis = static_cast<long>(clock.subseconds().count());
   if (year < 0 || year > 9999) {
     char buffer[64];
-    std::snprintf(buffer, sizeof buffer, "%04d-%02d-%02dT%02d:%02d:%02d.%03ldZ", year, tm.tm_mon + 1, tm.tm_mday,
-                  tm.tm_hour, tm.tm_min, tm.tm_sec, millis);
+    std::snprintf(buffer, sizeof buffer, "%04d-%02u-%02uT%02ld:%02ld:%02ld.%03ldZ", year,
+                  static_cast<unsigned>(date.month()), static_cast<unsigned>(date.day()),
+                  static_cast<long>(clock.hours().count()), static_cast<long>(clock.minutes().count()),
+                  static_cast<long>(clock.seconds().count()), millis);
     out += buffer;
     return;
   }
@@ -203,11 +204,11 @@ void AppendIsoUtc(std::string& out, WallTime t) {
     for (size_t i = digits; i-- > 0; value /= 10) text[at + i] = static_cast<char>('0' + value % 10);
   };
   put(0, year, 4);
-  put(5, tm.tm_mon + 1, 2);
-  put(8, tm.tm_mday, 2);
-  put(11, tm.tm_hour, 2);
-  put(14, tm.tm_min, 2);
-  put(17, tm.tm_sec, 2);
+  put(5, static_cast<long>(static_cast<unsigned>(date.month())), 2);
+  put(8, static_cast<long>(static_cast<unsigned>(date.day())), 2);
+  put(11, static_cast<long>(clock.hours().count()), 2);
+  put(14, static_cast<long>(clock.minutes().count()), 2);
+  put(17, static_cast<long>(clock.seconds().count()), 2);
   put(20, millis, 3);
   out.append(text, sizeof text - 1);
 }

@@ -1,6 +1,9 @@
 #include "common/text.h"
 
+#include <cstdio>
 #include <cstdlib>
+#include <ctime>
+#include <random>
 
 #include <gtest/gtest.h>
 
@@ -66,6 +69,28 @@ TEST(FormatIsoUtc, Milliseconds) {
   EXPECT_EQ(FormatIsoUtc(FromUnixMillis(0)), "1970-01-01T00:00:00.000Z");
   EXPECT_EQ(FormatIsoUtc(FromUnixMillis(-1)), "1969-12-31T23:59:59.999Z");
   EXPECT_EQ(FormatIsoUtc(FromUnixMillis(7'258'118'399'999)), "2199-12-31T23:59:59.999Z");
+}
+
+// The calendar arithmetic gives what the C library's gmtime_r gives, before 1970 and after, leap days included.
+TEST(FormatIsoUtc, AgreesWithGmtime) {
+  std::mt19937_64 random(7);
+  for (int i = 0; i < 100000; ++i) {
+    // WallTime counts nanoseconds in 64 bits: about 1678 to 2262.
+    const int64_t ms = static_cast<int64_t>(random() % 18'000'000'000'000ull) - 9'000'000'000'000ll;
+    std::time_t seconds = static_cast<std::time_t>(ms / 1000);
+    long millis = static_cast<long>(ms % 1000);
+    if (millis < 0) {
+      millis += 1000;
+      --seconds;
+    }
+    std::tm tm{};
+    gmtime_r(&seconds, &tm);
+    char expected[64];
+    std::snprintf(expected, sizeof expected, "%04d-%02d-%02dT%02d:%02d:%02d.%03ldZ", tm.tm_year + 1900, tm.tm_mon + 1,
+                  tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec, millis);
+    ASSERT_EQ(FormatIsoUtc(FromUnixMillis(ms)), expected) << ms;
+  }
+  EXPECT_EQ(FormatIsoUtc(FromUnixMillis(951'782'400'000)), "2000-02-29T00:00:00.000Z");
 }
 
 TEST(ParseInt, StrictWholeString) {
