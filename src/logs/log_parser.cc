@@ -86,10 +86,10 @@ std::string FormatDetail(const std::vector<EventField>& fields) {
   std::string out;
   for (const EventField& field : fields) {
     if (!out.empty()) out += ", ";
-    if (ToLower(field.name) == ToLower(field.value)) {
-      out += field.name;
-    } else {
-      out += field.name + "=" + field.value;
+    out += field.name;
+    if (!EqualsIgnoreCase(field.name, field.value)) {
+      out += '=';
+      out += field.value;
     }
   }
   return out;

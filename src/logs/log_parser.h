@@ -31,6 +31,7 @@
 #include <string>
 #include <string_view>
 #include <unordered_map>
+#include <utility>
 #include <vector>
 
 #include "logs/event.h"
@@ -79,6 +80,7 @@ class LogParser {
   // An event in the order it was started: events of one line come out in that
   // order, however long each stays open.
   struct StartedEvent {
+    StartedEvent(LogEvent&& started, uint64_t order) : event(std::move(started)), start_order(order) {}
     LogEvent event;
     uint64_t start_order = 0;
   };
