@@ -12,11 +12,16 @@
 
 namespace gpudoctor {
 
+namespace {
+// std::isspace in the C locale, the one gpudoctor runs in, without a library call per byte.
+constexpr bool IsCSpace(char c) { return c == ' ' || (c >= '\t' && c <= '\r'); }
+}  // namespace
+
 std::string_view Trim(std::string_view s) {
   size_t begin = 0;
-  while (begin < s.size() && std::isspace(static_cast<unsigned char>(s[begin]))) ++begin;
+  while (begin < s.size() && IsCSpace(s[begin])) ++begin;
   size_t end = s.size();
-  while (end > begin && std::isspace(static_cast<unsigned char>(s[end - 1]))) --end;
+  while (end > begin && IsCSpace(s[end - 1])) --end;
   return s.substr(begin, end - begin);
 }
 

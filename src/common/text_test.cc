@@ -1,5 +1,6 @@
 #include "common/text.h"
 
+#include <cctype>
 #include <cstdio>
 #include <cstdlib>
 #include <ctime>
@@ -91,6 +92,17 @@ TEST(FormatIsoUtc, AgreesWithGmtime) {
     ASSERT_EQ(FormatIsoUtc(FromUnixMillis(ms)), expected) << ms;
   }
   EXPECT_EQ(FormatIsoUtc(FromUnixMillis(951'782'400'000)), "2000-02-29T00:00:00.000Z");
+}
+
+// Trim drops what std::isspace calls space in the C locale, and nothing else.
+TEST(Trim, DropsTheCLocalesSpacesOnly) {
+  for (int byte = 0; byte < 256; ++byte) {
+    const char c = static_cast<char>(byte);
+    const std::string text = std::string(1, c) + "x" + std::string(1, c);
+    EXPECT_EQ(Trim(text), std::isspace(byte) ? "x" : text) << byte;
+  }
+  EXPECT_EQ(Trim(" \t\r\n\v\f"), "");
+  EXPECT_EQ(Trim("  NVRM: Xid  "), "NVRM: Xid");
 }
 
 TEST(ParseInt, StrictWholeString) {
