@@ -205,8 +205,8 @@ void AppendIsoUtc(std::string& out, WallTime t) {
   }
   // The same text without printf: `logs --json` writes one per event.
   char text[] = "0000-00-00T00:00:00.000Z";
-  auto put = [&text](size_t at, long value, size_t digits) {
-    for (size_t i = digits; i-- > 0; value /= 10) text[at + i] = static_cast<char>('0' + value % 10);
+  auto put = [&text](size_t offset, long value, size_t digits) {
+    for (size_t i = digits; i-- > 0; value /= 10) text[offset + i] = static_cast<char>('0' + value % 10);
   };
   put(0, year, 4);
   put(5, static_cast<long>(static_cast<unsigned>(date.month())), 2);

@@ -382,6 +382,11 @@ Result<LogCatalog> LogCatalog::FromToml(std::string_view text, std::string_view 
       }
       for (const std::string& literal : spec.literals) {
         if (literal.empty()) reader.Fail(where + " has an empty literal");
+        // A log line holds none of these (the reader splits at them), so a literal with one could never be
+        // in a line; the reader's scan of whole blocks would find it across two lines instead.
+        if (literal.find_first_of(std::string_view("\n\r\0", 3)) != std::string::npos) {
+          reader.Fail(where + " has a literal with a line break or a NUL byte, which no log line holds");
+        }
       }
       if (!catalog.FindKind(spec.kind)) reader.Fail(where + " names unknown kind \"" + spec.kind + "\"");
       catalog.patterns_.push_back(std::move(spec));

@@ -185,6 +185,13 @@ TEST(Catalog, BadDataIsRejectedWithTheReason) {
   std::string reach_with_literals = base;
   reach_with_literals.insert(reach_with_literals.find("regex = 'Xid"), "reach = 2\n");
   expect_error(reach_with_literals, "reach is for continue patterns without literals");
+  // The reader scans whole blocks for the literals: one with a line break would match across two lines.
+  for (std::string_view escaped : {"\\n", "\\r", "\\u0000"}) {
+    std::string line_break = base;
+    line_break.replace(line_break.find("literals = [\"Xid\"]"), 18,
+                       "literals = [\"Xid" + std::string(escaped) + "\"]");
+    expect_error(line_break, "a literal with a line break or a NUL byte");
+  }
 
   std::string bad_regex = base;
   bad_regex.replace(bad_regex.find("(?P<xid>\\d+)"), 12, "(?P<xid>\\d+");

@@ -189,7 +189,8 @@ void LineMatcher::ScanBlock(std::string_view block, bool minute_stamps, Scratch&
     auto* c = static_cast<Context*>(opaque);
     const size_t end_of_match = static_cast<size_t>(to);
     if (end_of_match == 0) return 0;
-    // Matches never contain a newline, so the match's last byte lies in the line to report.
+    // A match's last byte is never a newline (the catalog refuses literals with one, and the minute
+    // stamp ends in ']'), so it lies in the line to report.
     const size_t last = end_of_match - 1;
     if (c->pending && last < c->end) {
       if (id != PatternDatabases::kNotACandidate) c->ids->push_back(id);
