@@ -1,5 +1,6 @@
 #include "logs/line_prefix.h"
 
+#include <algorithm>
 #include <string>
 
 #include <re2/re2.h>
@@ -464,15 +465,43 @@ bool ParseTimestamped(std::string_view text, const PrefixOptions& options, LineP
   Piece month_name, day, hour, minute, second, fraction, year;
   if (ConsumeFast(rest, options, FastSyslogDate, re.syslog_date, &month_name, &day, &hour, &minute, &second, &fraction,
                   &year)) {
-    auto month = MonthFromName(View(month_name));
-    if (!month) return false;
+    // A log's lines share their second, a storm's by the hundred: the date's text read last is not read again.
+    struct DateMemo {
+      std::string text;
+      std::optional<int> year_option;
+      WallTime reference{};
+      int utc_offset = 0;
+      bool month_known = false;
+      std::optional<WallTime> time;
+    };
+    thread_local DateMemo memo;
+    const char* end = second.data() + second.size();
+    for (const Piece* piece : {&fraction, &year}) {
+      if (!piece->empty()) end = std::max(end, piece->data() + piece->size());
+    }
+    const std::string_view text_read(month_name.data(), static_cast<size_t>(end - month_name.data()));
+    if (memo.text != text_read || memo.year_option != options.year || memo.reference != options.reference_time ||
+        memo.utc_offset != options.utc_offset_minutes) {
+      memo.text.assign(text_read);
+      memo.year_option = options.year;
+      memo.reference = options.reference_time;
+      memo.utc_offset = options.utc_offset_minutes;
+      auto month = MonthFromName(View(month_name));
+      memo.month_known = month.has_value();
+      memo.time.reset();
+      if (month) {
+        int civil_year = !year.empty()
+                             ? ParseInt<int>(View(year)).value_or(1970)
+                             : options.year.value_or(InferYear(*month, ToUnsigned(day), options.reference_time));
+        CivilTime civil = MakeCivil(civil_year, *month, ToUnsigned(day), ToUnsigned(hour), ToUnsigned(minute),
+                                    ToUnsigned(second), FractionToNanos(fraction));
+        memo.time = CivilToWallTime(civil, options.utc_offset_minutes);
+      }
+    }
+    if (!memo.month_known) return false;
     bool year_given = !year.empty() || options.year.has_value();
-    int civil_year = !year.empty() ? ParseInt<int>(View(year)).value_or(1970)
-                                   : options.year.value_or(InferYear(*month, ToUnsigned(day), options.reference_time));
-    CivilTime civil = MakeCivil(civil_year, *month, ToUnsigned(day), ToUnsigned(hour), ToUnsigned(minute),
-                                ToUnsigned(second), FractionToNanos(fraction));
     prefix.format = LineFormat::kSyslog;
-    prefix.time = CivilToWallTime(civil, options.utc_offset_minutes);
+    prefix.time = memo.time;
     prefix.time_estimated = !year_given;
     if (!TakeHostProgram(rest, /*strict=*/false, options, prefix)) prefix.message = rest;
     return true;

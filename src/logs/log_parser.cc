@@ -307,7 +307,7 @@ void LogParser::Took(OpenEvent& open, uint64_t line_number) {
   if (open.reach) open.reach_until = std::min(open.last_line, line_number + *open.reach);
 }
 
-bool LogParser::MatchPattern(uint32_t index, std::string_view message, std::vector<EventField>& fields) {
+const std::vector<EventField>* LogParser::MatchPattern(uint32_t index, std::string_view message) {
   if (memos_.empty()) memos_.resize(matcher_->pattern_count());
   Memo& memo = memos_[index];
   if (!memo.filled || memo.message != message) {
@@ -315,8 +315,7 @@ bool LogParser::MatchPattern(uint32_t index, std::string_view message, std::vect
     memo.message.assign(message);
     memo.filled = true;
   }
-  if (memo.matched) fields = memo.fields;
-  return memo.matched;
+  return memo.matched ? &memo.fields : nullptr;
 }
 
 bool LogParser::Reached(uint64_t line_number) const {
@@ -357,8 +356,8 @@ bool LogParser::MatchLine(const LinePrefix& prefix, std::string_view raw, uint64
       fallbacks = true;
       continue;
     }
-    if (MatchPattern(index, prefix.message, fields_)) {
-      const bool applied = ApplyPattern(index, fields_, prefix, raw, line_number);
+    if (const std::vector<EventField>* fields = MatchPattern(index, prefix.message)) {
+      const bool applied = ApplyPattern(index, *fields, prefix, raw, line_number);
       // A report's later line while no report of its kind is open (the log lost or cut its first line)
       // is left to the fallbacks, so that it still counts as what it shows. With one open, the line
       // belongs to another report printed in between.
@@ -369,10 +368,9 @@ bool LogParser::MatchLine(const LinePrefix& prefix, std::string_view raw, uint64
   // A line of a multi-line report that joined its report is not a report of its own.
   for (size_t i = 0; fallbacks && !matched && i < candidates.size(); ++i) {
     const uint32_t index = candidates[i];
-    if (index < pattern_count && matcher_->pattern(index).fallback && MatchPattern(index, prefix.message, fields_) &&
-        ApplyPattern(index, fields_, prefix, raw, line_number)) {
-      recognised = true;
-    }
+    if (index >= pattern_count || !matcher_->pattern(index).fallback) continue;
+    const std::vector<EventField>* fields = MatchPattern(index, prefix.message);
+    if (fields && ApplyPattern(index, *fields, prefix, raw, line_number)) recognised = true;
   }
   return recognised;
 }
@@ -476,7 +474,7 @@ LogEvent LogParser::NewEvent(const LinePrefix& prefix, std::string_view line, ui
   return event;
 }
 
-bool LogParser::ApplyPattern(uint32_t index, std::vector<EventField>& fields, const LinePrefix& prefix,
+bool LogParser::ApplyPattern(uint32_t index, const std::vector<EventField>& fields, const LinePrefix& prefix,
                              std::string_view line, uint64_t line_number) {
   const PatternSpec& spec = matcher_->pattern(index);
   const LogCatalog& catalog = matcher_->catalog();

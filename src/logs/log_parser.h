@@ -100,7 +100,7 @@ class LogParser {
 
   LogEvent NewEvent(const LinePrefix& prefix, std::string_view line, uint64_t line_number) const;
   // Whether the line made an event or joined an open one.
-  bool ApplyPattern(uint32_t index, std::vector<EventField>& fields, const LinePrefix& prefix,
+  bool ApplyPattern(uint32_t index, const std::vector<EventField>& fields, const LinePrefix& prefix,
                     std::string_view line, uint64_t line_number);
   // Both take the event whole: a LogEvent is a dozen strings, and each move of one costs.
   void StartEvent(LogEvent&& event, uint32_t join_key, std::optional<uint32_t> origin, uint64_t line_number);
@@ -114,8 +114,9 @@ class LogParser {
   bool MatchLine(const LinePrefix& prefix, std::string_view raw, uint64_t line_number,
                  std::vector<uint32_t>& candidates);
   // matcher_->Match, remembering each pattern's last message and result: a storm repeats its lines word
-  // for word, and the regex is then run once.
-  bool MatchPattern(uint32_t index, std::string_view message, std::vector<EventField>& fields);
+  // for word, and the regex is then run once. The fields when it matched (valid until the pattern's next
+  // MatchPattern), else null.
+  const std::vector<EventField>* MatchPattern(uint32_t index, std::string_view message);
   // Whether a literal-less continue pattern of an open event reaches `line_number`.
   bool Reached(uint64_t line_number) const;
   // `open` took line `line_number`: its literal-less continue patterns look on from there.
