@@ -192,18 +192,9 @@ void AppendIsoUtc(std::string& out, WallTime t) {
   const sys_days day = floor<days>(at);
   const year_month_day date{day};
   const hh_mm_ss<milliseconds> clock{at - day};
+  // WallTime counts nanoseconds in 64 bits: its years are 1677 to 2262, four digits each.
   const int year = static_cast<int>(date.year());
   const long millis = static_cast<long>(clock.subseconds().count());
-  if (year < 0 || year > 9999) {
-    char buffer[64];
-    std::snprintf(buffer, sizeof buffer, "%04d-%02u-%02uT%02ld:%02ld:%02ld.%03ldZ", year,
-                  static_cast<unsigned>(date.month()), static_cast<unsigned>(date.day()),
-                  static_cast<long>(clock.hours().count()), static_cast<long>(clock.minutes().count()),
-                  static_cast<long>(clock.seconds().count()), millis);
-    out += buffer;
-    return;
-  }
-  // The same text without printf: `logs --json` writes one per event.
   char text[] = "0000-00-00T00:00:00.000Z";
   auto put = [&text](size_t offset, long value, size_t digits) {
     for (size_t i = digits; i-- > 0; value /= 10) text[offset + i] = static_cast<char>('0' + value % 10);

@@ -462,17 +462,23 @@ void AppendCodeTitle(std::string& out, std::string_view what, uint32_t code, con
   }
 }
 
+// The title of an event of `kind` (and Xid `xid` for kind "xid").
+void AppendKindTitle(std::string& out, const LogCatalog& catalog, std::string_view kind, std::optional<uint32_t> xid) {
+  if (kind == "xid" && xid) {
+    const XidInfo* info = catalog.FindXid(*xid);
+    AppendCodeTitle(out, "Xid", *xid, info ? &info->name : nullptr);
+    return;
+  }
+  const KindInfo* info = catalog.FindKind(kind);
+  out += info ? std::string_view(info->title) : kind;
+}
+
 }  // namespace
 
 std::string LogCatalog::TitleOf(std::string_view kind, std::optional<uint32_t> xid) const {
-  if (kind == "xid" && xid) {
-    const XidInfo* info = FindXid(*xid);
-    std::string title;
-    AppendCodeTitle(title, "Xid", *xid, info ? &info->name : nullptr);
-    return title;
-  }
-  const KindInfo* info = FindKind(kind);
-  return info ? info->title : std::string(kind);
+  std::string title;
+  AppendKindTitle(title, *this, kind, xid);
+  return title;
 }
 
 std::string LogCatalog::TitleOf(const LogEvent& event) const {
@@ -489,13 +495,7 @@ void LogCatalog::AppendTitleOf(std::string& out, const LogEvent& event) const {
       return;
     }
   }
-  if (event.kind == "xid" && event.xid) {
-    const XidInfo* info = FindXid(*event.xid);
-    AppendCodeTitle(out, "Xid", *event.xid, info ? &info->name : nullptr);
-    return;
-  }
-  const KindInfo* info = FindKind(event.kind);
-  out += info ? std::string_view(info->title) : std::string_view(event.kind);
+  AppendKindTitle(out, *this, event.kind, event.xid);
 }
 
 }  // namespace gpudoctor

@@ -211,10 +211,10 @@ void LogScanner::ProcessLines(std::string_view block, const EventSink& sink) {
   scanned_lines_.clear();
   scanned_ids_.clear();
   parser_.matcher().ScanBlock(block, *minute_stamps_, parser_.scratch(),
-                              [this](size_t begin, size_t end, std::span<const uint32_t> ids) {
+                              [this](size_t begin, size_t, std::span<const uint32_t> ids) {
                                 const size_t first = scanned_ids_.size();
                                 scanned_ids_.insert(scanned_ids_.end(), ids.begin(), ids.end());
-                                scanned_lines_.push_back({begin, end, first, scanned_ids_.size()});
+                                scanned_lines_.push_back({begin, first, scanned_ids_.size()});
                               });
   for (size_t i = 0; i < scanned_lines_.size(); ++i) {
     const size_t candidate = scanned_lines_[i].begin;

@@ -87,7 +87,7 @@ class LogScanner {
   ReadStats stats_;
   // The lines the block's scan reported, with their candidates in scanned_ids_.
   struct ScannedLine {
-    size_t begin, end;
+    size_t begin;
     size_t ids_begin, ids_end;
   };
   std::vector<ScannedLine> scanned_lines_;
