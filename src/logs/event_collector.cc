@@ -7,8 +7,8 @@ namespace gpudoctor {
 EventCollector::EventCollector(CollectOptions options) : options_(options) {}
 
 // A run is the events alike in everything but their time and raw line. The
-// runs are found by a hash of those fields and told apart by comparing them
-// with the run's latest kept event, so no key is built or held per run.
+// runs are found by a hash of those fields and checked by comparing them with
+// the run's latest kept event, so no key is built or held per run.
 size_t EventCollector::RunHashOf(const LogEvent& event) {
   size_t hash = static_cast<size_t>(event.severity);
   auto mix = [&hash](size_t part) { hash ^= part + 0x9e3779b97f4a7c15ULL + (hash << 6) + (hash >> 2); };
@@ -32,11 +32,8 @@ bool EventCollector::SameRun(const LogEvent& a, const LogEvent& b) {
 }
 
 EventCollector::Run* EventCollector::FindRun(size_t hash, const LogEvent& event) {
-  auto [first, last] = runs_.equal_range(hash);
-  for (auto it = first; it != last; ++it) {
-    if (SameRun(events_[it->second.last], event)) return &it->second;
-  }
-  return nullptr;
+  auto it = runs_.find(hash);
+  return it != runs_.end() && SameRun(events_[it->second.last], event) ? &it->second : nullptr;
 }
 
 std::string EventCollector::CrowdKeyOf(const LogEvent& event) {
@@ -88,9 +85,17 @@ void EventCollector::Add(LogEvent&& event) {
     return;  // outside every window already
   }
 
-  const size_t hash = RunHashOf(event);
-  Run* found = FindRun(hash, event);
+  // A storm's events come one after another: the run of the event before is tried first, without hashing.
+  size_t hash = 0;
+  Run* found = nullptr;
+  if (last_run_ && SameRun(events_[last_run_->last], event)) {
+    found = last_run_;
+  } else {
+    hash = RunHashOf(event);
+    found = FindRun(hash, event);
+  }
   if (found && Continues(events_[found->last], event)) {
+    last_run_ = found;
     Run& run = *found;
     if (run.has_slot) {
       LogEvent& slot = events_[run.last];
@@ -108,8 +113,17 @@ void EventCollector::Add(LogEvent&& event) {
   } else {
     if (JoinCrowd(event)) return;
     const Run run{.last = events_.size(), .verbatim = 1, .has_slot = false};
-    if (found) *found = run;  // the same events again after a pause: a new run
-    else runs_.emplace(hash, run);
+    // The same events again after a pause start a new run; so do others that share their hash (a 64-bit
+    // collision: the events before it are then kept as they are instead of folding, their counts exact).
+    if (found) *found = run;
+    else found = &runs_.insert_or_assign(hash, run).first->second;
+    last_run_ = found;
+  }
+  // A log with many events is given room for all it may hold at once: growing by doubling moved every event
+  // (a dozen strings each) again and again, and touched twice the memory.
+  if (events_.size() == events_.capacity() && events_.size() >= kReserveFrom && events_.size() < options_.max_events) {
+    events_.reserve(options_.max_events);
+    runs_.reserve(options_.max_events);
   }
   events_.push_back(std::move(event));
   if (events_.size() >= prune_at_) Prune();
@@ -128,11 +142,12 @@ void EventCollector::DropOlderThan(WallTime oldest) {
   if (events_.size() == before) return;
   // Indices moved: rebuild the runs from what is left; crowds form again once the collector is full.
   runs_.clear();
+  last_run_ = nullptr;
   crowds_.clear();
   for (size_t i = 0; i < events_.size(); ++i) {
     const size_t hash = RunHashOf(events_[i]);
     Run* found = FindRun(hash, events_[i]);
-    Run& run = found ? *found : runs_.emplace(hash, Run{})->second;
+    Run& run = found ? *found : (runs_[hash] = Run{});
     run.last = i;
     if (events_[i].repeats > 0) run.has_slot = true;
     else run.verbatim = std::min(run.verbatim + 1, options_.keep_verbatim);
@@ -142,6 +157,7 @@ void EventCollector::DropOlderThan(WallTime oldest) {
 std::vector<LogEvent> EventCollector::Take() {
   Prune();
   runs_.clear();
+  last_run_ = nullptr;
   crowds_.clear();
   prune_at_ = 4096;
   return std::exchange(events_, {});

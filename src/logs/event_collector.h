@@ -72,9 +72,12 @@ class EventCollector {
   bool Continues(const LogEvent& last, const LogEvent& event) const;
   void Prune();
 
+  static constexpr size_t kReserveFrom = 1024;  // held events past which room for max_events is taken
+
   CollectOptions options_;
   std::vector<LogEvent> events_;
-  std::unordered_multimap<size_t, Run> runs_;  // by RunHashOf; told apart by SameRun
+  std::unordered_map<size_t, Run> runs_;  // by RunHashOf; checked with SameRun
+  Run* last_run_ = nullptr;                // the run the latest held or folded event went to
   std::unordered_map<std::string, size_t> crowds_;  // crowd key -> index of the event standing for it
   std::optional<WallTime> newest_;
   size_t prune_at_ = 4096;

@@ -1,5 +1,7 @@
 #include "logs/event_collector.h"
 
+#include <algorithm>
+
 #include <gtest/gtest.h>
 
 #include "logs/incidents.h"
@@ -45,6 +47,29 @@ TEST(EventCollector, AStormIsAFewEventsThatStillCountEveryLine) {
   EXPECT_EQ(*rest.time, At(99.999));
   EXPECT_EQ(rest.line_number, 100'000u);  // the last line, quoted as it was
   EXPECT_EQ(rest.raw, "[line 100000] " + rest.message);
+}
+
+TEST(EventCollector, InterleavedStormsFoldEachIntoItsOwnRun) {
+  // Two GPUs' storms line by line, and a third event now and then: the run of the event before is never the
+  // next event's, so each is found by its hash; each storm still folds alone, every line counted.
+  EventCollector collector;
+  for (int i = 0; i < 3'000; ++i) {
+    const double t = i * 0.001;
+    const uint64_t line = static_cast<uint64_t>(3 * i + 1);
+    collector.Add(Xid(95, "0000:3b:00.0", t, line));
+    collector.Add(Xid(95, "0000:5e:00.0", t, line + 1));
+    if (i % 100 == 0) collector.Add(Xid(13, "0000:3b:00.0", t, line + 2));
+  }
+  std::vector<LogEvent> events = collector.Take();
+  EXPECT_EQ(TotalOccurrences(events), 6'030u);
+  ASSERT_EQ(events.size(), 12u);  // four per storm: three as they were, one for the rest
+  for (const char* pci : {"0000:3b:00.0", "0000:5e:00.0"}) {
+    const auto last = std::find_if(events.rbegin(), events.rend(),
+                                   [&](const LogEvent& e) { return e.pci_bus_id == pci && e.xid == 95u; });
+    ASSERT_NE(last, events.rend()) << pci;
+    EXPECT_EQ(last->repeats, 2'996u) << pci;
+    EXPECT_EQ(*last->time, At(2.999)) << pci;
+  }
 }
 
 TEST(EventCollector, AStormOfDifferingEventsIsHeldInBoundedMemory) {

@@ -266,6 +266,24 @@ TEST(LogReader, InvalidUtf8IsCountedAndStillParsed) {
   EXPECT_TRUE(nlohmann::json::accept(json));
 }
 
+TEST(LogReader, Utf8IsJudgedAtEveryOffset) {
+  // The check passes ASCII eight bytes at a time: a sequence anywhere in or across those words, valid or
+  // not, and one cut by the line's end, must be judged as one byte at a time would.
+  std::string data;
+  size_t invalid = 0;
+  for (size_t pad = 0; pad < 20; ++pad) {
+    const std::string head = "[ 1.0] NVRM: Xid (PCI:0000:01:00): 31, pid=7, name=" + std::string(pad, 'p');
+    data += head + "caf\xc3\xa9 \xe2\x82\xac, MMU Fault\n";  // valid: e-acute, euro sign
+    data += head + "caf\xe9, MMU Fault\n";                    // invalid: Latin-1
+    data += head + "\xed\xa0\x80, MMU Fault\n";              // invalid: a surrogate
+    data += head + "\xe2\x82\n";                               // invalid: cut by the line's end
+    invalid += 3;
+  }
+  Scan scan = ScanBytes(data);
+  EXPECT_EQ(scan.events.size(), 80u);
+  EXPECT_EQ(scan.stats.invalid_utf8_lines, invalid);
+}
+
 TEST(LogReader, HugeLinesAreSkippedAndCounted) {
   std::string huge = "[ 1.0] NVRM: Xid (PCI:0000:01:00): 79, " + std::string(1 << 20, 'x') + "\n";
   std::string data = huge + kXid79 + huge.substr(0, huge.size() - 1);  // the last one has no newline
