@@ -119,11 +119,14 @@ void EventCollector::Add(LogEvent&& event) {
     else found = &runs_.insert_or_assign(hash, run).first->second;
     last_run_ = found;
   }
-  // A log with many events is given room for all it may hold at once: growing by doubling moved every event
-  // (a dozen strings each) again and again, and touched twice the memory.
-  if (events_.size() == events_.capacity() && events_.size() >= kReserveFrom && events_.size() < options_.max_events) {
-    events_.reserve(options_.max_events);
-    runs_.reserve(options_.max_events);
+  // A log with many events is given room at once for what it may hold (max_events, and a quarter more for
+  // the first event of each crowd), and past that a quarter more at a time: growing by doubling moved every
+  // event, a dozen strings each, again and again, and held twice the memory while it did. Room not yet
+  // used is address space, not memory.
+  if (events_.size() == events_.capacity() && events_.size() >= kReserveFrom) {
+    const size_t held = std::max(events_.size(), options_.max_events);
+    events_.reserve(held + held / 4);
+    runs_.reserve(events_.capacity());
   }
   events_.push_back(std::move(event));
   if (events_.size() >= prune_at_) Prune();
