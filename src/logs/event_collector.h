@@ -72,7 +72,7 @@ class EventCollector {
   bool Continues(const LogEvent& last, const LogEvent& event) const;
   void Prune();
 
-  static constexpr size_t kReserveFrom = 1024;  // held events past which room for max_events is taken
+  static constexpr size_t kReserveFrom = 1024;  // held events from which room for all of them is taken at once
 
   CollectOptions options_;
   std::vector<LogEvent> events_;
