@@ -29,9 +29,13 @@ if [[ "${1:-}" == "--quick" ]]; then
 fi
 
 echo "== build (warnings are errors) under AddressSanitizer + UndefinedBehaviorSanitizer, and test"
-# -g1 keeps line numbers for sanitizer reports at a fraction of the build time of -g.
+# -g1 keeps line numbers for sanitizer reports at a fraction of the build time of -g. A unity build
+# (each target's sources compiled a few at a time, as one file) parses the shared headers once per batch:
+# about 40% less compiler time than file by file, so names private to a file must not clash within its
+# target; this build is where a clash shows.
 cmake -S . -B build-sanitize -G Ninja -DCMAKE_BUILD_TYPE=Debug -DCMAKE_C_FLAGS_DEBUG=-g1 -DCMAKE_CXX_FLAGS_DEBUG=-g1 \
-  -DGPUDOCTOR_WERROR=ON -DGPUDOCTOR_SANITIZE=ON -DGPUDOCTOR_TESTS=ON -DGPUDOCTOR_BENCH=OFF >/dev/null
+  -DCMAKE_UNITY_BUILD=ON -DGPUDOCTOR_WERROR=ON -DGPUDOCTOR_SANITIZE=ON -DGPUDOCTOR_TESTS=ON -DGPUDOCTOR_BENCH=OFF \
+  >/dev/null
 cmake --build build-sanitize -j"$jobs"
 ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 run_tests build-sanitize
 

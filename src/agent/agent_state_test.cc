@@ -6,11 +6,12 @@
 #include <thread>
 
 #include "agent/testing/synthetic_agent.h"
+#include "agent/testing/test_start.h"
 
 namespace gpudoctor {
 namespace {
 
-const WallTime kStart = FromUnixMillis(1'714'564'800'000);
+using agent_testing::kStart;
 
 TEST(AgentState, EmptyBeforeTheFirstSample) {
   AgentState state(kStart);

@@ -6,6 +6,8 @@
 #include <future>
 #include <thread>
 
+#include "agent/testing/test_start.h"
+
 namespace gpudoctor {
 namespace {
 
@@ -13,9 +15,9 @@ using std::chrono::minutes;
 using std::chrono::seconds;
 using Kind = FindingTransition::Kind;
 
-const WallTime kStart = FromUnixMillis(1'714'564'800'000);
+using agent_testing::kStart;
 
-FindingTransition Transition(Kind kind) {
+FindingTransition TransitionOnGpu3(Kind kind) {
   StoredFinding incident;
   incident.incident_id = 1;
   incident.key = "temperature_high@GPU-3";
@@ -101,7 +103,7 @@ TEST(AlertHub, CountersAnswerWhileAStuckSinkIsBeingStopped) {
   Recorder stuck(/*stubborn=*/true);
   AlertHub hub(clock, /*drain=*/Duration::zero());
   hub.Replace(Sinks(stuck), Options());
-  hub.Submit({Transition(Kind::kOpened)});
+  hub.Submit({TransitionOnGpu3(Kind::kOpened)});
   stuck.WaitUntilDelivering();
 
   std::thread stopper([&] { hub.Stop(); });
@@ -124,9 +126,9 @@ TEST(AlertHub, AReplacementKeepsTheCountsAndTheRateLimits) {
   Recorder first, second;
   AlertHub hub(clock);
   hub.Replace(Sinks(first), Options(minutes(5)));
-  hub.Submit({Transition(Kind::kOpened)});
+  hub.Submit({TransitionOnGpu3(Kind::kOpened)});
   clock.Advance(seconds(30));
-  hub.Submit({Transition(Kind::kResolved)});  // held by the rate limit
+  hub.Submit({TransitionOnGpu3(Kind::kResolved)});  // held by the rate limit
 
   hub.Replace(Sinks(second), Options(minutes(5)));  // a reload: the first drains and stops
   ASSERT_EQ(first.alerts().size(), 1u);
@@ -148,7 +150,7 @@ TEST(AlertHub, AReplacementKeepsTheCountsAndTheRateLimits) {
   EXPECT_EQ(counters.sinks[0].delivered, 2u);  // both dispatchers' deliveries
   EXPECT_EQ(counters.suppressed, 1u);
 
-  hub.Submit({Transition(Kind::kOpened)});  // after Stop: dropped, no crash
+  hub.Submit({TransitionOnGpu3(Kind::kOpened)});  // after Stop: dropped, no crash
 }
 
 }  // namespace

@@ -17,6 +17,7 @@
 #include <sstream>
 #include <thread>
 
+#include "agent/testing/test_start.h"
 #include "net/testing/scripted_server.h"
 
 namespace gpudoctor {
@@ -26,7 +27,7 @@ using nlohmann::json;
 using std::chrono::milliseconds;
 using std::chrono::seconds;
 
-const WallTime kStart = FromUnixMillis(1'714'564'800'000);
+using agent_testing::kStart;
 
 Alert SampleAlert(FindingTransition::Kind kind = FindingTransition::Kind::kOpened,
                   Severity severity = Severity::kCritical) {

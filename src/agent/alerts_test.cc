@@ -7,13 +7,15 @@
 #include <nlohmann/json.hpp>
 #include <thread>
 
+#include "agent/testing/test_start.h"
+
 namespace gpudoctor {
 namespace {
 
 using std::chrono::minutes;
 using std::chrono::seconds;
 
-const WallTime kStart = FromUnixMillis(1'714'564'800'000);
+using agent_testing::kStart;
 
 using Kind = FindingTransition::Kind;
 

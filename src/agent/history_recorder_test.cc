@@ -5,6 +5,7 @@
 #include <sys/stat.h>
 
 #include "agent/testing/synthetic_agent.h"
+#include "agent/testing/test_start.h"
 #include "store/memory_store.h"
 #include "store/sqlite_store.h"
 #include "store/test_support.h"
@@ -16,7 +17,7 @@ namespace {
 using namespace std::chrono_literals;
 using Kind = FindingTransition::Kind;
 
-const WallTime kStart = FromUnixMillis(1'714'564'800'000);
+using agent_testing::kStart;
 
 // The in-memory store, with writes that fail while `failure` is set, as the
 // SQLite store's do on a full disk.

@@ -16,6 +16,7 @@
 #include "agent/agent_state.h"
 #include "net/prometheus_text_parser.h"
 #include "agent/testing/synthetic_agent.h"
+#include "agent/testing/test_start.h"
 #include "common/text.h"
 
 namespace gpudoctor {
@@ -24,7 +25,7 @@ namespace {
 using nlohmann::json;
 using std::chrono::seconds;
 
-const WallTime kStart = FromUnixMillis(1'714'564'800'000);
+using agent_testing::kStart;
 
 // A FakeClock the server threads may read while the test moves it.
 class SharedFakeClock final : public Clock {

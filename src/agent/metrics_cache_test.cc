@@ -5,6 +5,7 @@
 #include "agent/agent_state.h"
 #include "net/prometheus_text_parser.h"
 #include "agent/testing/synthetic_agent.h"
+#include "agent/testing/test_start.h"
 #include "common/gzip_test_support.h"
 
 namespace gpudoctor {
@@ -13,7 +14,7 @@ namespace {
 using std::chrono::milliseconds;
 using std::chrono::seconds;
 
-const WallTime kStart = FromUnixMillis(1'714'564'800'000);
+using agent_testing::kStart;
 
 class MetricsCacheTest : public ::testing::Test {
  protected:

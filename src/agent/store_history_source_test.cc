@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include "agent/testing/synthetic_agent.h"
+#include "agent/testing/test_start.h"
 #include "store/memory_store.h"
 #include "store/snapshot_samples.h"
 
@@ -12,7 +13,7 @@ namespace {
 using std::chrono::minutes;
 using std::chrono::seconds;
 
-const WallTime kStart = FromUnixMillis(1'714'564'800'000);
+using agent_testing::kStart;
 
 // Lends a store the test owns.
 StoreHistorySource::StoreAccess Borrow(const HistoryStore& store) {

@@ -12,12 +12,11 @@
 
 #include "capture/dcgmi.h"
 #include "capture/dcgmi_rows.h"
+#include "common/re2_view.h"
 #include "common/text.h"
 
 namespace gpudoctor::dcgmi {
 namespace {
-
-re2::StringPiece Piece(std::string_view text) { return {text.data(), text.size()}; }
 
 // DCGM's message column: one space, then this many characters of text, wrapped inside words.
 constexpr size_t kMessageWidth = 45;

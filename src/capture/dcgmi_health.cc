@@ -21,12 +21,11 @@
 
 #include "capture/dcgmi.h"
 #include "capture/dcgmi_rows.h"
+#include "common/re2_view.h"
 #include "common/text.h"
 
 namespace gpudoctor::dcgmi {
 namespace {
-
-re2::StringPiece Piece(std::string_view text) { return {text.data(), text.size()}; }
 
 bool Contains(std::string_view text, std::string_view word) { return ContainsIgnoreCase(text, word); }
 

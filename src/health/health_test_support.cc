@@ -155,6 +155,12 @@ std::vector<Finding> Evaluate(const Snapshot* snapshot, const HostSignals* host,
   return EvaluateRules(input, DefaultHealthConfig());
 }
 
+HealthConfig ConfigWith(std::string_view toml) {
+  Result<HealthConfig> config = ApplyHealthConfig(DefaultHealthConfig(), toml, "test");
+  EXPECT_TRUE(config.ok()) << (config.ok() ? "" : config.error().message);
+  return config.ok() ? *config : DefaultHealthConfig();
+}
+
 Finding Single(const std::vector<Finding>& findings, std::string_view id) {
   std::vector<Finding> matching = WithId(findings, id);
   if (matching.size() != 1) {

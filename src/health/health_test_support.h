@@ -29,5 +29,7 @@ std::vector<Finding> Problems(const std::vector<Finding>& findings);
 // Evaluates with the default config.
 std::vector<Finding> Evaluate(const Snapshot* snapshot, const HostSignals* host = nullptr,
                               const std::vector<LogEvent>* events = nullptr, const Snapshot* previous = nullptr);
+// The default config with `toml` applied over it; a test failure (and the default) when it is refused.
+HealthConfig ConfigWith(std::string_view toml);
 
 }  // namespace gpudoctor::testing_support

@@ -13,13 +13,6 @@ namespace {
 using namespace testing_support;
 using std::chrono::minutes;
 
-// The one finding with `id`; fails the test when there is not exactly one.
-HealthConfig ConfigWith(std::string_view toml) {
-  Result<HealthConfig> config = ApplyHealthConfig(DefaultHealthConfig(), toml, "test");
-  EXPECT_TRUE(config.ok()) << (config.ok() ? "" : config.error().message);
-  return config.ok() ? *config : DefaultHealthConfig();
-}
-
 std::vector<Finding> EvaluateWith(const HealthConfig& config, const Snapshot* snapshot,
                                   const HostSignals* host = nullptr) {
   HealthInput input;

@@ -2,18 +2,10 @@
 
 #include <gtest/gtest.h>
 
-#include <fstream>
-#include <sstream>
+#include "common/test_data.h"
 
 namespace gpudoctor {
 namespace {
-
-std::string ReadTestFile(const std::string& relative) {
-  std::ifstream in(std::string(GPUDOCTOR_SOURCE_DIR) + "/" + relative, std::ios::binary);
-  std::stringstream text;
-  text << in.rdbuf();
-  return text.str();
-}
 
 TEST(ParseLoadAverage, ReadsAllFields) {
   auto load = ParseLoadAverage("0.52 0.58 1.59 2/1134 12345\n");
@@ -136,7 +128,7 @@ TEST(ParseNvidiaModuleVersion, ReadsSysfsAndProcForms) {
 }
 
 TEST(ParseIpmiSdrList, ClassifiesCapturedSample) {
-  std::vector<Sensor> sensors = ParseIpmiSdrList(ReadTestFile("testdata/host/ipmitool_sdr_elist.txt"));
+  std::vector<Sensor> sensors = ParseIpmiSdrList(ReadSourceFile("testdata/host/ipmitool_sdr_elist.txt"));
   ASSERT_EQ(sensors.size(), 17u);
   auto find = [&](std::string_view name) -> const Sensor& {
     for (const Sensor& s : sensors)

@@ -4,7 +4,8 @@
 
 #include <filesystem>
 #include <fstream>
-#include <sstream>
+
+#include "common/test_data.h"
 
 namespace gpudoctor {
 namespace {
@@ -24,13 +25,6 @@ class FakeCommands final : public CommandRunner {
   CommandResult answer{CommandStatus::kNotInstalled, -1, "", "", "not installed"};
   std::vector<std::vector<std::string>> calls;
 };
-
-std::string ReadTestFile(const std::string& relative) {
-  std::ifstream in(std::string(GPUDOCTOR_SOURCE_DIR) + "/" + relative, std::ios::binary);
-  std::stringstream text;
-  text << in.rdbuf();
-  return text.str();
-}
 
 // A scratch directory removed when the test ends.
 class ScratchDir {
@@ -244,7 +238,7 @@ TEST(CollectHostSignals, UnparsableFilesAreErrorsWithTheReason) {
 TEST(CollectHostSignals, ReadsIpmiThroughTheCommandRunner) {
   ScratchDir root;
   FakeCommands commands;
-  commands.answer = {CommandStatus::kExited, 0, ReadTestFile("testdata/host/ipmitool_sdr_elist.txt"), "", ""};
+  commands.answer = {CommandStatus::kExited, 0, ReadSourceFile("testdata/host/ipmitool_sdr_elist.txt"), "", ""};
   LinuxHostEnv env(root.path().string(), commands);
   HostSignals host = CollectHostSignals(HostConfig{}, env);
   ASSERT_TRUE(host.ipmi_sensors.has_value());

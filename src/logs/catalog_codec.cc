@@ -8,7 +8,7 @@ namespace gpudoctor {
 namespace {
 
 // Bump when a catalog struct gains, loses or reorders a field.
-constexpr std::string_view kMagic = "gpudoctor-catalog-3\n";
+constexpr std::string_view kCatalogMagic = "gpudoctor-catalog-3\n";
 
 // Each catalog struct lists its fields once; writing and reading both walk them.
 template <class V, class T> void Fields(V& v, T& x) requires std::is_same_v<std::remove_const_t<T>, XidInfo> {
@@ -153,14 +153,16 @@ class Reader {
 
 std::string CatalogCodec::Encode(const LogCatalog& catalog) {
   Writer writer;
-  writer.out().append(kMagic);
+  writer.out().append(kCatalogMagic);
   writer(catalog.xids_, catalog.sxids_, catalog.decode_, catalog.kinds_, catalog.patterns_, catalog.driver_);
   return std::move(writer.out());
 }
 
 Result<LogCatalog> CatalogCodec::Decode(std::string_view bytes) {
-  if (bytes.substr(0, kMagic.size()) != kMagic) return Error{"not an encoded event catalog of this gpudoctor"};
-  Reader reader(bytes.substr(kMagic.size()));
+  if (bytes.substr(0, kCatalogMagic.size()) != kCatalogMagic) {
+    return Error{"not an encoded event catalog of this gpudoctor"};
+  }
+  Reader reader(bytes.substr(kCatalogMagic.size()));
   LogCatalog catalog;
   reader(catalog.xids_, catalog.sxids_, catalog.decode_, catalog.kinds_, catalog.patterns_, catalog.driver_);
   if (!reader.ok() || !reader.done()) return Error{"encoded event catalog is truncated or damaged"};

@@ -120,7 +120,7 @@ std::vector<std::string> CorpusFiles() {
   return names;
 }
 
-class CorpusTest : public testing::TestWithParam<std::string> {};
+class CorpusTest : public ::testing::TestWithParam<std::string> {};
 
 TEST_P(CorpusTest, GivesExactlyTheExpectedEvents) {
   const std::string path = kCorpus + GetParam();
@@ -163,8 +163,8 @@ TEST_P(CorpusTest, GivesExactlyTheExpectedEvents) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(KernelLogs, CorpusTest, testing::ValuesIn(CorpusFiles()),
-                         [](const testing::TestParamInfo<std::string>& info) {
+INSTANTIATE_TEST_SUITE_P(KernelLogs, CorpusTest, ::testing::ValuesIn(CorpusFiles()),
+                         [](const ::testing::TestParamInfo<std::string>& info) {
                            std::string name = info.param.substr(0, info.param.find('.'));
                            std::replace_if(name.begin(), name.end(), [](char c) { return !std::isalnum(c); }, '_');
                            return "file_" + name;

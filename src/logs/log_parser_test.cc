@@ -10,7 +10,7 @@
 namespace gpudoctor {
 namespace {
 
-ParseOptions Options() {
+ParseOptions TestOptions() {
   ParseOptions options;
   options.prefix.reference_time = *ParseTimeBound("2025-06-01T00:00:00Z", WallTime{}, 0);
   options.source = "test.log";
@@ -27,7 +27,7 @@ using Strings = std::vector<std::string>;
 
 TEST(LogParser, XidLineFromKmsg) {
   auto events = ParseLine("4,5012,44643002804,-;NVRM: Xid (PCI:0000:05:00): 79, pid=1173, GPU has fallen off the bus.",
-                          Options());
+                          TestOptions());
   ASSERT_EQ(Kinds(events), (Strings{"xid", "gpu_off_bus"}));
   EXPECT_EQ(events[0].xid, 79u);
   EXPECT_EQ(events[0].severity, EventSeverity::kCritical);
@@ -41,7 +41,7 @@ TEST(LogParser, XidLineFromKmsg) {
 }
 
 TEST(LogParser, UptimeBecomesWallTimeWithBootTime) {
-  ParseOptions options = Options();
+  ParseOptions options = TestOptions();
   options.boot_time = *ParseTimeBound("2025-05-01T00:00:00Z", WallTime{}, 0);
   auto events = ParseLine("[  100.500000] NVRM: Xid (PCI:0000:05:00): 48, pid=1, Ch 00000001", options);
   ASSERT_EQ(events.size(), 1u);
@@ -50,11 +50,12 @@ TEST(LogParser, UptimeBecomesWallTimeWithBootTime) {
 }
 
 TEST(LogParser, OlderXidFormatAndUnknownXid) {
-  auto events = ParseLine("NVRM: Xid (0000:02:00): 13, 0001 00000000 0000a297 00001b0c 00000000 00000000", Options());
+  auto events =
+      ParseLine("NVRM: Xid (0000:02:00): 13, 0001 00000000 0000a297 00001b0c 00000000 00000000", TestOptions());
   ASSERT_EQ(events.size(), 1u);
   EXPECT_EQ(events[0].xid, 13u);
   EXPECT_EQ(events[0].pci_bus_id, "0000:02:00.0");
-  events = ParseLine("NVRM: Xid (PCI:0000:02:00): 999, something new", Options());
+  events = ParseLine("NVRM: Xid (PCI:0000:02:00): 999, something new", TestOptions());
   ASSERT_EQ(events.size(), 1u);
   EXPECT_EQ(events[0].xid, 999u);
   EXPECT_EQ(events[0].severity, EventSeverity::kWarning);  // the [kinds.xid] default
@@ -64,7 +65,7 @@ TEST(LogParser, JournalShortIsoStatesItsZone) {
   auto events = ParseLine(
       "2025-03-01T10:00:00.250000+01:00 gpu-node-7 kernel: NVRM: Xid (PCI:0000:3b:00): 95, pid=4242, name=python, "
       "Uncontained: FBHUB. RST: Yes, D-RST: No",
-      Options());
+      TestOptions());
   ASSERT_EQ(events.size(), 1u);
   EXPECT_EQ(FormatIsoUtc(*events[0].time), "2025-03-01T09:00:00.250Z");
   EXPECT_TRUE(events[0].time_is_utc);
@@ -77,7 +78,7 @@ TEST(LogParser, DmesgRelativeLinesTakeTheMinuteStamp) {
   auto events = ParseText(
       "[Feb23 16:24] NVRM: loading NVIDIA UNIX x86_64 Kernel Module  550.54.15  Tue Mar  5 22:23:56 UTC 2024\n"
       "[  +0.000316] NVRM: Xid (PCI:0000:9b:00): 119, pid=1, name=x, Timeout after 6s of waiting for RPC response\n",
-      Options());
+      TestOptions());
   ASSERT_EQ(Kinds(events), (Strings{"driver_loaded", "xid", "gsp_timeout"}));
   EXPECT_EQ(FormatIsoUtc(*events[1].time), "2025-02-23T16:24:00.000Z");
   EXPECT_TRUE(events[1].time_estimated);
@@ -86,15 +87,15 @@ TEST(LogParser, DmesgRelativeLinesTakeTheMinuteStamp) {
 TEST(LogParser, Xid154ResetRequired) {
   auto events = ParseLine(
       "NVRM: Xid (PCI:0000:07:00): 154, GPU recovery action changed from 0x0 (None) to 0x2 (Node Reboot Required)",
-      Options());
+      TestOptions());
   ASSERT_EQ(Kinds(events), (Strings{"xid", "reset_required"}));
   EXPECT_EQ(events[1].Field("recovery_action"), "0x2 (Node Reboot Required)");
   // Recovering to "None" needs no reset.
   events = ParseLine("NVRM: Xid (PCI:0000:07:00): 154, GPU recovery action changed from 0x1 (GPU Reset Required) "
                      "to 0x0 (None)",
-                     Options());
+                     TestOptions());
   EXPECT_EQ(Kinds(events), (Strings{"xid"}));
-  events = ParseLine("NVRM: GPU0 rpcRmApiControl_GSP: status NV_ERR_RESET_REQUIRED", Options());
+  events = ParseLine("NVRM: GPU0 rpcRmApiControl_GSP: status NV_ERR_RESET_REQUIRED", TestOptions());
   EXPECT_EQ(Kinds(events), (Strings{"reset_required"}));
 }
 
@@ -106,7 +107,7 @@ TEST(LogParser, AerUncorrectedFatalOnAGpu) {
       "[ 5.1] nvidia 0000:18:00.0:    [ 5] SDES                   (First)\n"
       "[ 5.1] nvidia 0000:18:00.0:    [18] MalfTLP\n"
       "[ 5.2] pcieport 0000:15:01.0: pciehp: Slot(3): Link Down\n",
-      Options());
+      TestOptions());
   ASSERT_EQ(Kinds(events), (Strings{"pcie_aer", "pcie_link_down"}));
   const LogEvent& aer = events[0];
   EXPECT_EQ(aer.severity, EventSeverity::kCritical);
@@ -126,7 +127,7 @@ TEST(LogParser, WrappedNvrmMessageIsJoined) {
       "                             NVRM: this kernel module has the version 550.67.  Please\n"
       "                             NVRM: make sure that this kernel module and all NVIDIA driver\n"
       "                             NVRM: components have the same version.\n",
-      Options());
+      TestOptions());
   ASSERT_EQ(events.size(), 1u);
   EXPECT_EQ(events[0].kind, "driver_mismatch");
   EXPECT_EQ(events[0].Field("kernel_version"), "550.67");
@@ -143,7 +144,7 @@ TEST(LogParser, RecordOverSeveralLinesIsJoinedBeforeMatching) {
       "               NVRM: (PCI ID: 10de:26b5) installed in this system has\n"
       "               NVRM: fallen off the bus and is not responding to commands.\n"
       "[ 1843.439662] NVRM: The NVIDIA probe routine failed for 1 device(s).\n",
-      Options());
+      TestOptions());
   ASSERT_EQ(Kinds(events), (Strings{"gpu_off_bus", "driver_probe_failed"}));
   EXPECT_EQ(events[0].pci_bus_id, "0000:b3:00.0");
   EXPECT_EQ(events[0].Field("device_id"), "10de:26b5");
@@ -151,7 +152,7 @@ TEST(LogParser, RecordOverSeveralLinesIsJoinedBeforeMatching) {
   EXPECT_DOUBLE_EQ(*events[0].uptime_seconds, 1843.308145);
   EXPECT_EQ(std::count(events[0].raw.begin(), events[0].raw.end(), '\n'), 2);
   // Its last line alone (the log lost the first two) still counts as what it shows.
-  events = ParseLine("               NVRM: fallen off the bus and is not responding to commands.", Options());
+  events = ParseLine("               NVRM: fallen off the bus and is not responding to commands.", TestOptions());
   ASSERT_EQ(Kinds(events), (Strings{"gpu_off_bus"}));
 }
 
@@ -159,7 +160,7 @@ TEST(LogParser, ReportLineWithoutItsFirstLineStillCounts) {
   // The issue's Talos capture: an SXid report's second line, its first not in the log.
   auto events = ParseLine("192.168.11.119: kern:     err: [2026-04-22T21:25:20.466Z]: nvidia-nvswitch1: SXid "
                           "(PCI:0000:aa:00.0): 24007, Severity 1 Engine instance 12 Sub-engine instance 00",
-                          Options());
+                          TestOptions());
   ASSERT_EQ(Kinds(events), (Strings{"nvswitch_sxid"}));
   EXPECT_EQ(events[0].Field("sxid"), "24007");
   EXPECT_EQ(events[0].pci_bus_id, "0000:aa:00.0");
@@ -171,7 +172,7 @@ TEST(LogParser, ReportLineWithoutItsFirstLineStillCounts) {
                      "DLREQ interrupt\n"
                      "[   38.180708] nvidia-nvswitch3: SXid (PCI:0000:04:00.0): 22013, Severity 0 Engine instance 44 "
                      "Sub-engine instance 00\n",
-                     Options());
+                     TestOptions());
   ASSERT_EQ(Kinds(events), (Strings{"nvswitch_sxid"}));
   EXPECT_EQ(events[0].Field("engine_instance"), "44");
 }
@@ -181,7 +182,7 @@ TEST(LogParser, ConsoleBroadcastTakesItsHeadersTimeAndHost) {
   auto events = ParseText(
       "Message from syslogd@plot-071 at Jun 17 13:06:42 ...\n"
       " kernel:[405108.698255] watchdog: BUG: soft lockup - CPU#2 stuck for 22s! [chia_plot:29632]\n",
-      Options());
+      TestOptions());
   ASSERT_EQ(Kinds(events), (Strings{"soft_lockup"}));
   EXPECT_EQ(events[0].host, "plot-071");
   ASSERT_TRUE(events[0].time);
@@ -191,7 +192,7 @@ TEST(LogParser, ConsoleBroadcastTakesItsHeadersTimeAndHost) {
   events = ParseText(
       "Message from syslogd@plot-071 at Jun 17 13:06:42 ...\n"
       " kernel:[Hardware Error]: CPU:1 (19:18:1) MC17_STATUS[Over|CE|MiscV|-|-|-|SyndV|-|-|-]: 0xd820000000060150\n",
-      Options());
+      TestOptions());
   ASSERT_EQ(Kinds(events), (Strings{"mce"}));
   EXPECT_EQ(events[0].Field("bank"), "17");
   EXPECT_EQ(events[0].host, "plot-071");
@@ -201,7 +202,7 @@ TEST(LogParser, XidNamingItsCauseGivesTheCauseAnEvent) {
   // NVIDIA/open-gpu-kernel-modules#1150.
   auto events = ParseLine(
       "kernel: NVRM: Xid (PCI:0000:dc:00): 45, pid=1818990, name=python3, Ch 00000001 caused by previous Xid 149",
-      Options());
+      TestOptions());
   ASSERT_EQ(Kinds(events), (Strings{"xid", "xid"}));
   EXPECT_EQ(events[0].xid, 45u);
   EXPECT_EQ(events[0].Field("caused_by_xid"), "149");
@@ -217,7 +218,7 @@ TEST(LogParser, JsonWrappedLinesAreReadAsTheLineTheyWrap) {
   auto events = ParseLine(
       R"({"_HOSTNAME":"gpu-7","__REALTIME_TIMESTAMP":"1779091200000000","SYSLOG_IDENTIFIER":"kernel",)"
       R"("MESSAGE":"NVRM: Xid (PCI:0000:dc:00): 45, pid=1818990, name=python3, Ch 00000001"})",
-      Options());
+      TestOptions());
   ASSERT_EQ(Kinds(events), (Strings{"xid"}));
   EXPECT_EQ(events[0].host, "gpu-7");
   ASSERT_TRUE(events[0].time);
@@ -227,7 +228,7 @@ TEST(LogParser, JsonWrappedLinesAreReadAsTheLineTheyWrap) {
   // Constructed: Docker's json-file record of the same line as a container printed it.
   events = ParseLine(R"({"log":"NVRM: Xid (PCI:0000:dc:00): 45, pid=1818990, name=python3, Ch 00000001\n",)"
                      R"("stream":"stdout","time":"2026-05-18T08:00:01.5Z"})",
-                     Options());
+                     TestOptions());
   ASSERT_EQ(Kinds(events), (Strings{"xid"}));
   ASSERT_TRUE(events[0].time);
   EXPECT_EQ(FormatIsoUtc(*events[0].time), "2026-05-18T08:00:01.500Z");
@@ -240,7 +241,7 @@ TEST(LogParser, ProbeFailureWithNouveau) {
       "[ 3.1] NVRM: nouveau, rivafb, nvidiafb or rivatv \n"
       "[ 3.1] NVRM: was loaded and obtained ownership of the NVIDIA device(s).\n"
       "[ 3.1] NVRM: No NVIDIA devices probed.\n",
-      Options());
+      TestOptions());
   ASSERT_EQ(events.size(), 1u);
   EXPECT_EQ(events[0].kind, "driver_probe_failed");
   EXPECT_EQ(events[0].Field("conflicting_driver"), "nouveau");
@@ -250,14 +251,14 @@ TEST(LogParser, ProbeFailureWithNouveau) {
 // The wordings of drivers/base/dd.c from Linux 6.x and of the x86 traps' oops headers. The lines are built from
 // the kernel's format strings (dev_err's "<driver> <device>: " prefix, the trap's "<reason>: <code> [#<n>]").
 TEST(LogParser, NewerKernelsProbeFailureAndTrapOopses) {
-  auto probe = ParseLine("[    5.1] nvidia 0000:3b:00.0: probe with driver nvidia failed with error -1", Options());
+  auto probe = ParseLine("[    5.1] nvidia 0000:3b:00.0: probe with driver nvidia failed with error -1", TestOptions());
   ASSERT_EQ(probe.size(), 1u);
   EXPECT_EQ(probe[0].kind, "driver_probe_failed");
   EXPECT_EQ(probe[0].Field("error_code"), "-1");
   EXPECT_EQ(probe[0].pci_bus_id, "0000:3b:00.0");
   for (std::string_view reason : {"divide error", "invalid opcode",
                                   "general protection fault, probably for non-canonical address 0xdead000000000100"}) {
-    auto oops = ParseLine("[  812.3] " + std::string(reason) + ": 0000 [#1] PREEMPT SMP NOPTI", Options());
+    auto oops = ParseLine("[  812.3] " + std::string(reason) + ": 0000 [#1] PREEMPT SMP NOPTI", TestOptions());
     ASSERT_EQ(oops.size(), 1u) << reason;
     EXPECT_EQ(oops[0].kind, "kernel_oops");
     EXPECT_EQ(oops[0].Field("oops_number"), "1");
@@ -266,46 +267,47 @@ TEST(LogParser, NewerKernelsProbeFailureAndTrapOopses) {
 
 TEST(LogParser, NvswitchSxidSeverityFollowsTheLine) {
   auto events = ParseLine(
-      "nvidia-nvswitch3: SXid (PCI:0000:c8:00.0): 20034, Fatal, Link 24 LTSSM Fault Up", Options());
+      "nvidia-nvswitch3: SXid (PCI:0000:c8:00.0): 20034, Fatal, Link 24 LTSSM Fault Up", TestOptions());
   ASSERT_EQ(events.size(), 1u);
   EXPECT_EQ(events[0].severity, EventSeverity::kCritical);
   EXPECT_EQ(events[0].Field("sxid"), "20034");
   events = ParseLine(
-      "nvidia-nvswitch0: SXid (PCI:0000:07:00.0): 12028, Non-fatal, Link 45 egress non-posted PRIV error", Options());
+      "nvidia-nvswitch0: SXid (PCI:0000:07:00.0): 12028, Non-fatal, Link 45 egress non-posted PRIV error",
+      TestOptions());
   ASSERT_EQ(events.size(), 1u);
   EXPECT_EQ(events[0].severity, EventSeverity::kWarning);
 }
 
 TEST(LogParser, HostEvents) {
-  EXPECT_EQ(Kinds(ParseLine("[ 9.0] rcu: INFO: rcu_preempt detected stalls on CPUs/tasks:", Options())),
+  EXPECT_EQ(Kinds(ParseLine("[ 9.0] rcu: INFO: rcu_preempt detected stalls on CPUs/tasks:", TestOptions())),
             (Strings{"rcu_stall"}));
   auto events = ParseLine(
       "[ 9.0] Memory cgroup out of memory: Killed process 4121 (python3) total-vm:9000kB, anon-rss:800kB, "
       "file-rss:0kB",
-      Options());
+      TestOptions());
   ASSERT_EQ(Kinds(events), (Strings{"oom_kill"}));
   EXPECT_EQ(events[0].pid, 4121u);
   EXPECT_EQ(events[0].Field("scope"), "Memory cgroup out of memory");
   events = ParseLine("[ 9.0] EDAC MC0: 1 UE memory read error on CPU_SrcID#0_MC#0_Chan#1_DIMM#0 (channel:1)",
-                     Options());
+                     TestOptions());
   ASSERT_EQ(Kinds(events), (Strings{"mce"}));
   EXPECT_EQ(events[0].severity, EventSeverity::kCritical);
   EXPECT_EQ(Kinds(ParseLine("[ 9.0] thermal thermal_zone2: critical temperature reached (105 C), shutting down",
-                            Options())),
+                            TestOptions())),
             (Strings{"cpu_thermal"}));
 }
 
 TEST(LogParser, DriverAndFabricManagerMessages) {
-  EXPECT_EQ(Kinds(ParseLine("Failed to initialize NVML: Driver/library version mismatch", Options())),
+  EXPECT_EQ(Kinds(ParseLine("Failed to initialize NVML: Driver/library version mismatch", TestOptions())),
             (Strings{"driver_mismatch"}));
   EXPECT_EQ(Kinds(ParseLine("[ 4.0] nvidia_uvm: disagrees about version of symbol nvUvmInterfaceRegisterGpu",
-                            Options())),
+                            TestOptions())),
             (Strings{"driver_mismatch"}));
-  EXPECT_EQ(Kinds(ParseLine("[ 4.0] NVRM: GPU0 kgspInitRm_IMPL: cannot bootstrap GSP from ucode", Options())),
+  EXPECT_EQ(Kinds(ParseLine("[ 4.0] NVRM: GPU0 kgspInitRm_IMPL: cannot bootstrap GSP from ucode", TestOptions())),
             (Strings{"gsp_init_failed"}));
   EXPECT_EQ(Kinds(ParseLine("Mar  3 10:00:00 dgx nv-fabricmanager[3321]: Failed to initialize NVSwitch training, "
                             "error: timed out",
-                            Options())),
+                            TestOptions())),
             (Strings{"fabric_manager"}));
 }
 
@@ -321,7 +323,7 @@ TEST(LogParser, OrdinaryLinesGiveNothing) {
            "",
            "\xff\xfe garbage \x80",
        }) {
-    EXPECT_TRUE(ParseLine(line, Options()).empty()) << line;
+    EXPECT_TRUE(ParseLine(line, TestOptions()).empty()) << line;
   }
 }
 
@@ -331,7 +333,7 @@ TEST(LogParser, GpuIdentityComesFromEarlierLines) {
       "NVRM: GPU Board Serial Number: 1650423013443\n"
       "NVRM: Xid (PCI:0000:00:05): 43, pid=1045242, name=pt_main_thread, Ch 00000008\n"
       "NVRM: Xid (PCI:0000:00:06): 43, pid=1045242, name=pt_main_thread, Ch 00000008\n",
-      Options());
+      TestOptions());
   ASSERT_EQ(events.size(), 2u);
   EXPECT_EQ(events[0].gpu_uuid, "GPU-efbdfde9-5798-a6e7-4c46-12518fa15375");
   EXPECT_EQ(events[0].gpu_serial, "1650423013443");

@@ -17,7 +17,7 @@ constexpr const char* kMinuteStampRegex = R"(^\[[^\s\]]{1,12}\s*\d{1,2}\s+\d{1,2
 
 // Serialised form: magic, CPU features, fingerprint of the compiled
 // expressions, then each database as a 64-bit length and Vectorscan's bytes.
-constexpr char kMagic[8] = {'G', 'D', 'P', 'A', 'T', 'D', 'B', '1'};
+constexpr char kDatabasesMagic[8] = {'G', 'D', 'P', 'A', 'T', 'D', 'B', '1'};
 
 std::string EscapeLiteral(std::string_view literal) {
   std::string out;
@@ -171,7 +171,7 @@ Result<PatternDatabases> PatternDatabases::Compile(const LogCatalog& catalog, ui
 }
 
 Result<std::string> PatternDatabases::Serialize() const {
-  std::string out(kMagic, sizeof kMagic);
+  std::string out(kDatabasesMagic, sizeof kDatabasesMagic);
   AppendWord(out, cpu_features_);
   AppendWord(out, fingerprint_);
   for (const Database* database : {&line_, &block_, &stamped_block_}) {
@@ -189,10 +189,11 @@ Result<std::string> PatternDatabases::Serialize() const {
 
 Result<PatternDatabases> PatternDatabases::Deserialize(std::string_view bytes, const LogCatalog& catalog,
                                                        uint64_t cpu_features) {
-  if (bytes.size() < sizeof kMagic || std::memcmp(bytes.data(), kMagic, sizeof kMagic) != 0) {
+  if (bytes.size() < sizeof kDatabasesMagic ||
+      std::memcmp(bytes.data(), kDatabasesMagic, sizeof kDatabasesMagic) != 0) {
     return Error{"not a serialised pattern database"};
   }
-  bytes.remove_prefix(sizeof kMagic);
+  bytes.remove_prefix(sizeof kDatabasesMagic);
   uint64_t built_for = 0, fingerprint = 0;
   if (!TakeWord(bytes, built_for) || !TakeWord(bytes, fingerprint)) return Error{"truncated pattern database"};
   if (built_for != cpu_features) return Error{"pattern database compiled for other CPU features"};

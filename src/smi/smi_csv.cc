@@ -11,6 +11,7 @@
 #include <utility>
 #include <vector>
 
+#include "common/re2_view.h"
 #include "common/text.h"
 #include "smi/smi_fields.h"
 #include "smi/smi_formats.h"
@@ -18,8 +19,6 @@
 
 namespace gpudoctor::smi {
 namespace {
-
-re2::StringPiece Piece(std::string_view text) { return {text.data(), text.size()}; }
 
 // Columns that describe the report rather than a GPU.
 constexpr std::string_view kReportColumns[] = {"index", "driver_version", "count", "timestamp"};

@@ -137,7 +137,7 @@ TEST(IncompleteCapture, TableCutInsideABox) {
     // A cut just after a whole border line looks like an excerpt of whole blocks.
     const std::string_view kept = Trim(std::string_view(whole).substr(0, cut));
     const std::string_view last_line = kept.substr(kept.rfind('\n') + 1);
-    if (StartsWith(last_line, "+") && EndsWith(last_line, "+")) continue;
+    if (last_line.starts_with('+') && last_line.ends_with('+')) continue;
     ++inside_a_box;
     EXPECT_THAT(ReasonsOf(std::string_view(whole).substr(0, cut)),
                 Contains("the table ends inside a box, before its closing border line"))

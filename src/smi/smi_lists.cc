@@ -19,6 +19,7 @@
 #include <string>
 #include <vector>
 
+#include "common/re2_view.h"
 #include "common/text.h"
 #include "smi/smi_formats.h"
 #include "smi/smi_messages.h"
@@ -26,8 +27,6 @@
 
 namespace gpudoctor::smi {
 namespace {
-
-re2::StringPiece Piece(std::string_view text) { return {text.data(), text.size()}; }
 
 // "GPU 0: NVIDIA H100 80GB HBM3 (UUID: GPU-...)"; `nvidia-smi nvlink -e` of some builds leaves the UUID out.
 const RE2& GpuLine() {

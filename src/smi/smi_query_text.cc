@@ -14,6 +14,7 @@
 #include <utility>
 #include <vector>
 
+#include "common/re2_view.h"
 #include "common/text.h"
 #include "smi/smi_fields.h"
 #include "smi/smi_formats.h"
@@ -48,7 +49,7 @@ std::optional<std::string> GpuHeaderBusId(std::string_view body) {
   static const RE2 kGpuHeader(R"(GPU\s+([0-9A-Fa-f]{4,8}:[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2}\.[0-7]))");
   if (!StartsWith(body, "GPU ")) return std::nullopt;
   std::string bus_id;
-  if (!RE2::FullMatch(re2::StringPiece(body.data(), body.size()), kGpuHeader, &bus_id)) return std::nullopt;
+  if (!RE2::FullMatch(Piece(body), kGpuHeader, &bus_id)) return std::nullopt;
   return bus_id;
 }
 

@@ -17,14 +17,13 @@
 #include <utility>
 #include <vector>
 
+#include "common/re2_view.h"
 #include "common/text.h"
 #include "smi/smi_formats.h"
 #include "smi/smi_values.h"
 
 namespace gpudoctor::smi {
 namespace {
-
-re2::StringPiece Piece(std::string_view text) { return {text.data(), text.size()}; }
 
 // The cells between the outer bars: "| a | b |" -> {" a ", " b "}.
 std::vector<std::string_view> Cells(std::string_view row) {

@@ -21,13 +21,12 @@
 #include <string>
 #include <vector>
 
+#include "common/re2_view.h"
 #include "common/text.h"
 #include "smi/smi_formats.h"
 
 namespace gpudoctor::smi {
 namespace {
-
-re2::StringPiece Piece(std::string_view text) { return {text.data(), text.size()}; }
 
 std::optional<uint32_t> GpuNumber(std::string_view cell) {
   if (!StartsWith(cell, "GPU")) return std::nullopt;

@@ -7,7 +7,7 @@ namespace {
 
 using namespace trace_wire;
 
-constexpr uint64_t kMs = 1'000'000;
+constexpr uint64_t kNsPerMs = 1'000'000;
 constexpr uint64_t kMiB = 1 << 20;
 
 TraceRecord Event(RecordType type, uint64_t address, uint64_t bytes, uint32_t site, uint64_t time_ns,
@@ -28,7 +28,7 @@ TraceRunFacts Facts() {
   TraceRunFacts facts;
   facts.command = {"./train", "--epochs", "it's 3"};
   facts.status = ProgramStatus{0, 0, false};
-  facts.duration_ns = 2'000 * kMs;
+  facts.duration_ns = 2'000 * kNsPerMs;
   facts.counters.processes_attached = 1;
   return facts;
 }
@@ -37,11 +37,11 @@ TEST(TraceReport, GrowthThatPersistsIsALeakInTheAgentsWords) {
   AllocationLedger ledger;
   // 200 steps of 10 ms: 1 MiB kept, 4 MiB scratch freed.
   for (uint64_t i = 0; i < 200; ++i) {
-    ledger.Add(Event(RecordType::kAlloc, 0x100000 + i, kMiB, 1, (i * 10 + 1) * kMs));
-    ledger.Add(Event(RecordType::kAlloc, 0x900000, 4 * kMiB, 2, (i * 10 + 2) * kMs));
-    ledger.Add(Event(RecordType::kFree, 0x900000, 0, 0, (i * 10 + 3) * kMs));
+    ledger.Add(Event(RecordType::kAlloc, 0x100000 + i, kMiB, 1, (i * 10 + 1) * kNsPerMs));
+    ledger.Add(Event(RecordType::kAlloc, 0x900000, 4 * kMiB, 2, (i * 10 + 2) * kNsPerMs));
+    ledger.Add(Event(RecordType::kFree, 0x900000, 0, 0, (i * 10 + 3) * kNsPerMs));
   }
-  ledger.Finish(2'000 * kMs);
+  ledger.Finish(2'000 * kNsPerMs);
   Symbolizer symbolizer;
   TraceReport report = BuildTraceReport(ledger, symbolizer, Facts(), MemoryLeakConfig{});
   EXPECT_EQ(report.verdict, TraceVerdict::kLeak);
@@ -78,12 +78,12 @@ TEST(TraceReport, GrowthThatPersistsIsALeakInTheAgentsWords) {
 
 TEST(TraceReport, OneAllocationKeptIsNeverFreedButNoLeak) {
   AllocationLedger ledger;
-  ledger.Add(Event(RecordType::kAlloc, 0x1, 64 * kMiB, 1, 1 * kMs, Kind::kManaged));
+  ledger.Add(Event(RecordType::kAlloc, 0x1, 64 * kMiB, 1, 1 * kNsPerMs, Kind::kManaged));
   for (uint64_t i = 0; i < 100; ++i) {
-    ledger.Add(Event(RecordType::kAlloc, 0x2, kMiB, 2, (i * 10 + 5) * kMs));
-    ledger.Add(Event(RecordType::kFree, 0x2, 0, 0, (i * 10 + 6) * kMs));
+    ledger.Add(Event(RecordType::kAlloc, 0x2, kMiB, 2, (i * 10 + 5) * kNsPerMs));
+    ledger.Add(Event(RecordType::kFree, 0x2, 0, 0, (i * 10 + 6) * kNsPerMs));
   }
-  ledger.Finish(1'000 * kMs);
+  ledger.Finish(1'000 * kNsPerMs);
   Symbolizer symbolizer;
   TraceReport report = BuildTraceReport(ledger, symbolizer, Facts(), MemoryLeakConfig{});
   EXPECT_EQ(report.verdict, TraceVerdict::kNeverFreed);
@@ -96,15 +96,15 @@ TEST(TraceReport, OneAllocationKeptIsNeverFreedButNoLeak) {
 TEST(TraceReport, CleanAndNothingRecorded) {
   Symbolizer symbolizer;
   AllocationLedger clean;
-  clean.Add(Event(RecordType::kAlloc, 0x1, 3 * kMiB, 1, kMs));
-  clean.Add(Event(RecordType::kFree, 0x1, 0, 0, 2 * kMs));
-  clean.Finish(3 * kMs);
+  clean.Add(Event(RecordType::kAlloc, 0x1, 3 * kMiB, 1, kNsPerMs));
+  clean.Add(Event(RecordType::kFree, 0x1, 0, 0, 2 * kNsPerMs));
+  clean.Finish(3 * kNsPerMs);
   TraceReport report = BuildTraceReport(clean, symbolizer, Facts(), MemoryLeakConfig{});
   EXPECT_EQ(report.verdict, TraceVerdict::kClean);
   EXPECT_EQ(report.verdict_text, "no leak: every allocation was freed (peak 3.0 MiB)");
 
   AllocationLedger nothing;
-  nothing.Finish(kMs);
+  nothing.Finish(kNsPerMs);
   TraceRunFacts facts = Facts();
   facts.library_problem = "the tracing library could not load: it is statically linked";
   report = BuildTraceReport(nothing, symbolizer, facts, MemoryLeakConfig{});
@@ -116,13 +116,13 @@ TEST(TraceReport, CleanAndNothingRecorded) {
 
 TEST(TraceReport, IntervalLinesNameGrowingSites) {
   AllocationLedger ledger;
-  ledger.Add(Event(RecordType::kAlloc, 0x1, 2 * kMiB, 5, 1 * kMs));
-  IntervalSummary summary = ledger.CloseInterval(1'001 * kMs);
+  ledger.Add(Event(RecordType::kAlloc, 0x1, 2 * kMiB, 5, 1 * kNsPerMs));
+  IntervalSummary summary = ledger.CloseInterval(1'001 * kNsPerMs);
   Symbolizer symbolizer;
-  const std::string line = RenderInterval(summary, ledger, symbolizer, 1'000 * kMs);
+  const std::string line = RenderInterval(summary, ledger, symbolizer, 1'000 * kNsPerMs);
   EXPECT_NE(line.find("device 2.0 MiB (+2.0 MiB, 2.0 MiB/s)"), std::string::npos) << line;
   EXPECT_NE(line.find("growing: +2.0 MiB (holds 2.0 MiB, 1 interval in a row)"), std::string::npos) << line;
-  nlohmann::ordered_json json = IntervalJson(summary, ledger, symbolizer, 1'000 * kMs);
+  nlohmann::ordered_json json = IntervalJson(summary, ledger, symbolizer, 1'000 * kNsPerMs);
   EXPECT_EQ(json["event"], "interval");
   EXPECT_EQ(json["growth_bytes"], 2 * kMiB);
   EXPECT_EQ(json["growing_sites"][0]["site"], 5);

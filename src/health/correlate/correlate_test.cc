@@ -19,12 +19,6 @@ namespace {
 using namespace testing_support;
 using std::chrono::seconds;
 
-HealthConfig ConfigWith(std::string_view toml) {
-  Result<HealthConfig> config = ApplyHealthConfig(DefaultHealthConfig(), toml, "test");
-  EXPECT_TRUE(config.ok()) << (config.ok() ? "" : config.error().message);
-  return config.ok() ? *config : DefaultHealthConfig();
-}
-
 // A server whose rules and correlation run as `check` runs them.
 struct Server {
   explicit Server(uint32_t gpus) : snapshot(HealthySnapshot(gpus)), host(HealthyHost(gpus)) {}

@@ -20,8 +20,6 @@ GpuTrack Thermal(const std::function<double(double)>& temperature, std::optional
   });
 }
 
-WallTime End(const GpuTrack& track) { return track.points.back().time(); }
-
 TEST(CoolingFailure, ClimbingUnderSteadyLoadWithFansAtMax) {
   // Stable at 70 °C, then the cooling fails at 10 minutes: +1 °C/min.
   GpuTrack track = Thermal([](double s) { return s < 600 ? 70 : 70 + (s - 600) / 60; });

@@ -21,14 +21,6 @@ GpuTrack CounterTrack(const std::function<void(GpuReadings&, double seconds)>& s
   });
 }
 
-WallTime End(const GpuTrack& track) { return track.points.back().time(); }
-
-std::vector<std::string> Ids(const std::vector<Finding>& findings) {
-  std::vector<std::string> ids;
-  for (const Finding& f : findings) ids.push_back(f.id);
-  return ids;
-}
-
 TEST(CounterRates, QuietWhenCountersStandStill) {
   GpuTrack track = CounterTrack([](GpuReadings&, double) {});
   EXPECT_TRUE(DetectCounterRates(track, {}, End(track)).empty());

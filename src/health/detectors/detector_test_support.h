@@ -2,11 +2,14 @@
 // simulated minutes.
 #pragma once
 
+#include <fstream>
 #include <functional>
 #include <string>
+#include <vector>
 
 #include "common/scratch_dir.h"
 #include "health/detectors/gpu_track.h"
+#include "health/finding.h"
 #include "model/snapshot.h"
 
 namespace gpudoctor::testing {
@@ -61,5 +64,18 @@ inline ProcessInfo Process(uint32_t pid, const std::string& name, uint64_t bytes
 }
 
 using TempDir = ScratchDir;
+
+// The time of a track's last sample.
+inline WallTime End(const GpuTrack& track) { return track.points.back().time(); }
+
+// The findings' ids, in order.
+inline std::vector<std::string> Ids(const std::vector<Finding>& findings) {
+  std::vector<std::string> ids;
+  for (const Finding& f : findings) ids.push_back(f.id);
+  return ids;
+}
+
+// Appends `text` to the file at `path`, as a program writing a log would.
+inline void Append(const std::string& path, const std::string& text) { std::ofstream(path, std::ios::app) << text; }
 
 }  // namespace gpudoctor::testing

@@ -14,8 +14,7 @@ namespace gpudoctor {
 namespace {
 
 using Lines = std::vector<std::string>;
-
-void Append(const std::string& path, const std::string& text) { std::ofstream(path, std::ios::app) << text; }
+using testing::Append;
 
 TEST(FileTail, StartsAtTheEndAndReturnsOnlyCompleteNewLines) {
   testing::TempDir dir;

@@ -13,15 +13,7 @@ namespace {
 
 using namespace testing;
 
-void Append(const std::string& path, const std::string& text) { std::ofstream(path, std::ios::app) << text; }
-
 const GpuStateAtMoment kBusyGpus{{"GPU 0: util 100%, processes python[4242] 30.0 GiB", "Xid 79 on GPU 0 at ..."}, true};
-
-std::vector<std::string> Ids(const std::vector<Finding>& findings) {
-  std::vector<std::string> ids;
-  for (const Finding& f : findings) ids.push_back(f.id);
-  return ids;
-}
 
 class JobWatchTest : public ::testing::Test {
  protected:

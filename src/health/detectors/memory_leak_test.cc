@@ -25,8 +25,6 @@ GpuTrack ProcessTrack(Duration length, const std::function<double(double)>& byte
   return track;
 }
 
-WallTime End(const GpuTrack& track) { return track.points.back().time(); }
-
 TEST(MemoryLeak, SteadyGrowthIsALeakWithRatePeakAndTimeToFull) {
   // 10 GiB held, growing 12 MiB/min.
   GpuTrack track = ProcessTrack(40min, [](double s) { return 10 * kGiB + 12 * kMiB * s / 60; });

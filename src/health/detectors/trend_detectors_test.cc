@@ -14,7 +14,7 @@ namespace {
 
 using namespace testing;
 
-std::vector<std::string> Ids(const std::vector<Finding>& findings) {
+std::vector<std::string> IdsAtGpus(const std::vector<Finding>& findings) {
   std::vector<std::string> ids;
   for (const Finding& f : findings) ids.push_back(f.id + "@" + (f.gpu ? std::to_string(*f.gpu->index) : "host"));
   return ids;
@@ -42,7 +42,7 @@ std::map<std::string, Duration> RunScenario(TrendDetectors& detectors, Duration 
   for (Duration t{0}; t <= length; t += 5s) {
     clock.Set(Start() + t);
     detectors.Observe(TrainingSnapshot(clock.Now(), std::chrono::duration<double>(t).count(), tweak), clock.Now());
-    for (const std::string& id : Ids(detectors.Evaluate(clock.Now()))) first_seen.emplace(id, t);
+    for (const std::string& id : IdsAtGpus(detectors.Evaluate(clock.Now()))) first_seen.emplace(id, t);
   }
   return first_seen;
 }
@@ -166,7 +166,7 @@ TEST(TrendDetectors, ReconfigureJudgesTheKeptHistoryByTheNewThresholds) {
   TrendConfig shorter;
   shorter.utilization_stuck.after = 5min;
   detectors.Reconfigure(shorter);
-  EXPECT_EQ(Ids(detectors.Evaluate(Start() + 10min)), std::vector<std::string>{"utilization_stuck@0"});
+  EXPECT_EQ(IdsAtGpus(detectors.Evaluate(Start() + 10min)), std::vector<std::string>{"utilization_stuck@0"});
 
   detectors.Reconfigure({});
   EXPECT_TRUE(detectors.Evaluate(Start() + 10min).empty());
@@ -182,7 +182,7 @@ TEST(TrendDetectors, ReconfigureJudgesStragglersAgain) {
   EXPECT_TRUE(seen.empty()) << seen.begin()->first;
 
   detectors.Reconfigure({});  // min_busy_peers = 2: rank 3 has been a straggler all along
-  EXPECT_EQ(Ids(detectors.Evaluate(Start() + 10min)), std::vector<std::string>{"gpu_straggler@3"});
+  EXPECT_EQ(IdsAtGpus(detectors.Evaluate(Start() + 10min)), std::vector<std::string>{"gpu_straggler@3"});
 }
 
 TEST(TrendDetectors, ReconfigureKeepsAJobReadTheSameWayAndRestartsOneReadDifferently) {
@@ -202,7 +202,7 @@ TEST(TrendDetectors, ReconfigureKeepsAJobReadTheSameWayAndRestartsOneReadDiffere
   config.jobs[0].stall_after = 3min;  // a threshold: what was read still holds
   detectors.Reconfigure(config);
   auto findings = detectors.Evaluate(Start() + 5min);
-  ASSERT_EQ(Ids(findings), std::vector<std::string>{"job_stall@host"});
+  ASSERT_EQ(IdsAtGpus(findings), std::vector<std::string>{"job_stall@host"});
   EXPECT_EQ(findings[0].subject, "llama");
 
   config.jobs[0].progress_regex = R"(iteration \d+)";  // read differently: watching starts over
