@@ -17,6 +17,7 @@
 #include <cstdint>
 #include <cstdlib>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -93,10 +94,14 @@ void FuzzLine(std::string_view input) {
 
 #if defined(GPUDOCTOR_FUZZ_FILE_READER)
 
-ReadStats Scan(const std::string& data, size_t piece, bool prefilter, size_t* events) {
+// `read_ahead_after`: bytes read on the calling thread before reading ahead starts; nullopt: never.
+ReadStats Scan(const std::string& data, size_t piece, bool prefilter, size_t* events,
+               std::optional<uint64_t> read_ahead_after = std::nullopt) {
   MemoryByteSource source(data, "fuzz", piece);
   ReadOptions options;
   options.prefilter = prefilter;
+  options.read_ahead = read_ahead_after.has_value();
+  options.read_ahead_after = read_ahead_after.value_or(0);
   options.max_line_bytes = 512;  // small, so that over-long lines are exercised
   options.parse.prefix.reference_time = WallTime{std::chrono::seconds{1'750'000'000}};
   LogScanner scanner(options);
@@ -117,6 +122,10 @@ void FuzzFile(std::string_view input) {
   Check(full.lines == whole.lines);
   Scan(data, 1, true, &events);
   Check(events == whole_events);
+  // Reading ahead on a second thread, from anywhere in the input, changes nothing.
+  ReadStats ahead = Scan(data, 13, true, &events, data.size() / 2);
+  Check(events == whole_events);
+  Check(ahead.lines == whole.lines && ahead.parsed_lines == whole.parsed_lines && ahead.bytes == whole.bytes);
   // The same bytes as a (probably invalid) gzip stream: any error is reported, never fatal.
   auto gzip = DecompressIfGzip(std::make_unique<MemoryByteSource>("\x1f\x8b" + data, "fuzz.gz"));
   if (gzip) {

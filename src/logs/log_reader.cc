@@ -1,11 +1,18 @@
 #include "logs/log_reader.h"
 
+#include <sched.h>   // sched_getaffinity
 #include <string.h>  // memrchr
 
 #include <algorithm>
+#include <condition_variable>
 #include <cstdint>
 #include <cstring>
+#include <exception>
 #include <memory>
+#include <mutex>
+#include <optional>
+#include <system_error>
+#include <thread>
 #include <vector>
 
 namespace gpudoctor {
@@ -93,6 +100,95 @@ bool IsIndented(std::string_view block, size_t line_start) {
   return line_start < block.size() && (block[line_start] == ' ' || block[line_start] == '\t');
 }
 
+// Passes `bytes`, the next of a stream, on as runs of whole lines:
+// `on_lines(text, transient)` for each (every line ends in '\n'; a transient
+// run lives in `pending` and is valid only during the call), `on_overlong()`
+// for a line longer than `max_line_bytes`, skipped. A line cut at the end
+// waits in `pending` for the rest.
+template <typename OnLines, typename OnOverlong>
+void JoinLines(LogScanner::PendingLine& pending, std::string_view bytes, size_t max_line_bytes, OnLines&& on_lines,
+               OnOverlong&& on_overlong) {
+  if (!pending.bytes.empty() || pending.skipping) {
+    const void* found = std::memchr(bytes.data(), '\n', bytes.size());
+    size_t head = found ? static_cast<size_t>(static_cast<const char*>(found) - bytes.data()) : bytes.size();
+    if (!pending.skipping && pending.bytes.size() + head > max_line_bytes) {
+      pending.skipping = true;
+      pending.bytes.clear();
+      pending.bytes.shrink_to_fit();
+    }
+    if (!pending.skipping) pending.bytes.append(bytes.data(), head);
+    if (!found) return;
+    bytes.remove_prefix(head + 1);
+    if (pending.skipping) {
+      pending.skipping = false;
+      on_overlong();
+    } else {
+      pending.bytes.push_back('\n');
+      on_lines(std::string_view(pending.bytes), /*transient=*/true);
+      pending.bytes.clear();
+    }
+  }
+  const char* data = bytes.data();
+  const void* last = bytes.empty() ? nullptr : memrchr(data, '\n', bytes.size());
+  size_t complete = last ? static_cast<size_t>(static_cast<const char*>(last) - data) + 1 : 0;
+  if (complete > 0) on_lines(bytes.substr(0, complete), /*transient=*/false);
+  std::string_view tail = bytes.substr(complete);
+  if (tail.size() > max_line_bytes) {
+    pending.skipping = true;
+  } else {
+    pending.bytes.assign(tail);
+  }
+}
+
+// The end of the stream: a last line without newline is passed on as if it had one.
+template <typename OnLines, typename OnOverlong>
+void FinishLines(LogScanner::PendingLine& pending, OnLines&& on_lines, OnOverlong&& on_overlong) {
+  if (pending.skipping) {
+    pending.skipping = false;
+    on_overlong();
+  } else if (!pending.bytes.empty()) {
+    pending.bytes.push_back('\n');
+    on_lines(std::string_view(pending.bytes), /*transient=*/true);
+    pending.bytes.clear();
+  }
+}
+
+// Cuts a run of whole lines into line-aligned pieces of about kScanPiece
+// bytes; a line longer than a piece makes its piece longer.
+template <typename OnPiece>
+void ForEachPiece(std::string_view block, OnPiece&& on_piece) {
+  while (block.size() > kScanPiece) {
+    size_t end;
+    if (const void* newline = memrchr(block.data(), '\n', kScanPiece)) {
+      end = static_cast<size_t>(static_cast<const char*>(newline) - block.data()) + 1;
+    } else {
+      const size_t next = block.find('\n', kScanPiece);
+      end = next == std::string_view::npos ? block.size() : next + 1;
+    }
+    on_piece(block.substr(0, end));
+    block.remove_prefix(end);
+  }
+  if (!block.empty()) on_piece(block);
+}
+
+// Whether the log is `dmesg -H` (or delta) output, judged from the first line of its first run of lines.
+bool HasMinuteStamps(std::string_view block, const PrefixOptions& prefix) {
+  std::string_view first_line = block.substr(0, block.find('\n'));
+  LineFormat format = ParseLinePrefix(first_line, prefix).format;
+  return format == LineFormat::kDmesgMinute || format == LineFormat::kDmesgDelta;
+}
+
+void ScanPiece(const LineMatcher& matcher, std::string_view piece, bool minute_stamps, LineMatcher::Scratch& scratch,
+               LogScanner::PieceScan& scan) {
+  scan.lines.clear();
+  scan.ids.clear();
+  matcher.ScanBlock(piece, minute_stamps, scratch, [&scan](size_t begin, size_t, std::span<const uint32_t> ids) {
+    const size_t first = scan.ids.size();
+    scan.ids.insert(scan.ids.end(), ids.begin(), ids.end());
+    scan.lines.push_back({begin, first, scan.ids.size()});
+  });
+}
+
 }  // namespace
 
 LogScanner::LogScanner(ReadOptions options)
@@ -101,50 +197,19 @@ LogScanner::LogScanner(ReadOptions options)
 
 void LogScanner::Consume(std::string_view bytes, const EventSink& sink) {
   stats_.bytes += bytes.size();
-  if (!partial_.empty() || skipping_overlong_) {
-    const void* found = std::memchr(bytes.data(), '\n', bytes.size());
-    size_t head = found ? static_cast<size_t>(static_cast<const char*>(found) - bytes.data()) : bytes.size();
-    if (!skipping_overlong_ && partial_.size() + head > options_.max_line_bytes) {
-      skipping_overlong_ = true;
-      partial_.clear();
-      partial_.shrink_to_fit();
-    }
-    if (!skipping_overlong_) partial_.append(bytes.data(), head);
-    if (!found) return;
-    bytes.remove_prefix(head + 1);
-    if (skipping_overlong_) {
-      skipping_overlong_ = false;
-      ++stats_.overlong_lines;
-      ++next_line_number_;
-    } else {
-      partial_.push_back('\n');
-      ProcessBlock(partial_, sink);
-      partial_.clear();
-    }
-  }
-  const char* data = bytes.data();
-  const void* last = bytes.empty() ? nullptr : memrchr(data, '\n', bytes.size());
-  size_t complete = last ? static_cast<size_t>(static_cast<const char*>(last) - data) + 1 : 0;
-  ProcessBlock(bytes.substr(0, complete), sink);
-  std::string_view tail = bytes.substr(complete);
-  if (tail.size() > options_.max_line_bytes) {
-    skipping_overlong_ = true;
-  } else {
-    partial_.assign(tail);
-  }
+  JoinLines(
+      pending_, bytes, options_.max_line_bytes, [&](std::string_view lines, bool) { ProcessBlock(lines, sink); },
+      [this] { SkipOverlongLine(); });
   stats_.lines = next_line_number_ - 1;
 }
 
 void LogScanner::Finish(const EventSink& sink) {
-  if (skipping_overlong_) {
-    skipping_overlong_ = false;
-    ++stats_.overlong_lines;
-    ++next_line_number_;
-  } else if (!partial_.empty()) {
-    partial_.push_back('\n');
-    ProcessBlock(partial_, sink);
-    partial_.clear();
-  }
+  FinishLines(
+      pending_, [&](std::string_view lines, bool) { ProcessBlock(lines, sink); }, [this] { SkipOverlongLine(); });
+  Close(sink);
+}
+
+void LogScanner::Close(const EventSink& sink) {
   stats_.lines = next_line_number_ - 1;
   parser_.Flush(events_);
   Emit(sink);
@@ -156,49 +221,42 @@ void LogScanner::FlushOpenEvents(const EventSink& sink) {
 }
 
 void LogScanner::Restart() {
-  partial_.clear();
+  pending_ = {};
   carried_line_.clear();
-  skipping_overlong_ = false;
   next_line_number_ = 1;
   minute_stamps_.reset();
 }
 
-void LogScanner::ProcessBlock(std::string_view block, const EventSink& sink) {
-  if (block.empty()) return;
-  if (!minute_stamps_) {
-    std::string_view first_line = block.substr(0, block.find('\n'));
-    LineFormat format = ParseLinePrefix(first_line, options_.parse.prefix).format;
-    minute_stamps_ = format == LineFormat::kDmesgMinute || format == LineFormat::kDmesgDelta;
-    parser_.set_minute_stamps(*minute_stamps_);
-  }
-  // Line-aligned pieces; a line longer than a piece makes its piece longer.
-  while (block.size() > kScanPiece) {
-    size_t end;
-    if (const void* newline = memrchr(block.data(), '\n', kScanPiece)) {
-      end = static_cast<size_t>(static_cast<const char*>(newline) - block.data()) + 1;
-    } else {
-      const size_t next = block.find('\n', kScanPiece);
-      end = next == std::string_view::npos ? block.size() : next + 1;
-    }
-    ProcessLines(block.substr(0, end), sink);
-    block.remove_prefix(end);
-  }
-  ProcessLines(block, sink);
+void LogScanner::SkipOverlongLine() {
+  ++stats_.overlong_lines;
+  ++next_line_number_;
 }
 
-void LogScanner::ProcessLines(std::string_view block, const EventSink& sink) {
+void LogScanner::SetMinuteStamps(bool minute_stamps) {
+  minute_stamps_ = minute_stamps;
+  parser_.set_minute_stamps(minute_stamps);
+}
+
+void LogScanner::ProcessBlock(std::string_view block, const EventSink& sink) {
   if (block.empty()) return;
+  if (!minute_stamps_) SetMinuteStamps(HasMinuteStamps(block, options_.parse.prefix));
+  ForEachPiece(block, [&](std::string_view piece) {
+    if (!options_.prefilter) return ProcessPiece(piece, nullptr, sink);
+    ScanPiece(parser_.matcher(), piece, *minute_stamps_, parser_.scratch(), scan_);
+    ProcessPiece(piece, &scan_, sink);
+  });
+}
+
+void LogScanner::ProcessPiece(std::string_view block, const PieceScan* scan, const EventSink& sink) {
   size_t cursor = 0;  // start of the next line not yet handled
-  size_t scanned = 0;  // the first of scanned_lines_ that does not start before the cursor
+  size_t scanned = 0;  // the first of the scan's lines that does not start before the cursor
   // The candidates of the line at the cursor: the scan's, and none for a line it did not report.
   auto candidates_at_cursor = [&]() -> std::optional<std::span<const uint32_t>> {
-    if (!options_.prefilter) return std::nullopt;
-    while (scanned < scanned_lines_.size() && scanned_lines_[scanned].begin < cursor) ++scanned;
-    if (scanned == scanned_lines_.size() || scanned_lines_[scanned].begin != cursor) {
-      return std::span<const uint32_t>();
-    }
-    const ScannedLine& line = scanned_lines_[scanned];
-    return std::span<const uint32_t>(scanned_ids_.data() + line.ids_begin, line.ids_end - line.ids_begin);
+    if (!scan) return std::nullopt;
+    while (scanned < scan->lines.size() && scan->lines[scanned].begin < cursor) ++scanned;
+    if (scanned == scan->lines.size() || scan->lines[scanned].begin != cursor) return std::span<const uint32_t>();
+    const PieceScan::Line& line = scan->lines[scanned];
+    return std::span<const uint32_t>(scan->ids.data() + line.ids_begin, line.ids_end - line.ids_begin);
   };
   auto feed_next = [&] {
     size_t end = block.find('\n', cursor);
@@ -212,21 +270,13 @@ void LogScanner::ProcessLines(std::string_view block, const EventSink& sink) {
     while (parser_.WantsNextLine() && cursor < block.size()) feed_next();
   };
 
-  if (!options_.prefilter) {
+  if (!scan) {
     while (cursor < block.size()) feed_next();
     return;
   }
   const uint64_t carried_number = next_line_number_ - 1;
-  scanned_lines_.clear();
-  scanned_ids_.clear();
-  parser_.matcher().ScanBlock(block, *minute_stamps_, parser_.scratch(),
-                              [this](size_t begin, size_t, std::span<const uint32_t> ids) {
-                                const size_t first = scanned_ids_.size();
-                                scanned_ids_.insert(scanned_ids_.end(), ids.begin(), ids.end());
-                                scanned_lines_.push_back({begin, first, scanned_ids_.size()});
-                              });
-  for (size_t i = 0; i < scanned_lines_.size(); ++i) {
-    const size_t candidate = scanned_lines_[i].begin;
+  for (const PieceScan::Line& line : scan->lines) {
+    const size_t candidate = line.begin;
     feed_while_wanted();
     if (candidate < cursor) continue;  // already fed as part of an open event
     // An indented line continues the lines before it (a console broadcast's header, a driver
@@ -286,16 +336,278 @@ void LogScanner::Emit(const EventSink& sink) {
   events_.clear();
 }
 
+namespace {
+
+// The CPUs this process may run on.
+int UsableCpus() {
+  cpu_set_t set;
+  if (sched_getaffinity(0, sizeof set, &set) != 0) return static_cast<int>(std::thread::hardware_concurrency());
+  return CPU_COUNT(&set);
+}
+
+}  // namespace
+
+// ReadAll's reading ahead: worker threads read the source in turn, cut what
+// they read into pieces of whole lines and run the literal scan over them,
+// a few blocks ahead of the thread that parses. Reading is one worker at a
+// time, in order (each block gets the next sequence number under the read
+// lock); the scans, most of the work when events are few, run side by side;
+// the parsing thread takes the blocks back in sequence. Everything a block
+// carries is in a Batch: the bytes of one read and the pieces cut from them,
+// in the order the scanner on the calling thread would have made them.
+// Batches go back to be filled again, so memory stays at kBatches blocks.
+class ReadAhead {
+ public:
+  struct Piece {
+    bool overlong = false;  // a line too long, skipped: no text
+    std::string_view text;
+    LogScanner::PieceScan scan;
+  };
+  struct Batch {
+    std::unique_ptr<char[]> buffer{new char[kBlockSize]};
+    size_t bytes = 0;    // read into buffer
+    std::string joined;  // a line joined across reads: pieces may point here too
+    std::vector<Piece> pieces;
+    size_t piece_count = 0;
+    uint64_t sequence = 0;
+    std::optional<bool> minute_stamps;  // as decided when it was read; set once a piece has text
+  };
+
+  // Reads the rest of `source` ahead on `workers` threads while this one parses it through `scanner`,
+  // to its end; false, having read nothing, when no thread can be had (a process or memory limit).
+  static bool ReadRest(ByteSource& source, LogScanner& scanner, const EventSink& sink, int workers);
+
+  ReadAhead(ByteSource& source, LogScanner& scanner, int workers)
+      : source_(source),
+        matcher_(scanner.parser_.matcher()),
+        max_line_bytes_(scanner.options_.max_line_bytes),
+        prefilter_(scanner.options_.prefilter),
+        prefix_(scanner.options_.parse.prefix),
+        batches_(static_cast<size_t>(workers) + 2),
+        pending_(scanner.pending_),
+        minute_stamps_(scanner.minute_stamps_),
+        slots_(batches_) {
+    try {
+      for (int i = 0; i < workers; ++i) threads_.emplace_back([this] { Work(); });
+    } catch (const std::system_error&) {
+      if (threads_.empty()) throw;  // none: the caller reads on its own thread
+    }
+    scanner.pending_ = {};  // the rest of a cut line now comes from the workers
+  }
+
+  ~ReadAhead() {
+    {
+      std::lock_guard lock(mutex_);
+      stopping_ = true;
+    }
+    space_.notify_all();
+    for (std::thread& thread : threads_) thread.join();
+  }
+
+  ReadAhead(const ReadAhead&) = delete;
+  ReadAhead& operator=(const ReadAhead&) = delete;
+
+  // The next batch, in order; null at the end of the source, or when a worker failed (then
+  // error() and failure() say why).
+  std::unique_ptr<Batch> Next() {
+    std::unique_lock lock(mutex_);
+    std::unique_ptr<Batch>* slot = &slots_[next_ % batches_];
+    filled_.wait(lock, [&] { return *slot || failure_ || (last_ && next_ > *last_); });
+    if (failure_ || !*slot) return nullptr;
+    ++next_;
+    return std::move(*slot);
+  }
+
+  // Hands a batch back to be filled again.
+  void Recycle(std::unique_ptr<Batch> batch) {
+    {
+      std::lock_guard lock(mutex_);
+      free_.push_back(std::move(batch));
+    }
+    space_.notify_one();
+  }
+
+  // After Next gave null: why the source ended before its end, or empty; and
+  // an exception a worker met (they stopped there), to rethrow on this thread.
+  std::string error() {
+    std::lock_guard lock(mutex_);
+    return error_;
+  }
+  std::exception_ptr failure() {
+    std::lock_guard lock(mutex_);
+    return failure_;
+  }
+
+ private:
+  void Work() {
+    try {
+      LineMatcher::Scratch scratch(matcher_);
+      while (std::unique_ptr<Batch> batch = Empty()) {
+        if (!Read(*batch)) {
+          Recycle(std::move(batch));
+          return;
+        }
+        if (prefilter_) {
+          for (size_t i = 0; i < batch->piece_count; ++i) {
+            Piece& piece = batch->pieces[i];
+            if (!piece.overlong) ScanPiece(matcher_, piece.text, *batch->minute_stamps, scratch, piece.scan);
+          }
+        }
+        Publish(std::move(batch));
+      }
+    } catch (...) {
+      {
+        std::lock_guard lock(mutex_);
+        if (!failure_) failure_ = std::current_exception();
+        stopping_ = true;
+      }
+      filled_.notify_all();
+      space_.notify_all();
+    }
+  }
+
+  // A batch to fill: a recycled one, or a new one while fewer than batches_ exist; null when stopping.
+  std::unique_ptr<Batch> Empty() {
+    std::unique_lock lock(mutex_);
+    space_.wait(lock, [this] { return stopping_ || !free_.empty() || made_ < batches_; });
+    if (stopping_) return nullptr;
+    if (!free_.empty()) {
+      std::unique_ptr<Batch> batch = std::move(free_.back());
+      free_.pop_back();
+      return batch;
+    }
+    ++made_;
+    lock.unlock();
+    return std::make_unique<Batch>();
+  }
+
+  // Reads the next block into `batch` and cuts it into pieces, under the read lock; false when
+  // another worker has already read to the end.
+  bool Read(Batch& batch) {
+    std::lock_guard read_lock(read_mutex_);
+    if (read_to_end_) return false;
+    batch.bytes = 0;
+    batch.joined.clear();
+    batch.piece_count = 0;
+    batch.sequence = next_sequence_++;
+    auto add_lines = [&](std::string_view lines, bool transient) { AddLines(batch, lines, transient); };
+    auto add_overlong = [&] { AddPiece(batch).overlong = true; };
+    Result<size_t> n = source_.Read(batch.buffer.get(), kBlockSize);
+    if (!n || *n == 0) {
+      FinishLines(pending_, add_lines, add_overlong);
+      read_to_end_ = true;
+      std::lock_guard lock(mutex_);
+      if (!n) error_ = n.error().message;
+      last_ = batch.sequence;
+    } else {
+      batch.bytes = *n;
+      JoinLines(pending_, std::string_view(batch.buffer.get(), *n), max_line_bytes_, add_lines, add_overlong);
+    }
+    batch.minute_stamps = minute_stamps_;
+    return true;
+  }
+
+  void Publish(std::unique_ptr<Batch> batch) {
+    {
+      std::lock_guard lock(mutex_);
+      slots_[batch->sequence % batches_] = std::move(batch);
+    }
+    filled_.notify_one();
+  }
+
+  Piece& AddPiece(Batch& batch) {
+    if (batch.piece_count == batch.pieces.size()) batch.pieces.emplace_back();
+    Piece& piece = batch.pieces[batch.piece_count++];
+    piece.overlong = false;
+    piece.text = {};
+    return piece;
+  }
+
+  void AddLines(Batch& batch, std::string_view lines, bool transient) {
+    if (transient) {
+      // At most one joined line per read, and it comes first: nothing points into `joined` yet.
+      batch.joined.assign(lines);
+      lines = batch.joined;
+    }
+    if (!minute_stamps_) minute_stamps_ = HasMinuteStamps(lines, prefix_);
+    ForEachPiece(lines, [&](std::string_view text) { AddPiece(batch).text = text; });
+  }
+
+  ByteSource& source_;
+  const LineMatcher& matcher_;
+  const size_t max_line_bytes_;
+  const bool prefilter_;
+  const PrefixOptions prefix_;
+  const size_t batches_;
+
+  // The reading, one worker at a time.
+  std::mutex read_mutex_;
+  LogScanner::PendingLine pending_;
+  std::optional<bool> minute_stamps_;
+  uint64_t next_sequence_ = 0;
+  bool read_to_end_ = false;
+
+  // The hand-over.
+  std::mutex mutex_;
+  std::condition_variable filled_;  // a batch is ready, or the end is, or a worker failed
+  std::condition_variable space_;   // a batch came back, or stopping
+  std::vector<std::unique_ptr<Batch>> slots_;  // scanned batches by sequence, modulo batches_
+  std::vector<std::unique_ptr<Batch>> free_;
+  size_t made_ = 0;
+  uint64_t next_ = 0;              // the sequence the parsing thread takes next
+  std::optional<uint64_t> last_;   // the sequence of the last batch, once read
+  std::string error_;
+  std::exception_ptr failure_;
+  bool stopping_ = false;
+  std::vector<std::thread> threads_;  // last: they start once everything above is made
+};
+
+bool ReadAhead::ReadRest(ByteSource& source, LogScanner& scanner, const EventSink& sink, int workers) {
+  std::optional<ReadAhead> ahead;
+  try {
+    ahead.emplace(source, scanner, workers);
+  } catch (const std::system_error&) {
+    return false;
+  }
+  while (std::unique_ptr<Batch> batch = ahead->Next()) {
+    scanner.stats_.bytes += batch->bytes;
+    for (size_t i = 0; i < batch->piece_count; ++i) {
+      const Piece& piece = batch->pieces[i];
+      if (piece.overlong) {
+        scanner.SkipOverlongLine();
+        continue;
+      }
+      if (!scanner.minute_stamps_) scanner.SetMinuteStamps(*batch->minute_stamps);
+      scanner.ProcessPiece(piece.text, scanner.options_.prefilter ? &piece.scan : nullptr, sink);
+    }
+    ahead->Recycle(std::move(batch));
+  }
+  if (std::exception_ptr failure = ahead->failure()) std::rethrow_exception(failure);
+  scanner.stats_.error = ahead->error();
+  scanner.Close(sink);
+  return true;
+}
+
 void ReadAll(ByteSource& source, LogScanner& scanner, const EventSink& sink) {
+  // As many workers as CPUs, up to four: beyond that the parsing thread is the bottleneck at any
+  // density of events.
+  const int workers = scanner.options_.read_ahead ? std::min(UsableCpus(), 4) : 0;
+  const bool may_read_ahead = workers > 1;
   // Not zero-filled: every byte is written by Read before it is scanned.
   std::unique_ptr<char[]> buffer(new char[kBlockSize]);
+  uint64_t read_here = 0;
   while (true) {
+    if (may_read_ahead && read_here >= scanner.options_.read_ahead_after &&
+        ReadAhead::ReadRest(source, scanner, sink, workers)) {
+      return;
+    }
     Result<size_t> n = source.Read(buffer.get(), kBlockSize);
     if (!n) {
       scanner.mutable_stats().error = n.error().message;
       break;
     }
     if (*n == 0) break;
+    read_here += *n;
     scanner.Consume(std::string_view(buffer.get(), *n), sink);
   }
   scanner.Finish(sink);

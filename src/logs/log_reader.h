@@ -6,6 +6,13 @@
 // same as parsing every line. Memory stays bounded: one block plus one
 // partial line of at most `max_line_bytes`.
 //
+// ReadAll reads ahead: where the process may run on more than one CPU,
+// worker threads (as many as CPUs, up to four) read and decompress the next
+// blocks in turn and run the literal scan over them side by side, while the
+// calling thread parses them in order, two more blocks than workers in
+// memory at most. The parser sees the same pieces in the same order either
+// way, so the events are the same.
+//
 //   auto contents = ReadLogFile("/var/log/kern.log.1.gz");
 //   if (contents) for (const LogEvent& e : contents->events) ...
 #pragma once
@@ -44,6 +51,12 @@ struct ReadOptions {
   bool prefilter = true;
   // Compiled patterns of the catalog to use; null: the built-in catalog.
   std::shared_ptr<const LineMatcher> matcher;
+  // ReadAll reads and scans on a second thread where the process may run on
+  // more than one CPU, once `read_ahead_after` bytes have been read on the
+  // calling thread (a short log is not worth starting a thread for); false:
+  // all on the calling thread (tests compare both).
+  bool read_ahead = true;
+  uint64_t read_ahead_after = 256u << 10;
 };
 
 using EventSink = std::function<void(LogEvent&&)>;
@@ -65,9 +78,34 @@ class LogScanner {
   const ReadStats& stats() const { return stats_; }
   ReadStats& mutable_stats() { return stats_; }
 
+  // What the literal scan found in one piece of a block: the lines it
+  // reported (offsets in the piece), each with its candidates in `ids`.
+  struct PieceScan {
+    struct Line {
+      size_t begin;
+      size_t ids_begin, ids_end;
+    };
+    std::vector<Line> lines;
+    std::vector<uint32_t> ids;
+  };
+  // The part of a stream not yet passed on: a line cut by a read, or one
+  // being skipped as longer than max_line_bytes.
+  struct PendingLine {
+    std::string bytes;
+    bool skipping = false;
+  };
+
  private:
+  friend class ReadAhead;
+  friend void ReadAll(ByteSource& source, LogScanner& scanner, const EventSink& sink);
+
   void ProcessBlock(std::string_view block, const EventSink& sink);
-  void ProcessLines(std::string_view block, const EventSink& sink);  // one cache-sized piece of a block
+  // One cache-sized piece of whole lines, with the scan of it (null without the prefilter).
+  void ProcessPiece(std::string_view piece, const PieceScan* scan, const EventSink& sink);
+  void SkipOverlongLine();
+  void SetMinuteStamps(bool minute_stamps);
+  // Finish's part after the last line: counts, open events closed and passed on.
+  void Close(const EventSink& sink);
   // `candidates`: the line's, from the block's scan (LogParser::Feed).
   void FeedLine(std::string_view line, uint64_t number, const EventSink& sink,
                 std::optional<std::span<const uint32_t>> candidates = std::nullopt);
@@ -75,8 +113,7 @@ class LogScanner {
 
   ReadOptions options_;
   LogParser parser_;
-  std::string partial_;          // bytes of a line not yet ended by '\n'
-  bool skipping_overlong_ = false;
+  PendingLine pending_;
   // The last line of the block before, when it was not fed: an indented candidate line that opens the
   // next block continues it (a console broadcast's header split from its message by a read).
   std::string carried_line_;
@@ -85,17 +122,12 @@ class LogScanner {
   // both the fast and the full path; nullopt until that line is seen.
   std::optional<bool> minute_stamps_;
   ReadStats stats_;
-  // The lines the block's scan reported, with their candidates in scanned_ids_.
-  struct ScannedLine {
-    size_t begin;
-    size_t ids_begin, ids_end;
-  };
-  std::vector<ScannedLine> scanned_lines_;
-  std::vector<uint32_t> scanned_ids_;
+  PieceScan scan_;  // the scan of the piece at hand, on this thread
   std::vector<LogEvent> events_;
 };
 
-// Reads `source` to its end (or first error, kept in the stats) through `scanner`.
+// Reads `source` to its end (or first error, kept in the stats) through
+// `scanner`, reading ahead on a second thread when the options allow (above).
 void ReadAll(ByteSource& source, LogScanner& scanner, const EventSink& sink);
 
 struct LogFileContents {

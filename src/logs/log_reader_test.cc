@@ -1,9 +1,14 @@
 #include "logs/log_reader.h"
 
+#include <sched.h>
 #include <zlib.h>
 
+#include <algorithm>
 #include <cstdio>
+#include <cstring>
+#include <filesystem>
 #include <fstream>
+#include <optional>
 #include <sstream>
 
 #include <gtest/gtest.h>
@@ -61,10 +66,14 @@ struct Scan {
   ReadStats stats;
 };
 
-Scan ScanBytes(const std::string& data, size_t max_read = SIZE_MAX, bool prefilter = true) {
+// `read_ahead_after`: bytes read before reading ahead starts; nullopt: never.
+Scan ScanBytes(const std::string& data, size_t max_read = SIZE_MAX, bool prefilter = true,
+               std::optional<uint64_t> read_ahead_after = 256u << 10) {
   MemoryByteSource source(data, "memory", max_read);
   ReadOptions options;
   options.prefilter = prefilter;
+  options.read_ahead = read_ahead_after.has_value();
+  if (read_ahead_after) options.read_ahead_after = *read_ahead_after;
   options.parse.prefix.reference_time = WallTime{std::chrono::hours(24 * 365 * 55)};
   LogScanner scanner(options);
   Scan scan;
@@ -309,8 +318,123 @@ TEST(LogReader, DmesgHumanOutputIsDatedByItsMinuteStamps) {
   }
 }
 
+bool SeveralCpus() {
+  cpu_set_t set;
+  return sched_getaffinity(0, sizeof set, &set) == 0 && CPU_COUNT(&set) > 1;
+}
+
+// Every count the reader keeps, to compare two reads of the same bytes.
+std::string Counts(const ReadStats& s) {
+  std::ostringstream out;
+  out << "bytes " << s.bytes << " lines " << s.lines << " parsed " << s.parsed_lines << " events " << s.events
+      << " generic " << s.generic_driver_lines << " overlong " << s.overlong_lines << " nul " << s.lines_with_nul
+      << " utf8 " << s.invalid_utf8_lines << " error '" << s.error << "'";
+  return out.str();
+}
+
+// The events as `logs --json` writes them: every field.
+std::string JsonLines(const std::vector<LogEvent>& events) {
+  std::string out;
+  for (const LogEvent& event : events) AppendLogEventJsonLine(out, event);
+  return out;
+}
+
+TEST(LogReader, ReadingAheadOnASecondThreadChangesNothing) {
+  if (!SeveralCpus()) GTEST_SKIP() << "reading ahead needs a second CPU";
+  std::vector<std::string> inputs;
+  for (const auto& entry : std::filesystem::directory_iterator(kCorpus)) inputs.push_back(ReadFile(entry.path()));
+  ASSERT_GT(inputs.size(), 20u);
+  // Lines cut by every read, over-long lines, NUL bytes, no newline at the end.
+  std::string huge = "[ 1.0] NVRM: Xid (PCI:0000:01:00): 79, " + std::string(300 << 10, 'x') + "\n";
+  inputs.push_back(huge + kXid79 + std::string(5, '\0') + kXid79 + huge.substr(0, huge.size() - 1));
+  std::string big;
+  for (int i = 0; i < 20000; ++i) big += (i % 97 ? "[ 1.5] usb 1-1: noise " + std::to_string(i) + "\n" : kXid79);
+  inputs.push_back(big);
+  std::string minutes = "[Feb23 16:24] Linux version 6.8.0\n";  // dmesg -H: dated by its minute stamps
+  for (int i = 0; i < 300; ++i) {
+    minutes += "[  +0.000100] usb 1-1: noise\n[Feb23 16:2" + std::to_string(5 + i % 4) + "] usb 1-2: new device\n";
+    minutes += "[  +0.000316] " + kXid79.substr(kXid79.find("NVRM"));
+  }
+  inputs.push_back(minutes);
+  for (const std::string& data : inputs) {
+    for (size_t piece : {SIZE_MAX, size_t{4096}, size_t{7}}) {
+      for (bool prefilter : {true, false}) {
+        const Scan here = ScanBytes(data, piece, prefilter, std::nullopt);
+        // From the start, and from somewhere inside the log (a cut line or an open event handed over).
+        for (uint64_t after : {uint64_t{0}, uint64_t{data.size() / 3}}) {
+          const Scan ahead = ScanBytes(data, piece, prefilter, after);
+          ASSERT_EQ(JsonLines(ahead.events), JsonLines(here.events)) << data.substr(0, 80) << " piece " << piece;
+          ASSERT_EQ(Counts(ahead.stats), Counts(here.stats)) << data.substr(0, 80) << " piece " << piece;
+        }
+      }
+    }
+  }
+}
+
+// Gives `data` in reads of `read` bytes, then fails or throws as told.
+class FailingSource final : public ByteSource {
+ public:
+  enum class End { kError, kThrow, kNever };
+  FailingSource(std::string data, size_t read, End end) : data_(std::move(data)), read_(read), end_(end) {}
+  Result<size_t> Read(char* buffer, size_t capacity) override {
+    if (offset_ >= data_.size()) {
+      if (end_ == End::kThrow) throw std::runtime_error("the source broke");
+      if (end_ == End::kError) return Error{"read failed midway"};
+      offset_ = 0;  // kNever: the same bytes again, for ever
+    }
+    size_t n = std::min({capacity, read_, data_.size() - offset_});
+    std::memcpy(buffer, data_.data() + offset_, n);
+    offset_ += n;
+    return n;
+  }
+  const std::string& name() const override { return name_; }
+
+ private:
+  std::string data_;
+  size_t read_;
+  End end_;
+  size_t offset_ = 0;
+  std::string name_ = "failing";
+};
+
+TEST(LogReader, AReadErrorMidwayKeepsWhatCameBeforeItEitherWay) {
+  std::string data = ReadFile(kCorpus + "001.log") + "[ 9.9] NVRM: Xid (PCI:0000:02:00): 48, cut";
+  for (bool read_ahead : {true, false}) {
+    FailingSource source(data, 1000, FailingSource::End::kError);
+    ReadOptions options;
+    options.read_ahead = read_ahead;
+    options.read_ahead_after = 0;
+    LogScanner scanner(options);
+    std::vector<LogEvent> events;
+    ReadAll(source, scanner, [&](LogEvent&& e) { events.push_back(std::move(e)); });
+    EXPECT_EQ(scanner.stats().error, "read failed midway") << read_ahead;
+    EXPECT_EQ(scanner.stats().bytes, data.size()) << read_ahead;
+    ASSERT_FALSE(events.empty()) << read_ahead;
+    EXPECT_NE(events.back().raw.find("48, cut"), std::string::npos) << "the cut last line still counts";
+  }
+}
+
+TEST(LogReader, AnExceptionOnEitherThreadReachesTheCaller) {
+  const std::string data = ReadFile(kCorpus + "001.log");
+  for (bool read_ahead : {true, false}) {
+    // The source throws: the reading thread hands it over.
+    FailingSource broken(data, 1000, FailingSource::End::kThrow);
+    ReadOptions options;
+    options.read_ahead = read_ahead;
+    options.read_ahead_after = 0;
+    LogScanner first(options);
+    EXPECT_THROW(ReadAll(broken, first, [](LogEvent&&) {}), std::runtime_error) << read_ahead;
+    // The sink throws while the source never ends: the reading thread is stopped, not waited for.
+    FailingSource endless(data, 1 << 20, FailingSource::End::kNever);
+    LogScanner second(options);
+    EXPECT_THROW(ReadAll(endless, second, [](LogEvent&&) { throw std::logic_error("sink"); }), std::logic_error);
+  }
+}
+
 TEST(LogReader, EmptyInput) {
   Scan scan = ScanBytes("");
+  EXPECT_EQ(Counts(scan.stats), Counts(ScanBytes("", SIZE_MAX, true, std::nullopt).stats));
+  EXPECT_EQ(Counts(scan.stats), Counts(ScanBytes("", SIZE_MAX, true, 0).stats));
   EXPECT_TRUE(scan.events.empty());
   EXPECT_EQ(scan.stats.lines, 0u);
 }
