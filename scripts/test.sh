@@ -41,7 +41,7 @@ ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:ha
 
 echo "== fuzz targets (short smoke run each)"
 CC=clang CXX=clang++ cmake -S . -B build-fuzz -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DGPUDOCTOR_FUZZ=ON \
-  -DGPUDOCTOR_TESTS=OFF -DGPUDOCTOR_BENCH=OFF >/dev/null
+  -DCMAKE_UNITY_BUILD=ON -DGPUDOCTOR_TESTS=OFF -DGPUDOCTOR_BENCH=OFF >/dev/null
 cmake --build build-fuzz -j"$jobs" --target fuzz_targets
 for target in build-fuzz/bin/fuzz_*; do
   corpus_dir=$(mktemp -d)
