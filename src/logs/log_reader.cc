@@ -355,7 +355,8 @@ int UsableCpus() {
 // the parsing thread takes the blocks back in sequence. Everything a block
 // carries is in a Batch: the bytes of one read and the pieces cut from them,
 // in the order the scanner on the calling thread would have made them.
-// Batches go back to be filled again, so memory stays at kBatches blocks.
+// Batches go back to be filled again, so memory stays at two blocks more
+// than workers.
 class ReadAhead {
  public:
   struct Piece {
@@ -387,6 +388,7 @@ class ReadAhead {
         pending_(scanner.pending_),
         minute_stamps_(scanner.minute_stamps_),
         slots_(batches_) {
+    threads_.reserve(static_cast<size_t>(workers));  // so that only starting a thread can fail below
     try {
       for (int i = 0; i < workers; ++i) threads_.emplace_back([this] { Work(); });
     } catch (const std::system_error&) {
