@@ -51,9 +51,9 @@ struct ReadOptions {
   bool prefilter = true;
   // Compiled patterns of the catalog to use; null: the built-in catalog.
   std::shared_ptr<const LineMatcher> matcher;
-  // ReadAll reads and scans on a second thread where the process may run on
+  // ReadAll reads and scans on worker threads where the process may run on
   // more than one CPU, once `read_ahead_after` bytes have been read on the
-  // calling thread (a short log is not worth starting a thread for); false:
+  // calling thread (a short log is not worth starting threads for); false:
   // all on the calling thread (tests compare both).
   bool read_ahead = true;
   uint64_t read_ahead_after = 256u << 10;
@@ -127,7 +127,7 @@ class LogScanner {
 };
 
 // Reads `source` to its end (or first error, kept in the stats) through
-// `scanner`, reading ahead on a second thread when the options allow (above).
+// `scanner`, reading ahead on worker threads when the options allow (above).
 void ReadAll(ByteSource& source, LogScanner& scanner, const EventSink& sink);
 
 struct LogFileContents {

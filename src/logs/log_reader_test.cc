@@ -339,8 +339,8 @@ std::string JsonLines(const std::vector<LogEvent>& events) {
   return out;
 }
 
-TEST(LogReader, ReadingAheadOnASecondThreadChangesNothing) {
-  if (!SeveralCpus()) GTEST_SKIP() << "reading ahead needs a second CPU";
+TEST(LogReader, ReadingAheadOnWorkerThreadsChangesNothing) {
+  if (!SeveralCpus()) GTEST_SKIP() << "reading ahead needs more than one CPU";
   std::vector<std::string> inputs;
   for (const auto& entry : std::filesystem::directory_iterator(kCorpus)) inputs.push_back(ReadFile(entry.path()));
   ASSERT_GT(inputs.size(), 20u);
@@ -417,14 +417,14 @@ TEST(LogReader, AReadErrorMidwayKeepsWhatCameBeforeItEitherWay) {
 TEST(LogReader, AnExceptionOnEitherThreadReachesTheCaller) {
   const std::string data = ReadFile(kCorpus + "001.log");
   for (bool read_ahead : {true, false}) {
-    // The source throws: the reading thread hands it over.
+    // The source throws: the worker that read it hands the exception over.
     FailingSource broken(data, 1000, FailingSource::End::kThrow);
     ReadOptions options;
     options.read_ahead = read_ahead;
     options.read_ahead_after = 0;
     LogScanner first(options);
     EXPECT_THROW(ReadAll(broken, first, [](LogEvent&&) {}), std::runtime_error) << read_ahead;
-    // The sink throws while the source never ends: the reading thread is stopped, not waited for.
+    // The sink throws while the source never ends: the workers are stopped, not waited for.
     FailingSource endless(data, 1 << 20, FailingSource::End::kNever);
     LogScanner second(options);
     EXPECT_THROW(ReadAll(endless, second, [](LogEvent&&) { throw std::logic_error("sink"); }), std::logic_error);
