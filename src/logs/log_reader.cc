@@ -594,14 +594,14 @@ void ReadAll(ByteSource& source, LogScanner& scanner, const EventSink& sink) {
   // As many workers as CPUs, up to four: beyond that the parsing thread is the bottleneck at any
   // density of events.
   const int workers = scanner.options_.read_ahead ? std::min(UsableCpus(), 4) : 0;
-  const bool may_read_ahead = workers > 1;
+  bool may_read_ahead = workers > 1;
   // Not zero-filled: every byte is written by Read before it is scanned.
   std::unique_ptr<char[]> buffer(new char[kBlockSize]);
   uint64_t read_here = 0;
   while (true) {
-    if (may_read_ahead && read_here >= scanner.options_.read_ahead_after &&
-        ReadAhead::ReadRest(source, scanner, sink, workers)) {
-      return;
+    if (may_read_ahead && read_here >= scanner.options_.read_ahead_after) {
+      if (ReadAhead::ReadRest(source, scanner, sink, workers)) return;
+      may_read_ahead = false;  // no thread to be had: not asked again for every block
     }
     Result<size_t> n = source.Read(buffer.get(), kBlockSize);
     if (!n) {
