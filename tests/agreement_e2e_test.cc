@@ -129,6 +129,7 @@ json AgentFindings(const Input& input, std::string& why) {
   testing::RunningAgent agent(testing::AgentSetup{
       .scenario = std::filesystem::path(input.scenario).filename().string(),
       .env = {{"GPUDOCTOR_FAKE_NOW", input.fake_now}},
+      .probe_timeout = "2",  // check's, so both judge a slow probe by the same deadline
   });
   const std::chrono::seconds minute(60);
   if (!agent.WaitUntilHealthy(minute) || !testing::Eventually([&] { return agent.SamplesTaken() >= 3; }, minute)) {

@@ -64,6 +64,7 @@ struct AgentSetup {
   std::vector<std::string> args;  // after `agent`; "--log none" unless they name --log
   std::string db;                 // empty: a fresh database in the agent's own directory
   std::vector<std::pair<std::string, std::string>> env;
+  std::string probe_timeout = "1";  // --probe-timeout, in seconds
 };
 
 // A running agent on a free port with its own database; killed if a test
@@ -71,8 +72,9 @@ struct AgentSetup {
 class RunningAgent {
  public:
   explicit RunningAgent(AgentSetup setup) {
-    std::vector<std::string> args = {Binary(), "--simulate", Example(setup.scenario), "--probe-timeout", "1", "agent",
-                                     "--interval", "1s", "--listen", "127.0.0.1:0", "--db", db_path()};
+    std::vector<std::string> args = {Binary(), "--simulate", Example(setup.scenario), "--probe-timeout",
+                                     setup.probe_timeout, "agent", "--interval", "1s", "--listen", "127.0.0.1:0",
+                                     "--db", db_path()};
     if (!setup.db.empty()) args.back() = db_ = setup.db;
     if (std::find(setup.args.begin(), setup.args.end(), "--log") == setup.args.end()) {
       args.insert(args.end(), {"--log", "none"});

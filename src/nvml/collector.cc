@@ -117,13 +117,15 @@ struct ProbeProcess {
   }
 };
 
-// A probe that missed its deadline and has not exited yet, with what it holds.
+// A probe that missed its deadline and has not exited yet. What it holds is read
+// afresh from its tracker at every look, never kept from the deadline: a probe
+// that was only slow (a loaded machine starting it) moves on, and then holds
+// only the GPUs it is stuck in now, or nothing.
 struct StuckProbe {
   pid_t pid = -1;
-  bool in_host = false;                   // stuck before any GPU (init, count)
-  std::string host_call;
-  std::map<uint32_t, std::string> calls;  // stuck GPU -> the call it is inside
-  std::map<uint32_t, std::string> pci;    // stuck GPU -> its PCI id, when known
+  std::unique_ptr<SharedTracker> tracker;
+  std::string host_call;  // the call it was inside at the deadline, when that was before any GPU
+  uint32_t progress = 0;  // the tracker's GPUs started at the last look
   steady_clock::time_point since;
 };
 
@@ -271,20 +273,31 @@ void NvmlCollector::CollectInto(Snapshot& snapshot) {
     return false;
   });
 
+  // What the stuck probes hold now. One that started a GPU since the last look
+  // is moving, and holds nothing until it stops again.
   ProbeRequest request;
   request.event_window = options.event_window;
-  for (const auto& probe : state.stuck) {
-    if (probe.in_host) {
-      // An older probe never got past NVML's start: another would only pile up behind it.
+  for (StuckProbe& probe : state.stuck) {
+    const CallTracker& calls = probe.tracker->calls();
+    const uint32_t started = calls.gpus_started.load(std::memory_order_acquire);
+    if (started != probe.progress) {
+      probe.progress = started;
+      continue;
+    }
+    if (started == 0) {
+      // It never got past NVML's start: another probe would only pile up behind it.
+      std::string call = NvmlCallName(calls.host_call.load());
+      if (call.empty()) call = probe.host_call;
       snapshot.driver_error = AccessError::kHang;
-      snapshot.driver_message = "an earlier probe is still stuck in " + probe.host_call;
-      snapshot.hangs.push_back({std::nullopt, "", probe.host_call, options.deadline, true});
+      snapshot.driver_message = "an earlier probe is still stuck in " + call;
+      snapshot.hangs.push_back({std::nullopt, "", call, options.deadline, true});
       finish_unread();
       return;
     }
-    for (const auto& [gpu, call] : probe.calls) {
-      request.skip_gpus.insert(gpu);
-      snapshot.hangs.push_back({gpu, probe.pci.at(gpu), call, options.deadline, true});
+    for (uint32_t gpu = 0; gpu < CallTracker::kMaxGpus; ++gpu) {
+      std::string call = NvmlCallName(calls.gpu_call[gpu].load());
+      if (call.empty() || !request.skip_gpus.insert(gpu).second) continue;
+      snapshot.hangs.push_back({gpu, calls.gpu_pci[gpu].Load(), std::move(call), options.deadline, true});
     }
   }
 
@@ -420,20 +433,22 @@ void NvmlCollector::CollectInto(Snapshot& snapshot) {
     snapshot.driver_error = AccessError::kHang;
     snapshot.driver_message = "NVML did not answer within " + FormatDuration(options.deadline) + " (stuck in " + call + ")";
     snapshot.hangs.push_back({std::nullopt, "", call, options.deadline, false});
-    state.stuck.push_back({probe.pid, true, call, {}, {}, steady_clock::now()});
+    state.stuck.push_back({probe.pid, std::move(probe.tracker), call, 0, steady_clock::now()});
   } else if (!done) {
-    StuckProbe stuck{probe.pid, false, "", {}, {}, steady_clock::now()};
+    bool holds_gpus = false;
     const uint32_t count = snapshot.device_count.value_or(0);
     for (uint32_t index = 0; index < count; ++index) {
       if (snapshot.FindGpu(index) || request.skip_gpus.count(index)) continue;
       std::string call = index < CallTracker::kMaxGpus ? NvmlCallName(probe.tracker->calls().gpu_call[index].load()) : "";
       if (call.empty()) call = output_open ? "an NVML call" : "the probe process, which exited";
       std::string pci = index < CallTracker::kMaxGpus ? probe.tracker->calls().gpu_pci[index].Load() : "";
-      snapshot.hangs.push_back({index, pci, call, options.deadline, false});
-      stuck.calls[index] = call;
-      stuck.pci[index] = pci;
+      snapshot.hangs.push_back({index, std::move(pci), std::move(call), options.deadline, false});
+      holds_gpus = true;
     }
-    if (!stuck.calls.empty() && output_open) state.stuck.push_back(std::move(stuck));
+    if (holds_gpus && output_open) {
+      const uint32_t started = probe.tracker->calls().gpus_started.load(std::memory_order_acquire);
+      state.stuck.push_back({probe.pid, std::move(probe.tracker), "", started, steady_clock::now()});
+    }
     if (!output_open) snapshot.driver_message = "the NVML probe exited early";
   }
   if (!snapshot.driver_message.empty() && !probe_stderr.empty() && snapshot.driver_error != AccessError::kHang)

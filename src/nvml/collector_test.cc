@@ -488,6 +488,56 @@ duration = "forever"
   EXPECT_TRUE(again.hangs[0].still_stuck_from_earlier);
 }
 
+TEST_F(CollectorTest, AProbeThatWasOnlySlowToStartIsNoLongerAHostHangOnceItMovesOn) {
+  // NVML's start is slower than the deadline during the first second only (a
+  // loaded machine starting the probe), and GPU 1 then sticks for good. The
+  // first look is a host hang; once that probe has got past NVML's start, the
+  // host is not called hung again: GPU 1 is, once, however many probes hold it.
+  unsetenv("GPUDOCTOR_FAKE_NOW");
+  const auto start = steady_clock::now();
+  const auto epoch_ms =
+      std::chrono::duration_cast<milliseconds>(std::chrono::system_clock::now().time_since_epoch()).count();
+  setenv("GPUDOCTOR_FAKE_EPOCH_MS", std::to_string(epoch_ms).c_str(), 1);  // one scenario clock for every probe
+  struct Unset {
+    ~Unset() { unsetenv("GPUDOCTOR_FAKE_EPOCH_MS"); }
+  } unset;
+  auto path = WriteScenario("slow-init-then-hang.toml", R"(
+gpu_count = 3
+[[hang]]
+call = "nvmlInit_v2"
+until = "1s"
+duration = "1200ms"
+[[hang]]
+call = "nvmlDeviceGetTemperature"
+gpu = 1
+duration = "forever"
+)");
+  NvmlCollector collector(Options(path, milliseconds(500)));
+  Snapshot first = collector.Collect();
+  ASSERT_EQ(first.hangs.size(), 1u) << first.driver_message;
+  EXPECT_FALSE(first.hangs[0].gpu_index.has_value());
+  EXPECT_EQ(first.hangs[0].call, "nvmlInit_v2");
+
+  std::this_thread::sleep_until(start + seconds(2));  // the first probe is past its start, stuck in GPU 1
+  Snapshot second = collector.Collect();
+  EXPECT_NE(second.driver_error, AccessError::kHang) << second.driver_message;
+  ASSERT_EQ(second.hangs.size(), 1u) << second.driver_message;
+  EXPECT_EQ(second.hangs[0].gpu_index, 1u);
+  EXPECT_EQ(second.hangs[0].call, "nvmlDeviceGetTemperature");
+  ASSERT_EQ(second.gpus.size(), 3u);
+  for (uint32_t i : {0u, 2u}) EXPECT_TRUE(second.gpus[i].temperature_c.has_value()) << i;
+
+  const auto third_start = steady_clock::now();
+  Snapshot third = collector.Collect();
+  EXPECT_LT(steady_clock::now() - third_start, milliseconds(400));  // GPU 1 is not asked again
+  ASSERT_EQ(third.hangs.size(), 1u) << third.driver_message;
+  EXPECT_EQ(third.hangs[0].gpu_index, 1u);
+  EXPECT_TRUE(third.hangs[0].still_stuck_from_earlier);
+  EXPECT_EQ(third.hangs[0].pci_bus_id, second.hangs[0].pci_bus_id);
+  ASSERT_EQ(third.gpus.size(), 3u);
+  for (uint32_t i : {0u, 2u}) EXPECT_TRUE(third.gpus[i].temperature_c.has_value()) << i;
+}
+
 TEST_F(CollectorTest, DriverLibraryMismatchAtInit) {
   NvmlCollector collector(Options("driver-mismatch.toml"));
   Snapshot s = collector.Collect();
