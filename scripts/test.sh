@@ -44,7 +44,10 @@ echo "== fuzz targets (short smoke run each)"
 CC=clang CXX=clang++ cmake -S . -B build-fuzz -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DGPUDOCTOR_FUZZ=ON \
   -DGPUDOCTOR_TESTS=OFF -DGPUDOCTOR_BENCH=OFF >/dev/null
 cmake --build build-fuzz -j"$jobs" --target fuzz_targets
-for target in build-fuzz/bin/fuzz_*; do
+# One target per CPU at a time; each prints its line when it ends, and a failure
+# prints the end of its log and fails the run once every target has ended.
+fuzz_one() {
+  local target=$1 corpus_dir seeds
   corpus_dir=$(mktemp -d)
   # Seeds: real inputs from the test data, so the run starts from valid files.
   case $(basename "$target") in
@@ -57,10 +60,28 @@ for target in build-fuzz/bin/fuzz_*; do
     *) seeds=("testdata/fuzz_seeds/$(basename "$target")") ;;
   esac
   [[ -d ${seeds[0]} ]] || seeds=()
-  "$target" -max_total_time="${FUZZ_SECONDS:-20}" -rss_limit_mb=2048 "$corpus_dir" "${seeds[@]}" \
-    >"$corpus_dir.log" 2>&1 || { tail -50 "$corpus_dir.log"; echo "fuzz target $target failed"; exit 1; }
+  if ! "$target" -max_total_time="${FUZZ_SECONDS:-20}" -rss_limit_mb=2048 "$corpus_dir" "${seeds[@]}" \
+    >"$corpus_dir.log" 2>&1; then
+    echo "$(tail -50 "$corpus_dir.log")"$'\n'"fuzz target $target failed"
+    return 1
+  fi
   echo "$(basename "$target"): $(grep -Eo 'Done [0-9]+ runs' "$corpus_dir.log" || echo ran)"
+}
+fuzz_failed=0
+running=0
+for target in build-fuzz/bin/fuzz_*; do
+  if ((running >= jobs)); then
+    wait -n || fuzz_failed=1
+    running=$((running - 1))
+  fi
+  fuzz_one "$target" &
+  running=$((running + 1))
 done
+while ((running > 0)); do
+  wait -n || fuzz_failed=1
+  running=$((running - 1))
+done
+((fuzz_failed == 0)) || exit 1
 
 echo "== the Debian package (scripts/package-check.sh) and the container image (scripts/build-image.sh)"
 if [[ $(id -u) -ne 0 ]]; then
