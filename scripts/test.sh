@@ -28,6 +28,15 @@ if [[ "${1:-}" == "--quick" ]]; then
   exit 0
 fi
 
+# The package check's fresh Debian tree is made meanwhile, as root: debootstrap waits on the mirror more than on
+# the CPUs. The package check makes it itself if this fails.
+base_pid=""
+if [[ $(id -u) -eq 0 ]]; then
+  base_log=$(mktemp)
+  scripts/package-check.sh --base-only >"$base_log" 2>&1 &
+  base_pid=$!
+fi
+
 echo "== build (warnings are errors) under AddressSanitizer + UndefinedBehaviorSanitizer, and test"
 # -g1 keeps line numbers for sanitizer reports at a fraction of the build time of -g. A unity build
 # (each target's sources compiled a few at a time, as one file) parses the shared headers once per batch:
@@ -87,6 +96,10 @@ echo "== the Debian package (scripts/package-check.sh) and the container image (
 if [[ $(id -u) -ne 0 ]]; then
   echo "SKIPPED: the package check and the image need root (debootstrap, chroot, buildah)"
   exit 0
+fi
+if ! wait "$base_pid"; then
+  echo "making the fresh Debian tree ahead of the package check failed:"
+  tail -20 "$base_log"
 fi
 packages=$(mktemp -d /var/tmp/gpudoctor-ci-packages.XXXXXX)
 scripts/package-check.sh --jobs "$jobs" --out "$packages"
