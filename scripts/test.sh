@@ -76,20 +76,21 @@ fuzz_one() {
   fi
   echo "$(basename "$target"): $(grep -Eo 'Done [0-9]+ runs' "$corpus_dir.log" || echo ran)"
 }
+# Waits for the targets by their ids: `wait -n` alone may return for the Debian tree made meanwhile.
+declare -A fuzzing=()  # pid -> target
 fuzz_failed=0
-running=0
+reap_fuzz_target() {
+  local ended=""
+  wait -n -p ended "${!fuzzing[@]}" || fuzz_failed=1
+  [[ -n $ended ]] || { echo "lost track of the fuzz targets: ${fuzzing[*]}"; exit 1; }
+  unset "fuzzing[$ended]"
+}
 for target in build-fuzz/bin/fuzz_*; do
-  if ((running >= jobs)); then
-    wait -n || fuzz_failed=1
-    running=$((running - 1))
-  fi
+  while ((${#fuzzing[@]} >= jobs)); do reap_fuzz_target; done
   fuzz_one "$target" &
-  running=$((running + 1))
+  fuzzing[$!]=$target
 done
-while ((running > 0)); do
-  wait -n || fuzz_failed=1
-  running=$((running - 1))
-done
+while ((${#fuzzing[@]} > 0)); do reap_fuzz_target; done
 ((fuzz_failed == 0)) || exit 1
 
 echo "== the Debian package (scripts/package-check.sh) and the container image (scripts/build-image.sh)"
