@@ -42,6 +42,7 @@ struct ReadStats {
   uint64_t lines_with_nul = 0;      // NUL bytes act as line breaks within them
   uint64_t invalid_utf8_lines = 0;  // parsed as they are; invalid bytes are replaced on output
   std::string error;                // why reading stopped early; empty when read to the end
+  bool operator==(const ReadStats&) const = default;
 };
 
 struct ReadOptions {
