@@ -66,7 +66,13 @@ INSTANTIATE_TEST_SUITE_P(
                       Sample{"101.txt", {{"nvlink_down", Severity::kCritical}}},
                       Sample{"102.txt", {{"inforom_corrupted", Severity::kWarning}}},
                       Sample{"103.txt", {{"gpu_unreachable", Severity::kCritical}}},
-                      Sample{"104.txt", {{"gpu_unreachable", Severity::kCritical}}}),
+                      Sample{"104.txt", {{"gpu_unreachable", Severity::kCritical}}},
+                      // An A100 SXM4 module with every link inactive, on a server where no link is up.
+                      Sample{"105.txt", {{"nvlink_down", Severity::kWarning}}},
+                      // topo -m with the terminal's escape codes in its header: read, nothing wrong.
+                      Sample{"106.txt", {}},
+                      Sample{"107.txt", {{"ecc_uncorrectable", Severity::kCritical},
+                                         {"retired_pages", Severity::kWarning}}}),
     [](const ::testing::TestParamInfo<Sample>& info) { return "sample_" + info.param.file.substr(0, 3); });
 
 }  // namespace

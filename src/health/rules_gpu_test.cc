@@ -662,6 +662,23 @@ TEST(NvlinkDown, ServerWithoutActiveLinksHasNoNvlink) {
   EXPECT_TRUE(WithId(Evaluate(&snapshot), "nvlink_down").empty());
 }
 
+TEST(NvlinkDown, AnSxmModuleWithNoLinkUpIsAWarningWhateverTheServer) {
+  Snapshot snapshot = HealthySnapshot();
+  for (GpuSnapshot& gpu : snapshot.gpus)
+    for (NvLinkInfo& link : gpu.nvlinks.value()) link.active = Field<bool>::Value(false);
+  snapshot.gpus[1].name = Field<std::string>::Value("NVIDIA A100-SXM4-80GB");
+  Finding finding = Single(Evaluate(&snapshot), "nvlink_down");
+  EXPECT_EQ(finding.severity, Severity::kWarning);
+  EXPECT_EQ(finding.summary, "GPU 1: no NVLink up on an SXM module");
+  EXPECT_TRUE(EvidenceHas(finding, "0 of 4 links up"));
+  // Links listed only with their error counters (nvlink -e) say nothing of their state.
+  for (NvLinkInfo& link : snapshot.gpus[1].nvlinks.value()) link.active = Field<bool>();
+  EXPECT_TRUE(WithId(Evaluate(&snapshot), "nvlink_down").empty());
+  // nvidia-smi's "all links are inactive": the list is known and empty.
+  snapshot.gpus[1].nvlinks = Field<std::vector<NvLinkInfo>>::Value({});
+  EXPECT_TRUE(EvidenceHas(Single(Evaluate(&snapshot), "nvlink_down"), "every link inactive"));
+}
+
 TEST(NvlinkErrors, RisingErrorsAreAWarning) {
   Snapshot before = HealthySnapshot();
   before.taken_at = kNow - minutes(1);

@@ -168,15 +168,44 @@ void PcieReplay(RuleContext& context) {
   }
 }
 
+// Whether the GPU is an SXM module, built to talk over NVLink, by the name NVML gives it ("NVIDIA
+// A100-SXM4-80GB", "Tesla V100-SXM2-32GB"). The H100 and H200 SXM modules' names do not say so.
+bool NamedSxm(const GpuSnapshot& gpu) {
+  return gpu.name.has_value() && gpu.name.value().find("SXM") != std::string::npos;
+}
+
+// No link of the server is up: a GPU named an SXM module that reports its links (all of them down) has lost
+// its NVLinks, whatever the others are; any other GPU may simply have none connected.
+void ReportSxmWithoutLinks(RuleContext& context) {
+  for (const GpuSnapshot* gpu : context.ReadableGpus()) {
+    if (!gpu->nvlinks.has_value() || !NamedSxm(*gpu)) continue;
+    const std::vector<NvLinkInfo>& links = gpu->nvlinks.value();
+    // Links listed with their error counters only (nvlink -e) say nothing of their state.
+    const size_t known = static_cast<size_t>(
+        std::count_if(links.begin(), links.end(), [](const NvLinkInfo& link) { return link.active.has_value(); }));
+    if (!links.empty() && known == 0) continue;
+    context.Report("nvlink_down", Severity::kWarning, RefFor(*gpu),
+                   fmt::format("{}: no NVLink up on an SXM module", GpuLabel(*gpu)),
+                   {links.empty() ? std::string("every link inactive (nvidia-smi lists none)")
+                                  : fmt::format("0 of {} links up", known),
+                    "no GPU of this server has a link up, so the baseboard may not wire them: check the fabric "
+                    "manager on NVSwitch systems, then reset the GPU"});
+  }
+}
+
 void NvlinkDown(RuleContext& context) {
   // A server counts as having NVLink when some link is up; otherwise a link
-  // that is not active is most likely one that is not connected at all.
+  // that is not active is most likely one that is not connected at all,
+  // except on an SXM module (above).
   size_t links_up = 0;
   for (const GpuSnapshot* gpu : context.ReadableGpus()) {
     if (!gpu->nvlinks.has_value()) continue;
     for (const NvLinkInfo& link : gpu->nvlinks.value()) links_up += link.active.value_or(false) ? 1 : 0;
   }
-  if (links_up == 0) return;
+  if (links_up == 0) {
+    ReportSxmWithoutLinks(context);
+    return;
+  }
   bool reported = false;
   for (const GpuSnapshot* gpu : context.ReadableGpus()) {
     if (!gpu->nvlinks.has_value()) continue;

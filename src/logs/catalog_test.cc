@@ -92,7 +92,7 @@ TEST(Catalog, HasEveryDocumentedKind) {
                            "reset_required", "driver_probe_failed", "pcie_aer", "pcie_bandwidth_limited",
                            "pcie_link_down", "hung_task", "soft_lockup", "oom_kill", "mce", "cpu_thermal",
                            "nvswitch_sxid", "fabric_manager", "display_timeout", "rcu_stall", "gsp_error",
-                           "driver_loaded", "gpu_crash_dump", "kernel_oops", "persistenced_failed"}) {
+                           "driver_loaded", "gpu_crash_dump", "kernel_oops", "kernel_panic", "persistenced_failed"}) {
     const KindInfo* info = LogCatalog::Builtin().FindKind(kind);
     ASSERT_NE(info, nullptr) << kind;
     EXPECT_FALSE(info->action.empty()) << kind;

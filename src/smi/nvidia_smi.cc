@@ -117,6 +117,29 @@ void NoteMissingGpus(Snapshot& snapshot) {
                                         " attached GPUs but describes " + std::to_string(snapshot.gpus.size()));
 }
 
+// nvidia-smi underlines or bolds some headers when it writes to a terminal (`topo -m`), and a capture
+// taken with `script` or copied from a colour terminal keeps the escape sequences: CSI sequences
+// (ESC '[', parameter and intermediate bytes, a final byte) and two-byte escapes are dropped.
+std::string WithoutEscapeSequences(std::string_view text) {
+  std::string out;
+  out.reserve(text.size());
+  for (size_t i = 0; i < text.size(); ++i) {
+    if (text[i] != '\x1b') {
+      out.push_back(text[i]);
+      continue;
+    }
+    if (i + 1 < text.size() && text[i + 1] == '[') {
+      size_t end = i + 2;
+      while (end < text.size() && text[end] >= 0x20 && text[end] <= 0x3f) ++end;  // parameters, intermediates
+      if (end < text.size() && text[end] >= 0x40 && text[end] <= 0x7e) i = end;    // the final byte
+      else i = end - 1;  // cut short: what came after the escape stays
+    } else if (i + 1 < text.size() && text[i + 1] >= 0x40 && text[i + 1] <= 0x5f) {
+      ++i;
+    }
+  }
+  return out;
+}
+
 }  // namespace
 
 Error smi::TooManyGpus() {
@@ -128,6 +151,11 @@ Result<Snapshot> ParseNvidiaSmi(std::string_view text, std::string_view source_n
   if (text.find('\0') != std::string_view::npos) return NotRecognised("it contains NUL bytes (binary data)");
   if (StartsWith(text, "\xEF\xBB\xBF")) text.remove_prefix(3);  // UTF-8 byte order mark
   if (Trim(text).empty()) return NotRecognised("the input is empty");
+  std::string unescaped;
+  if (text.find('\x1b') != std::string_view::npos) {
+    unescaped = WithoutEscapeSequences(text);
+    text = unescaped;
+  }
 
   Snapshot snapshot;
   snapshot.source = "nvidia-smi:" + std::string(source_name);

@@ -10,8 +10,8 @@
 //   - the default `nvidia-smi` table, with its process table when present,
 //   - `--query-gpu=... --format=csv`, with a header, or without one when the
 //     pasted "$ nvidia-smi --query-gpu=..." command line names the columns,
-//   - `nvidia-smi -L`, `nvidia-smi nvlink -s` (which links are inactive) and
-//     `nvlink -e` (each link's error counters),
+//   - `nvidia-smi -L`, `nvidia-smi nvlink -s` (which links are inactive, or
+//     "all links are inactive") and `nvlink -e` (each link's error counters),
 //   - `nvidia-smi topo -m` (a GPU with fewer NVLinks to its peers than the others),
 //   - `nvidia-debugdump --list`, with the GPUs it failed to open,
 //   - nvidia-smi's failure messages ("Failed to initialize NVML: ...",
@@ -20,7 +20,8 @@
 //     and its warnings ("WARNING: infoROM is corrupted at gpu ...").
 // A table row that does not read (a lost '|') keeps its GPU, with the
 // readings it would have given failed, and notes the capture incomplete.
-// Lines starting with '#' and pasted command lines are skipped. A reading
+// Lines starting with '#' and pasted command lines are skipped, and so are the
+// escape sequences of a colour terminal (topo -m underlines its header). A reading
 // printed as "ERR!" or "[Unknown Error]" becomes a failed Field, "N/A" or
 // "[Not Supported]" a not-supported one.
 //

@@ -250,6 +250,35 @@ TEST(NvidiaSmiListsTest, NvlinkStatus101InactiveLinksAreLinksDown) {
   EXPECT_EQ(inactive, (std::vector<uint32_t>{3, 5}));
 }
 
+TEST(NvidiaSmiListsTest, NvlinkStatus105AllLinksInactiveIsAKnownListWithNoneUp) {
+  Snapshot snapshot = HealthFixture("105.txt");
+  ASSERT_THAT(snapshot.gpus, SizeIs(1));
+  const GpuSnapshot& gpu = snapshot.gpus[0];
+  EXPECT_EQ(gpu.index, 6u);
+  EXPECT_THAT(gpu.name, HasValue(std::string("NVIDIA A100-SXM4-80GB")));
+  ASSERT_TRUE(gpu.nvlinks.has_value()) << "the links are known: none is up";
+  EXPECT_THAT(gpu.nvlinks.value(), SizeIs(0));
+}
+
+TEST(NvidiaSmiTopologyTest, EscapeSequencesOfAColourTerminalAreDropped) {
+  // 106.txt: topo -m whose header nvidia-smi underlined (ESC [4m ... ESC [0m).
+  Snapshot underlined = HealthFixture("106.txt");
+  ASSERT_THAT(underlined.gpus, SizeIs(1));
+  // The same list with colour codes around a GPU line, and a sequence cut at the very end.
+  const std::string plain = "GPU 0: NVIDIA H100 80GB HBM3 (UUID: GPU-27806f02-cd3c-d2f5-f0c5-dae4dee3906a)\n"
+                            "\t Link 0: <inactive>\n";
+  const std::string coloured = "\x1b[1mGPU 0: NVIDIA H100 80GB HBM3 (UUID: GPU-27806f02-cd3c-d2f5-f0c5-dae4dee3906a)"
+                               "\x1b[0m\n\t Link 0: \x1b[31m<inactive>\x1b[0m\n\x1b[";
+  for (const std::string& text : {plain, coloured}) {
+    Snapshot snapshot = Parse(text);
+    ASSERT_THAT(snapshot.gpus, SizeIs(1));
+    EXPECT_THAT(snapshot.gpus[0].name, HasValue(std::string("NVIDIA H100 80GB HBM3")));
+    ASSERT_TRUE(snapshot.gpus[0].nvlinks.has_value());
+    ASSERT_THAT(snapshot.gpus[0].nvlinks.value(), SizeIs(1));
+    EXPECT_THAT(snapshot.gpus[0].nvlinks.value()[0].active, HasValue(false));
+  }
+}
+
 TEST(NvidiaSmiListsTest, ListGivesIndexNameAndUuid) {
   Snapshot snapshot = Parse(
       "GPU 0: NVIDIA H100 80GB HBM3 (UUID: GPU-27806f02-cd3c-d2f5-f0c5-dae4dee3906a)\n"

@@ -4,6 +4,8 @@
 //   nvidia-smi nvlink -s        the same line per GPU, then one per link:
 //                                        Link 0: 26.562 GB/s
 //                                        Link 3: <inactive>
+//                               or, for a GPU none of whose links is up,
+//                                       NVML: Unable to retrieve NVLink information as all links are inactive
 //   nvidia-smi nvlink -e        the same line per GPU (some builds print no UUID), then one per link and counter:
 //                                        Link 3: Replay Errors: 211
 //                                        Link 0: CRC Errors: 65535
@@ -76,6 +78,7 @@ bool LooksLikeDebugDumpList(std::string_view line) {
 Result<size_t> ParseGpuList(std::span<const std::string_view> lines, Snapshot& snapshot) {
   static const RE2 kLink(R"(Link (\d+): (?:(<inactive>)|([0-9.]+) GB/s))");
   static const RE2 kCounter(R"(Link (\d+): ([A-Za-z][A-Za-z ]*?) Errors: (\d+))");
+  static const RE2 kAllInactive(R"((?:NVML: )?Unable to retrieve NVLink information as all links are inactive\.?)");
   size_t recognised = 0;
   GpuSnapshot* current = nullptr;
   for (std::string_view line : lines) {
@@ -98,6 +101,10 @@ Result<size_t> ParseGpuList(std::span<const std::string_view> lines, Snapshot& s
     uint64_t count = 0;
     if (RE2::FullMatch(body, kLink, &link, &inactive, &speed)) {
       LinkAt(link, *current).active = Field<bool>::Value(inactive.empty());
+      ++recognised;
+    } else if (RE2::FullMatch(body, kAllInactive)) {
+      // The links are known to be down, not how many there are: the list is known and holds none up.
+      if (!current->nvlinks.has_value()) current->nvlinks = Field<std::vector<NvLinkInfo>>::Value({});
       ++recognised;
     } else if (RE2::FullMatch(body, kCounter, &link, &counter, &count)) {
       NvLinkInfo& info = LinkAt(link, *current);
