@@ -273,15 +273,28 @@ bool LooksLikeDiag(std::string_view text) {
       R"((?m)^\s*\|\s*(?:GPU Memory|Memory Bandwidth|Memtest|Diagnostic|Targeted Stress|Targeted Power|SM Stress|)"
       R"(Pulse Test|Context Create|PCIe|Denylist|Blacklist|NVML Library|CUDA Main Library|Inforom)\s*\|\s*)"
       R"((?:Pass|Fail|Warn|Skip)\b)");
+  // The run could not be made (a plugin missing, the host engine gone): an error instead of a report.
+  static const RE2 kError(R"((?m)^\s*Error: Unable to complete diagnostic\b)");
   const std::string_view head = text.substr(0, 64 * 1024);
-  return head.find("\"DCGM GPU Diagnostic\"") != std::string_view::npos || RE2::PartialMatch(Piece(head), kHeader) || RE2::PartialMatch(Piece(head), kSection) ||
-         RE2::PartialMatch(Piece(head), kTestRow);
+  return head.find("\"DCGM GPU Diagnostic\"") != std::string_view::npos || RE2::PartialMatch(Piece(head), kHeader) ||
+         RE2::PartialMatch(Piece(head), kSection) || RE2::PartialMatch(Piece(head), kTestRow) ||
+         RE2::PartialMatch(Piece(head), kError);
 }
 
 Result<std::vector<DiagnosticRecord>> ParseDiag(std::string_view text) {
   const bool json = text.find("\"DCGM GPU Diagnostic\"") != std::string_view::npos;
   const Reading reading = json ? ReadJson(text) : Read(text);
-  if (reading.results.empty()) return Error{"no dcgmi diag test result found"};
+  if (reading.results.empty()) {
+    // dcgmi prints its errors instead of a table when the run could not be made: say what it said.
+    std::string said;
+    for (std::string_view line : Split(text, '\n')) {
+      if (!StartsWith(Trim(line), "Error: ")) continue;
+      said += said.empty() ? "" : "; ";
+      said += Trim(line);
+    }
+    if (!said.empty()) return Error{"dcgmi diag printed no report: " + said};
+    return Error{"no dcgmi diag test result found"};
+  }
   std::set<uint32_t> every_gpu = reading.gpus_named;
   for (size_t gpu = 0; every_gpu.empty() && gpu < reading.device_ids; ++gpu) every_gpu.insert(static_cast<uint32_t>(gpu));
   if (every_gpu.empty()) every_gpu.insert(0);

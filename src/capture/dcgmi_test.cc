@@ -114,6 +114,18 @@ TEST(DcgmiDiag, ATestNamedByNoWordStillGetsAName) {
   EXPECT_EQ((*records)[0].state, "faulty");
 }
 
+TEST(DcgmiDiag, AnErrorInsteadOfAReportIsNoReport) {
+  // 010.txt: the run could not load its plugins (DCGM 4 without its CUDA 12 plugin folder).
+  const std::string text = Read("010.txt");
+  EXPECT_TRUE(LooksLikeDiag(text));
+  auto records = ParseDiag(text);
+  ASSERT_FALSE(records.ok());
+  EXPECT_EQ(records.error().message,
+            "dcgmi diag printed no report: Error: Unable to complete diagnostic for entities 0,1,2,3. Return: (-30) : "
+            "DCGM GPU Diagnostic returned an error; Error: Cannot load plugins. Unable to change to the plugin dir "
+            "'/usr/libexec/datacenter-gpu-manager-4/plugins/cuda12/': 'No such file or directory'");
+}
+
 TEST(DcgmiDiag, NoResultIsAnError) {
   EXPECT_FALSE(ParseDiag("| Diagnostic                | Result                                         |\n").ok());
   EXPECT_FALSE(LooksLikeDiag("+------+\n| GPU  | Name |\n"));
