@@ -1,4 +1,5 @@
 // Rules about the driver, NVML and which GPUs can be seen at all.
+#include <algorithm>
 #include <map>
 #include <set>
 
@@ -407,9 +408,17 @@ void FieldErrors(RuleContext& context) {
       names.push_back(field.name);
       evidence.push_back(field.name + ": " + field.error);
     }
+    // A GPU that answers none of its temperature, power and utilization cannot be watched at all (nvidia-smi
+    // shows its whole row as ERR!, as for a GPU whose GSP stopped answering): as bad as one that cannot be
+    // reached.
+    auto failed_named = [&](std::string_view name) { return std::find(names.begin(), names.end(), name) != names.end(); };
+    const bool blind =
+        failed_named("temperature_c") && failed_named("power_draw_w") && failed_named("utilization_gpu_percent");
     std::string summary = fmt::format("{}: {} failed", GpuLabel(*gpu), Plural(failed.size(), "reading", "readings"));
     if (failed.size() <= 3) summary += " (" + JoinWithAnd(names) + ")";
-    context.Report("field_error", Severity::kWarning, RefFor(*gpu), std::move(summary), std::move(evidence));
+    if (blind) summary += ": it reports neither its temperature, its power nor its utilization";
+    context.Report("field_error", blind ? Severity::kCritical : Severity::kWarning, RefFor(*gpu), std::move(summary),
+                   std::move(evidence));
     reported = true;
   }
   if (!reported && !context.ReadableGpus().empty()) {

@@ -258,6 +258,21 @@ TEST(FieldError, FailedReadingIsAWarningNamingTheField) {
   EXPECT_TRUE(EvidenceHas(finding, "power_limit_w: Unknown Error"));
 }
 
+// A GPU that answers none of its temperature, power and utilization (nvidia-smi: a whole row of ERR!) cannot be
+// watched at all: critical, where a few failed readings are a warning.
+TEST(FieldError, AGpuThatReportsNoneOfItsCoreReadingsIsCritical) {
+  Snapshot snapshot = HealthySnapshot();
+  snapshot.gpus[0].temperature_c = Field<uint32_t>::Failed("ERR!");
+  snapshot.gpus[0].power_draw_w = Field<double>::Failed("ERR!");
+  EXPECT_EQ(Single(Evaluate(&snapshot), "field_error").severity, Severity::kWarning);
+  snapshot.gpus[0].utilization_gpu_percent = Field<uint32_t>::Failed("ERR!");
+  Finding finding = Single(Evaluate(&snapshot), "field_error");
+  EXPECT_EQ(finding.severity, Severity::kCritical);
+  EXPECT_EQ(finding.summary,
+            "GPU 0: 3 readings failed (temperature_c, power_draw_w and utilization_gpu_percent): it reports neither "
+            "its temperature, its power nor its utilization");
+}
+
 // Each card is judged by the limit NVML reports for it: critical at its
 // maximum operating temperature (87 °C here), warning 10 °C below.
 TEST(TemperatureHigh, GradesAgainstTheCardsOwnLimit) {

@@ -42,8 +42,9 @@ std::optional<SmiMessage> MatchSmiMessage(std::string_view line) {
   static const RE2 kNvmlInitFailed(R"((?i)Failed to initialize NVML:\s*(.*))");
   static const RE2 kNoDriver(R"((?i)NVIDIA-SMI has failed because it couldn't communicate with the NVIDIA driver.*)");
   static const RE2 kNoLibrary(R"((?i)NVIDIA-SMI couldn't find libnvidia-ml\.so.*)");
-  // "determine" on Linux, "detect" in some builds' wording.
-  static const RE2 kNoHandle(R"((?i)Unable to (?:determine|detect) the device handle for GPU\s*)"
+  // "determine" on Linux, "detect" in some builds' wording; newer builds name the GPU's index too
+  // ("for GPU1: 0000:34:00.0: Unknown Error").
+  static const RE2 kNoHandle(R"((?i)Unable to (?:determine|detect) the device handle for GPU\s*(?:(\d+):\s*)?)"
                              R"(([0-9a-f]{4,8}:[0-9a-f]{2}:[0-9a-f]{2}\.[0-7])\s*:\s*(.*))");
   // Printed below an otherwise whole report, and by every nvidia-smi call (exit status 14).
   static const RE2 kInforomCorrupted(
@@ -65,9 +66,10 @@ std::optional<SmiMessage> MatchSmiMessage(std::string_view line) {
   if (RE2::FullMatch(input, kNvmlInitFailed, &reason)) return DriverError(AccessErrorFromReason(reason), line);
   if (RE2::FullMatch(input, kNoDriver)) return DriverError(AccessError::kDriverNotLoaded, line);
   if (RE2::FullMatch(input, kNoLibrary)) return DriverError(AccessError::kLibraryNotFound, line);
-  if (RE2::FullMatch(input, kNoHandle, &bus_id, &reason)) {
+  std::string index;
+  if (RE2::FullMatch(input, kNoHandle, &index, &bus_id, &reason)) {
     return SmiMessage{SmiMessage::Kind::kGpuError, AccessErrorFromReason(reason),
-                      NormalizePciBusId(bus_id).value_or(bus_id), std::string(line)};
+                      NormalizePciBusId(bus_id).value_or(bus_id), std::string(line), ParseInt<uint32_t>(index)};
   }
   if (RE2::FullMatch(input, kInforomCorrupted, &bus_id)) {
     return SmiMessage{SmiMessage::Kind::kInforomCorrupted, AccessError::kNone,
@@ -111,9 +113,13 @@ Status ApplySmiMessages(std::span<const SmiMessage> messages, Snapshot& snapshot
         auto [listed, added] = gpu_by_bus_id.emplace(message.pci_bus_id, snapshot.gpus.size());
         if (added) {
           if (snapshot.gpus.size() == kMaxGpus) return TooManyGpus();
-          // nvidia-smi names the GPU only by bus id; it takes the next free index.
+          // The index nvidia-smi names, when it is free; else (older builds name the bus id only) the next one.
+          const bool index_free =
+              message.gpu_index && std::none_of(snapshot.gpus.begin(), snapshot.gpus.end(),
+                                                [&](const GpuSnapshot& gpu) { return gpu.index == *message.gpu_index; });
           GpuSnapshot& gpu = snapshot.gpus.emplace_back();
-          gpu.index = next_index++;
+          gpu.index = index_free ? *message.gpu_index : next_index;
+          next_index = std::max(next_index, gpu.index + 1);
           gpu.pci_bus_id = Field<std::string>::Value(message.pci_bus_id);
         }
         GpuSnapshot& gpu = snapshot.gpus[listed->second];

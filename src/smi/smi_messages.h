@@ -7,7 +7,8 @@
 //   "Failed to initialize NVML: Driver/library version mismatch"
 //       -> snapshot.driver_error = kVersionMismatch
 //   "Unable to determine the device handle for GPU 0000:05:00.0: Unknown Error"
-//       -> a GPU at 0000:05:00.0 with access_error = kUnknown
+//   "Unable to determine the device handle for GPU1: 0000:34:00.0: Unknown Error"
+//       -> a GPU at 0000:05:00.0 (GPU 1 for the second) with access_error = kUnknown
 //   "No devices were found"
 //       -> snapshot.device_count = 0
 //   "WARNING: infoROM is corrupted at gpu 0000:B3:00.0"
@@ -38,6 +39,7 @@ struct SmiMessage {
   AccessError access_error = AccessError::kNone;
   std::string pci_bus_id;  // kGpuError, kInforomCorrupted: canonical form
   std::string text;        // the message line; the version for kNvmlVersion
+  std::optional<uint32_t> gpu_index;  // kGpuError: the index, where the message names it
 };
 
 // The access error a reason phrase from nvidia-smi or NVML describes
