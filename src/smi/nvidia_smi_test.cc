@@ -862,6 +862,20 @@ TEST(NvidiaSmiMessageTest, NoDevicesMeansACountOfZero) {
   EXPECT_EQ(snapshot.driver_error, AccessError::kNone);
 }
 
+// Newer nvidia-smi names the GPU's index before its bus id ("for GPU1: 0000:34:00.0"); the GPU the table leaves
+// out keeps that index, and one already taken falls back to the next free one.
+TEST(NvidiaSmiMessageTest, TheIndexANewerMessageNamesIsKept) {
+  const std::string table = ReadFixture("table_p100_418.txt");  // GPUs 0 and 1
+  Snapshot snapshot = Parse("Unable to determine the device handle for GPU7: 0000:34:00.0: Unknown Error\n"
+                            "Unable to determine the device handle for GPU1: 0000:35:00.0: Unknown Error\n" +
+                            table);
+  ASSERT_THAT(snapshot.gpus, SizeIs(4));
+  EXPECT_EQ(snapshot.gpus[2].index, 7u);
+  EXPECT_THAT(snapshot.gpus[2].pci_bus_id, HasValue(std::string("0000:34:00.0")));
+  EXPECT_EQ(snapshot.gpus[2].access_error, AccessError::kUnknown);
+  EXPECT_EQ(snapshot.gpus[3].index, 8u) << "GPU 1 is the table's";
+}
+
 TEST(NvidiaSmiMessageTest, LostGpuJoinsTheTableGpuWithItsBusId) {
   const std::string table = ReadFixture("table_p100_418.txt");
   Snapshot snapshot = Parse(
