@@ -567,6 +567,16 @@ TEST(UsageEndToEnd, ExplainNamesTheNearestFindingIdEventKindOrXid) {
               "them)");
 }
 
+// --kind takes one kind each time it is given: the file after it is a file, not a second kind.
+TEST(UsageEndToEnd, AKindBeforeTheFileLeavesTheFileToTheFiles) {
+  const std::string file = KernelLog("kernel_panic_pstore.log");
+  auto result = Gpudoctor("--json logs --kind kernel_panic " + file);
+  EXPECT_EQ(result.exit_code, 0) << result.output;
+  EXPECT_EQ(Parse(result.output)["kind"], "kernel_panic") << result.output;
+  auto two = Gpudoctor("--json logs --kind xid,kernel_panic --kind gpu_off_bus " + file);
+  EXPECT_EQ(two.exit_code, 0) << two.output;
+}
+
 // A command's --help shows the options every command takes.
 TEST(HelpEndToEnd, CheckHelpShowsTheOptionsThatApplyToIt) {
   auto help = Gpudoctor("check --help");

@@ -442,7 +442,10 @@ void RegisterLogsCommand(CLI::App& app, CommandContext& context) {
   command->add_option("--min-severity", options->min_severity, "Least severity shown: info, warning or critical")
       ->check(CLI::IsMember({"info", "warning", "critical"}))
       ->capture_default_str();
-  command->add_option("--kind", options->kinds, "Only these event kinds (repeat or comma-separate)")->delimiter(',');
+  // One value per --kind, so that "--kind xid FILE" leaves FILE to the files.
+  command->add_option("--kind", options->kinds, "Only these event kinds (repeat or comma-separate)")
+      ->delimiter(',')
+      ->allow_extra_args(false);
   command->add_option("--year", options->year, "Year of syslog dates that give none (default: guessed from the file date)")
       ->check(CLI::Range(1970, 9999));
   command->add_option("--timezone", options->zone,
