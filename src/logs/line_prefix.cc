@@ -17,7 +17,8 @@ using re2::RE2;
 const char* const kFormatNames[] = {"bare",           "kmsg",           "dmesg",         "dmesg_ctime",
                                     "dmesg_delta",    "dmesg_minute",   "dmesg_iso",     "syslog",
                                     "syslog_iso",     "journal_monotonic", "talos",       "broadcast_header",
-                                    "broadcast_body", "fabric_manager", "syslog_5424",   "dmesg_decoded"};
+                                    "broadcast_body", "fabric_manager", "syslog_5424",   "dmesg_decoded",
+                                    "klog",           "go_log"};
 
 struct Regexes {
   RE2 priority{R"(^<(\d{1,3})>)"};
@@ -45,6 +46,11 @@ struct Regexes {
   // dmesg -x: "kern  :err   : " (facility and level, padded).
   RE2 dmesg_decoded{R"(^(kern|user|mail|daemon|auth|syslog|lpr|news|uucp|cron|authpriv|ftp|local[0-7])\s*:)"
                     R"(\s*(emerg|alert|crit|err|warn|notice|info|debug)\s*: )"};
+  // klog, as Kubernetes components and their plugins write it: "I0810 15:36:05.551834       1 health.go:169] "
+  // (severity, month and day, time, thread id, source file and line; no year).
+  RE2 klog{R"(^([IWEF])(\d\d)(\d\d) (\d\d):(\d\d):(\d\d)(?:\.(\d{1,9}))?\s+\d+\s+[^\s:\]]+:\d+\]\s?)"};
+  // Go's standard logger: "2020/08/10 19:09:42 " or with microseconds.
+  RE2 go_log{R"(^(\d{4})/(\d\d)/(\d\d) (\d\d):(\d\d):(\d\d)(?:\.(\d{1,9}))? )"};
   // nv-fabricmanager's log: "[Feb 27 2025 15:10:02] [ERROR] [tid 12727] ".
   RE2 fabric_manager{R"(^\[(\S+?)\.?\s+(\d{1,2})\s+(\d{4})\s+(\d{1,2}):(\d\d):(\d\d)\])"
                      R"(\s+\[([A-Z]+)\]\s+\[tid \d+\]\s?)"};
@@ -389,6 +395,43 @@ bool ParseBroadcastHeader(std::string_view text, const PrefixOptions& options, L
   return true;
 }
 
+// "I0810 15:36:05.551834       1 health.go:169] msg" (klog, in the zone assumed for local times; no year).
+bool ParseKlog(std::string_view text, const PrefixOptions& options, LinePrefix& prefix) {
+  std::string_view rest = text;
+  Piece severity, month, day, hour, minute, second, fraction;
+  if (!Consume(rest, Patterns().klog, &severity, &month, &day, &hour, &minute, &second, &fraction)) return false;
+  const unsigned month_number = ToUnsigned(month);
+  if (month_number < 1 || month_number > 12) return false;
+  const int year = options.year.value_or(InferYear(month_number, ToUnsigned(day), options.reference_time));
+  CivilTime civil = MakeCivil(year, month_number, ToUnsigned(day), ToUnsigned(hour), ToUnsigned(minute),
+                              ToUnsigned(second), FractionToNanos(fraction));
+  prefix.format = LineFormat::kKlog;
+  prefix.time = CivilToWallTime(civil, options.utc_offset_minutes);
+  prefix.time_estimated = !options.year.has_value();
+  switch (severity[0]) {
+    case 'I': prefix.level = "info"; break;
+    case 'W': prefix.level = "warning"; break;
+    case 'E': prefix.level = "err"; break;
+    default: prefix.level = "crit"; break;  // 'F': fatal
+  }
+  prefix.message = rest;
+  return true;
+}
+
+// "2020/08/10 19:09:42 msg" (Go's standard logger, in the zone assumed for local times).
+bool ParseGoLog(std::string_view text, const PrefixOptions& options, LinePrefix& prefix) {
+  if (text.size() < 20 || text[4] != '/') return false;
+  std::string_view rest = text;
+  Piece year, month, day, hour, minute, second, fraction;
+  if (!Consume(rest, Patterns().go_log, &year, &month, &day, &hour, &minute, &second, &fraction)) return false;
+  CivilTime civil = MakeCivil(ParseInt<int>(View(year)).value_or(0), ToUnsigned(month), ToUnsigned(day),
+                              ToUnsigned(hour), ToUnsigned(minute), ToUnsigned(second), FractionToNanos(fraction));
+  prefix.format = LineFormat::kGoLog;
+  prefix.time = CivilToWallTime(civil, options.utc_offset_minutes);
+  prefix.message = rest;
+  return true;
+}
+
 // Tries every timestamped format at the start of `text`.
 bool ParseTimestamped(std::string_view text, const PrefixOptions& options, LinePrefix& prefix) {
   const Regexes& re = Patterns();
@@ -424,6 +467,11 @@ bool ParseTimestamped(std::string_view text, const PrefixOptions& options, LineP
       }
       return true;
     }
+    if (ParseGoLog(text, options, prefix)) return true;
+  }
+  if ((first == 'I' || first == 'W' || first == 'E' || first == 'F') && text.size() > 1 && IsDigit(text[1]) &&
+      ParseKlog(text, options, prefix)) {
+    return true;
   }
 
   if (first == '[') {

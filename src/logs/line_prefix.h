@@ -37,6 +37,8 @@ enum class LineFormat {
   kFabricManager,     // "[Feb 27 2025 15:10:02] [ERROR] [tid 12727] msg"  (nv-fabricmanager's log file)
   kSyslog5424,        // "<34>1 2003-10-11T22:14:15.003Z host app procid msgid [sd] msg"  (RFC 5424)
   kDmesgDecoded,      // "kern  :err   : msg"  (dmesg -x with no time; with one, the time's format is kept)
+  kKlog,              // "I0810 15:36:05.551834       1 health.go:169] msg"  (Kubernetes components, kubectl logs)
+  kGoLog,             // "2020/08/10 19:09:42 msg"  (Go's standard logger: device plugins, exporters)
 };
 const char* LineFormatName(LineFormat format);
 

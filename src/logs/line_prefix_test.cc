@@ -213,6 +213,25 @@ TEST(LinePrefix, FabricManagerLog) {
                        "physical id 3 port 61");
 }
 
+TEST(LinePrefix, KlogAndGoLogOfKubernetesComponents) {
+  // testdata/kernel_logs/xid_device_plugin.log: the device plugin's own lines, as `kubectl logs` shows them.
+  LinePrefix go = ParseLinePrefix("2020/08/10 19:09:42 XidCriticalError: Xid=69 on Device=GPU-7540a9b3", Options());
+  EXPECT_EQ(go.format, LineFormat::kGoLog);
+  EXPECT_EQ(Iso(go.time), "2020-08-10T19:09:42.000Z");
+  EXPECT_FALSE(go.time_estimated);
+  EXPECT_EQ(go.message, "XidCriticalError: Xid=69 on Device=GPU-7540a9b3");
+  // klog prints no year: it is inferred as for syslog dates.
+  LinePrefix klog = ParseLinePrefix("I0810 15:36:05.551834       1 health.go:169] XidCriticalError: Xid=48", Options());
+  EXPECT_EQ(klog.format, LineFormat::kKlog);
+  EXPECT_EQ(klog.level, "info");
+  EXPECT_TRUE(klog.time_estimated);
+  EXPECT_EQ(klog.message, "XidCriticalError: Xid=48");
+  EXPECT_EQ(ParseLinePrefix("E1203 01:02:03.000001 42 server.go:9] boom", Options()).level, "err");
+  // Neither a month 13 nor a word that only starts like klog is a prefix.
+  EXPECT_EQ(ParseLinePrefix("I1310 15:36:05.551834 1 a.go:1] x", Options()).format, LineFormat::kBare);
+  EXPECT_EQ(ParseLinePrefix("I0810 is not a stamp", Options()).format, LineFormat::kBare);
+}
+
 TEST(LinePrefix, Rfc5424AndDmesgDecoded) {
   // RFC 5424's own example (section 6.5.1).
   LinePrefix p = ParseLinePrefix(
