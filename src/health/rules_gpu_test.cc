@@ -692,6 +692,11 @@ TEST(NvlinkDown, AnSxmModuleWithNoLinkUpIsAWarningWhateverTheServer) {
   // nvidia-smi's "all links are inactive": the list is known and empty.
   snapshot.gpus[1].nvlinks = Field<std::vector<NvLinkInfo>>::Value({});
   EXPECT_TRUE(EvidenceHas(Single(Evaluate(&snapshot), "nvlink_down"), "every link inactive"));
+  // A lone SXM GPU (a virtual machine given one GPU of a baseboard) has no peer to link to.
+  Snapshot lone = HealthySnapshot(1);
+  lone.gpus[0].name = Field<std::string>::Value("NVIDIA A100-SXM4-40GB");
+  lone.gpus[0].nvlinks = Field<std::vector<NvLinkInfo>>::Value({});
+  EXPECT_TRUE(WithId(Evaluate(&lone), "nvlink_down").empty());
 }
 
 TEST(NvlinkErrors, RisingErrorsAreAWarning) {

@@ -175,10 +175,12 @@ bool NamedSxm(const GpuSnapshot& gpu) {
 }
 
 // No link of the server is up: a GPU named an SXM module that reports its links (all of them down) has lost
-// its NVLinks, whatever the others are; any other GPU may simply have none connected.
+// its NVLinks, whatever the others are; any other GPU may simply have none connected. A lone SXM GPU (index
+// 0 of one: a cloud VM given one GPU of a baseboard) has no peer to link to.
 void ReportSxmWithoutLinks(RuleContext& context) {
   for (const GpuSnapshot* gpu : context.ReadableGpus()) {
     if (!gpu->nvlinks.has_value() || !NamedSxm(*gpu)) continue;
+    if (context.input.snapshot->gpus.size() == 1 && gpu->index == 0) continue;
     const std::vector<NvLinkInfo>& links = gpu->nvlinks.value();
     // Links listed with their error counters only (nvlink -e) say nothing of their state.
     const size_t known = static_cast<size_t>(
