@@ -114,9 +114,7 @@ Status ApplySmiMessages(std::span<const SmiMessage> messages, Snapshot& snapshot
         if (added) {
           if (snapshot.gpus.size() == kMaxGpus) return TooManyGpus();
           // The index nvidia-smi names, when it is free; else (older builds name the bus id only) the next one.
-          const bool index_free =
-              message.gpu_index && std::none_of(snapshot.gpus.begin(), snapshot.gpus.end(),
-                                                [&](const GpuSnapshot& gpu) { return gpu.index == *message.gpu_index; });
+          const bool index_free = message.gpu_index && snapshot.FindGpu(*message.gpu_index) == nullptr;
           GpuSnapshot& gpu = snapshot.gpus.emplace_back();
           gpu.index = index_free ? *message.gpu_index : next_index;
           next_index = std::max(next_index, gpu.index + 1);
