@@ -18,7 +18,7 @@ const char* const kFormatNames[] = {"bare",           "kmsg",           "dmesg",
                                     "dmesg_delta",    "dmesg_minute",   "dmesg_iso",     "syslog",
                                     "syslog_iso",     "journal_monotonic", "talos",       "broadcast_header",
                                     "broadcast_body", "fabric_manager", "syslog_5424",   "dmesg_decoded",
-                                    "klog",           "go_log"};
+                                    "klog",           "go_log",         "program_tag"};
 
 struct Regexes {
   RE2 priority{R"(^<(\d{1,3})>)"};
@@ -40,7 +40,7 @@ struct Regexes {
   // syslogd's console broadcast of an emergency message: a header line, then the message indented.
   RE2 broadcast_header{R"(^Message from syslogd@(\S+) at (?:[A-Za-z]{3}\s+)?)"
                        R"((\S+?)\.?\s+(\d{1,2})\s+(\d{1,2}):(\d\d):(\d\d)(?:\s+(\d{4}))?\s*\.\.\.\s*$)"};
-  RE2 broadcast_body{R"(^\s+kernel:\s*)"};
+  RE2 kernel_tag{R"(^\s*kernel:\s*)"};
   // RFC 5424 after its version "1 " and timestamp: "host app procid msgid structured-data ".
   RE2 rfc5424{R"(^(\S+) (\S+) (\S+) (\S+) (?:-|(?:\[(?:[^\]\\]|\\.)*\])+)(?: |$))"};
   // dmesg -x: "kern  :err   : " (facility and level, padded).
@@ -608,11 +608,14 @@ LinePrefix ParseLinePrefix(std::string_view line, const PrefixOptions& options) 
 
   prefix = LinePrefix{};
   prefix.indented = !text.empty() && IsHorizontalSpace(text.front());
-  // The body of a console broadcast: " kernel:[Hardware Error]: ..." (its time and host are on the header line).
-  if (prefix.indented) {
+  // The kernel's tag with no date or host before it. Indented, the body of a console broadcast
+  // (" kernel:[Hardware Error]: ...": its time and host are on the header line); at the line's start, a syslog
+  // line whose date and host were cut away ("kernel: NVRM: ..."; with an uptime stamp after the tag it was read
+  // above, as a dmesg line after free text).
+  if (prefix.indented || text.starts_with("kernel:")) {
     std::string_view body = text;
-    if (Consume(body, Patterns().broadcast_body)) {
-      prefix.format = LineFormat::kBroadcastBody;
+    if (Consume(body, Patterns().kernel_tag)) {
+      prefix.format = prefix.indented ? LineFormat::kBroadcastBody : LineFormat::kProgramTag;
       prefix.program = "kernel";
       prefix.indented = false;
       Piece uptime;

@@ -39,6 +39,7 @@ enum class LineFormat {
   kDmesgDecoded,      // "kern  :err   : msg"  (dmesg -x with no time; with one, the time's format is kept)
   kKlog,              // "I0810 15:36:05.551834       1 health.go:169] msg"  (Kubernetes components, kubectl logs)
   kGoLog,             // "2020/08/10 19:09:42 msg"  (Go's standard logger: device plugins, exporters)
+  kProgramTag,        // "kernel: msg"  (a syslog line cut after its host)
 };
 const char* LineFormatName(LineFormat format);
 

@@ -232,6 +232,23 @@ TEST(LinePrefix, KlogAndGoLogOfKubernetesComponents) {
   EXPECT_EQ(ParseLinePrefix("I0810 is not a stamp", Options()).format, LineFormat::kBare);
 }
 
+TEST(LinePrefix, TheKernelsTagAloneWhenDateAndHostWereCut) {
+  // testdata/kernel_logs/xid145_redacted_bus_b200.log: a dmesg excerpt posted with only the kernel's tag.
+  LinePrefix p = ParseLinePrefix("kernel: NVRM: GPU1 kbifCacheVFInfo_GB100: Unable to read NV_PF0_INITIAL_AND_TOTAL_VFS",
+                                 Options());
+  EXPECT_EQ(p.format, LineFormat::kProgramTag);
+  EXPECT_EQ(p.program, "kernel");
+  EXPECT_EQ(p.message, "NVRM: GPU1 kbifCacheVFInfo_GB100: Unable to read NV_PF0_INITIAL_AND_TOTAL_VFS");
+  EXPECT_FALSE(p.time);
+  // With an uptime stamp after the tag, the stamp is read as a dmesg line embedded after free text.
+  LinePrefix uptime = ParseLinePrefix("kernel: [ 1234.567890] NVRM: loading", Options());
+  EXPECT_DOUBLE_EQ(*uptime.uptime_seconds, 1234.56789);
+  EXPECT_EQ(uptime.message, "NVRM: loading");
+  // Only the kernel's own tag, at the start of the line.
+  EXPECT_EQ(ParseLinePrefix("kernelspace: x", Options()).format, LineFormat::kBare);
+  EXPECT_EQ(ParseLinePrefix("  kernel text", Options()).format, LineFormat::kBare);
+}
+
 TEST(LinePrefix, Rfc5424AndDmesgDecoded) {
   // RFC 5424's own example (section 6.5.1).
   LinePrefix p = ParseLinePrefix(

@@ -490,7 +490,7 @@ bool LogParser::ApplyPattern(uint32_t index, const std::vector<EventField>& fiel
   event.severity = stated.value_or(catalog.SeverityOf(spec.kind, event.xid));
 
   if (spec.role == PatternRole::kContinue) {
-    OpenEvent* open = FindOpen(spec.kind);
+    OpenEvent* open = FindOpen(spec.kind, event.pci_bus_id);
     if (!open || !SameSubject(open->event, event) || !CloseInTime(open->event, event)) return false;
     event.pci_bus_id.clear();  // a detail line's device is the open event's device
     MergeInto(open->event, event, spec.append);
@@ -520,8 +520,12 @@ bool LogParser::ApplyPattern(uint32_t index, const std::vector<EventField>& fiel
 
 void LogParser::StartEvent(LogEvent&& event, uint32_t join_key, std::optional<uint32_t> origin,
                            uint64_t line_number) {
+  // Reports of several devices printed at once (an error that reached every NVSwitch, AER reports of two
+  // devices) interleave their lines: each device's stays open for its own later lines.
   for (size_t i = 0; i < open_.size(); ++i) {
-    if (open_[i].event.kind == event.kind) {
+    const LogEvent& open = open_[i].event;
+    const bool other_device = !open.pci_bus_id.empty() && !event.pci_bus_id.empty() && open.pci_bus_id != event.pci_bus_id;
+    if (open.kind == event.kind && !other_device) {
       Close(i);
       break;
     }
@@ -550,7 +554,7 @@ void LogParser::StartEvent(LogEvent&& event, uint32_t join_key, std::optional<ui
 
 void LogParser::MergeOrStart(LogEvent&& event, uint32_t join_key, std::optional<uint32_t> origin,
                              uint64_t line_number) {
-  OpenEvent* open = FindOpen(event.kind);
+  OpenEvent* open = FindOpen(event.kind, event.pci_bus_id);
   if (open && std::find(open->joined.begin(), open->joined.end(), join_key) == open->joined.end() &&
       SameSubject(open->event, event) && CloseInTime(open->event, event) && DetailsAgree(open->event, event)) {
     const std::vector<std::string>& append =
@@ -615,11 +619,14 @@ void LogParser::NoteIdentity(IdentityLine kind, const std::vector<EventField>& f
   }
 }
 
-LogParser::OpenEvent* LogParser::FindOpen(std::string_view kind) {
+LogParser::OpenEvent* LogParser::FindOpen(std::string_view kind, std::string_view pci) {
+  OpenEvent* latest = nullptr;
   for (OpenEvent& open : open_) {
-    if (open.event.kind == kind) return &open;
+    if (open.event.kind != kind) continue;
+    if (!pci.empty() && open.event.pci_bus_id == pci) return &open;
+    latest = &open;
   }
-  return nullptr;
+  return latest;
 }
 
 void LogParser::Close(size_t open_index) {

@@ -128,7 +128,8 @@ class LogParser {
   void StartRecord(const LinePrefix& prefix, std::string_view line, uint64_t line_number, bool recognised);
   bool JoinRecord(const LinePrefix& prefix, std::string_view line, uint64_t line_number);
   void NoteIdentity(IdentityLine kind, const std::vector<EventField>& fields, uint64_t line_number);
-  OpenEvent* FindOpen(std::string_view kind);
+  // The open event of `kind` on device `pci` when one is open, else the one of `kind` started last.
+  OpenEvent* FindOpen(std::string_view kind, std::string_view pci = {});
   void Close(size_t open_index);
   void Release(std::vector<LogEvent>& out);
   void FillIdentity(LogEvent& event) const;
@@ -136,7 +137,7 @@ class LogParser {
   ParseOptions options_;
   std::shared_ptr<const LineMatcher> matcher_;
   LineMatcher::Scratch scratch_;
-  std::vector<OpenEvent> open_;   // at most one per kind
+  std::vector<OpenEvent> open_;   // in start order; at most one per kind and device
   std::vector<StartedEvent> closed_;  // finished, waiting for earlier open events
   std::vector<uint32_t> release_order_;  // Release's scratch: closed_ by line and start order
   std::vector<StartedEvent> kept_;       // Release's scratch: what waits on

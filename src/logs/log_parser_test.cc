@@ -278,6 +278,30 @@ TEST(LogParser, NvswitchSxidSeverityFollowsTheLine) {
   EXPECT_EQ(events[0].severity, EventSeverity::kWarning);
 }
 
+// An error that reaches every switch of a baseboard: each prints its report at once, the lines interleaved
+// (the order and the wording of a real service VM's log; the switches' bus ids shortened to two).
+TEST(LogParser, InterleavedReportsOfSeveralSwitchesEachKeepTheirLines) {
+  auto events = ParseText(
+      "[ 8123.617543] nvidia-nvswitch1: SXid (PCI:0000:00:08.0): 11004, Non-fatal, Link 36 ingress invalid ACL (First)\n"
+      "[ 8123.617548] nvidia-nvswitch2: SXid (PCI:0000:00:09.0): 11004, Non-fatal, Link 42 ingress invalid ACL (First)\n"
+      "[ 8123.617798] nvidia-nvswitch2: SXid (PCI:0000:00:09.0): 11004, Severity 0 Engine instance 42 Sub-engine "
+      "instance 00\n"
+      "[ 8123.618226] nvidia-nvswitch1: SXid (PCI:0000:00:08.0): 11004, Severity 0 Engine instance 36 Sub-engine "
+      "instance 00\n"
+      "[ 8123.619785] nvidia-nvswitch1: SXid (PCI:0000:00:08.0): 11004, Data {0x00000008, 0xff9fc39c}\n"
+      "[ 8123.619817] nvidia-nvswitch2: SXid (PCI:0000:00:09.0): 11004, Data {0x00000038, 0x008bb02f}\n",
+      TestOptions());
+  ASSERT_EQ(events.size(), 2u);  // no line of one switch's report is a report of its own
+  EXPECT_EQ(events[0].pci_bus_id, "0000:00:08.0");
+  EXPECT_EQ(events[0].Field("engine_instance"), "36");
+  EXPECT_EQ(events[0].Field("sxid_data"), "0x00000008, 0xff9fc39c");
+  EXPECT_EQ(events[0].severity, EventSeverity::kWarning);
+  EXPECT_EQ(events[1].pci_bus_id, "0000:00:09.0");
+  EXPECT_EQ(events[1].Field("engine_instance"), "42");
+  EXPECT_EQ(events[1].Field("sxid_data"), "0x00000038, 0x008bb02f");
+  EXPECT_EQ(events[1].severity, EventSeverity::kWarning);
+}
+
 TEST(LogParser, HostEvents) {
   EXPECT_EQ(Kinds(ParseLine("[ 9.0] rcu: INFO: rcu_preempt detected stalls on CPUs/tasks:", TestOptions())),
             (Strings{"rcu_stall"}));
