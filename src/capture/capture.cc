@@ -180,7 +180,11 @@ Result<Capture> ReadCapture(const std::string& path, bool* not_recognised) {
     const EventSink ignore = [](LogEvent&&) {};
     scanner.Consume(whole.bytes, ignore);
     scanner.Finish(ignore);
-    if (scanner.stats().events == 0) return refuse(std::string(kFormats));
+    if (scanner.stats().events == 0) {
+      // Output nvidia-smi's parser knew but could not use (CSV rows that no header names): its reason.
+      if (!StartsWith(snapshot.error().message, kNotNvidiaSmiOutput)) return refuse(snapshot.error().message);
+      return refuse(std::string(kFormats));
+    }
   }
   Capture capture = Named(CaptureKind::kLog, path);
   capture.log_file = path;

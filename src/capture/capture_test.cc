@@ -144,6 +144,15 @@ TEST(ReadCapture, RefusesWhatItDoesNotKnowAndSaysWhy) {
   auto binary = ReadCapture(WriteTemp("binary.bin", std::string("\x7f" "ELF\0\0\0", 7)), &not_recognised);
   ASSERT_FALSE(binary.ok());
   EXPECT_TRUE(not_recognised);
+
+  // --format=csv,noheader rows with no command line: nvidia-smi's, but no column is named; the refusal says so.
+  auto rows = ReadCapture(WriteTemp("noheader.csv", "GeForce GTX 1080 Ti, 53 %, 84, 123.00 W\n"
+                                                    "GeForce GTX 1080 Ti, 78 %, 68, 242.05 W\n"),
+                          &not_recognised);
+  ASSERT_FALSE(rows.ok());
+  EXPECT_TRUE(not_recognised);
+  EXPECT_NE(rows.error().message.find("not recognised: nvidia-smi CSV without column names"), std::string::npos)
+      << rows.error().message;
 }
 
 }  // namespace

@@ -14,8 +14,11 @@
 //
 // DCGM wraps a message over the rows at a fixed width, inside words; the reader joins it back. Its 2.x and
 // 3.x reports give a test's result per GPU list ("Fail - GPU: 0", "Pass - All"), its 4.x reports one line per
-// GPU ("GPU0: Fail"). A test becomes the gpudoctor test that tries the same thing (memory -> memtest, the
-// stress tests -> burn, PCIe -> pcie), or keeps DCGM's name ("software", "inforom").
+// GPU ("GPU0: Fail"). `dcgmi diag -j` gives the same results as a JSON document (2.x and 3.x under "DCGM GPU
+// Diagnostic", GPUs as "gpu_ids" or "gpu_id"; 4.x under "DCGM Diagnostic", GPUs as entities), read whole when it
+// is whole and key by key when it is an excerpt. A test becomes the gpudoctor test that tries the same thing
+// (memory -> memtest, the stress tests -> burn, PCIe -> pcie, the checks of the software set-up -> software), or
+// keeps DCGM's name ("inforom").
 #pragma once
 
 #include <string_view>
@@ -36,7 +39,8 @@ bool LooksLikeDiag(std::string_view text);
 // none): the caller stamps them. Fails when no test result is found.
 Result<std::vector<DiagnosticRecord>> ParseDiag(std::string_view text);
 
-// Whether `text` is a `dcgmi health -c` report, or the error dcgmi health prints instead of one.
+// Whether `text` is a `dcgmi health -c` report (its table, or `-j`'s JSON), or the error dcgmi health prints
+// instead of one.
 bool LooksLikeHealth(std::string_view text);
 
 // What DCGM's health watches found, one condition per GPU and watched system, under the rule that judges the

@@ -1,6 +1,7 @@
 // `dcgmi diag` reports: see dcgmi.h.
 
 #include <fmt/format.h>
+#include <nlohmann/json.hpp>
 #include <re2/re2.h>
 
 #include <algorithm>
@@ -62,6 +63,14 @@ std::string TestNamed(std::string_view dcgm_name) {
       name == "pulse_test" || name == "eud")
     return "burn";
   if (name == "pcie") return "pcie";
+  // The deployment checks of the software set-up (4.x runs them as one plugin, "software"); the checks of pending
+  // retired pages or row remaps and of the inforom keep their own names, as they are about the board.
+  if (name == "software" || name == "denylist" || name == "blacklist" || name == "nvml library" ||
+      name == "cuda main library" || name == "cuda toolkit library" || name == "cuda toolkit libraries" ||
+      name == "permissions and os blocks" || name == "permissions and os-related blocks" ||
+      name == "persistence mode" || name == "environment variables" || name == "environmental variables" ||
+      name == "graphics processes")
+    return "software";
   std::string word;
   for (char c : name) {
     const bool alnum = (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9');
@@ -95,11 +104,12 @@ std::set<uint32_t> GpusMentioned(std::string_view text) {
 
 enum class Outcome { kPass, kFail, kWarn, kSkip };
 
+// "Pass" as dcgmi prints it, "PASS" as its diagnostic backend writes it.
 std::optional<Outcome> OutcomeOf(std::string_view word) {
-  if (word == "Pass") return Outcome::kPass;
-  if (word == "Fail") return Outcome::kFail;
-  if (word == "Warn" || word == "Warning") return Outcome::kWarn;
-  if (word == "Skip") return Outcome::kSkip;
+  if (EqualsIgnoreCase(word, "Pass")) return Outcome::kPass;
+  if (EqualsIgnoreCase(word, "Fail")) return Outcome::kFail;
+  if (EqualsIgnoreCase(word, "Warn") || EqualsIgnoreCase(word, "Warning")) return Outcome::kWarn;
+  if (EqualsIgnoreCase(word, "Skip")) return Outcome::kSkip;
   return std::nullopt;
 }
 
@@ -151,9 +161,20 @@ void AddMessage(Reading& reading, std::string_view section, std::string message)
   test.messages.push_back(std::move(message));
 }
 
+// "-r 3" from a pasted command line ("$ dcgmi diag -r 3 -j"), the last one; empty when none.
+std::string CommandRunLevel(std::string_view text) {
+  static const RE2 kCommand(R"(.*dcgmi diag\b.*(-r\s*\d+|--run\s*\d+).*)");
+  std::string level;
+  for (std::string_view line : Split(text, '\n')) {
+    if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
+    std::string found;
+    if (!StartsWith(Trim(line), "#") && RE2::FullMatch(Piece(line), kCommand, &found)) level = found;
+  }
+  return level;
+}
+
 Reading Read(std::string_view text) {
   static const RE2 kSection(R"([|+]-+\s+(\w[\w ]*?)\s+-+[|+].*)");
-  static const RE2 kCommand(R"(.*dcgmi diag\b.*(-r\s*\d+|--run\s*\d+).*)");
   Reading reading;
   std::string section;
   std::string message;       // a Warning/Info/Error being joined
@@ -164,9 +185,6 @@ Reading Read(std::string_view text) {
   };
   for (std::string_view line : Split(text, '\n')) {
     if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
-    std::string run_level;
-    if (!StartsWith(Trim(line), "#") && RE2::FullMatch(Piece(line), kCommand, &run_level))
-      reading.run_level = run_level;
     std::string name;
     if (RE2::FullMatch(Piece(Trim(line)), kSection, &name)) {
       flush();
@@ -216,20 +234,146 @@ Reading Read(std::string_view text) {
   return reading;
 }
 
-// `dcgmi diag -j`: {"DCGM GPU Diagnostic": {"test_categories": [{"category", "tests": [{"name", "results":
-// [{"gpu_id", "status", "warnings": [{"warning"}], "info"}]}]}]}}. Read by its keys in order, not as a
-// document, so that an excerpt (cut short, or with a poster's "..." in it) still gives what it shows.
-Reading ReadJson(std::string_view text) {
-  static const RE2 kKey(R"re("(name|gpu_id|status|warning|info|error)"\s*:\s*"((?:[^"\\]|\\.)*)")re");
+// The root keys of `dcgmi diag -j`'s document: DCGM 2.x and 3.x, then 4.x.
+constexpr std::string_view kJsonRoots[] = {"DCGM GPU Diagnostic", "DCGM Diagnostic"};
+
+bool HasJsonRoot(std::string_view text) {
+  for (std::string_view root : kJsonRoots) {
+    const size_t at = text.find(root);
+    if (at != std::string_view::npos && at > 0 && text[at - 1] == '"' && at + root.size() < text.size() &&
+        text[at + root.size()] == '"')
+      return true;
+  }
+  return false;
+}
+
+// A message as dcgmi writes it in JSON: a string (2.x and 3.x info), an array of strings (4.x info), or an array
+// of objects whose text is under "warning" ("warnings" in 3.3's deployment results).
+void AddJsonMessages(const nlohmann::json& value, std::vector<std::string>& messages) {
+  if (value.is_string()) {
+    if (std::string text = Tidy(value.get<std::string>()); !text.empty()) messages.push_back(std::move(text));
+  } else if (value.is_array()) {
+    for (const nlohmann::json& item : value) AddJsonMessages(item, messages);
+  } else if (value.is_object()) {
+    for (const char* key : {"warning", "warnings"}) {
+      if (auto it = value.find(key); it != value.end()) AddJsonMessages(*it, messages);
+    }
+  }
+}
+
+// A GPU index as dcgmi writes it: a number, or a string of one or (nvvs's own document) a list.
+std::vector<uint32_t> JsonGpus(const nlohmann::json& value) {
+  std::vector<uint32_t> gpus;
+  if (value.is_number_unsigned()) {
+    gpus.push_back(value.get<uint32_t>());
+  } else if (value.is_string()) {
+    const std::string& list = value.get_ref<const std::string&>();
+    for (std::string_view number : Split(list, ','))
+      if (auto gpu = ParseInt<uint32_t>(Trim(number))) gpus.push_back(*gpu);
+  }
+  return gpus;
+}
+
+std::string JsonText(const nlohmann::json& object, const char* key) {
+  auto it = object.find(key);
+  return it != object.end() && it->is_string() ? it->get<std::string>() : std::string();
+}
+
+// One diagnostic document: {ROOT: {"test_categories": [{"category", "tests": [{"name", "results": [...],
+// "test_summary"}]}]}} beside 3.x's "GPU Device IDs" and 4.x's "entity_groups". A result names its GPU by
+// "gpu_ids" (2.x to 3.2, a string), "gpu_id" (3.3) or "entity_id" with "entity_group" (4.x); a result that names
+// none (a deployment check before 4.x) stands for every GPU. Results of other entities (4.x's CPUs) are left out.
+void ReadJsonDocument(const nlohmann::json& document, Reading& reading, std::string& runtime_error) {
+  const nlohmann::json* diagnostic = nullptr;
+  for (std::string_view root : kJsonRoots) {
+    if (auto it = document.find(root); it != document.end() && it->is_object()) diagnostic = &*it;
+  }
+  if (diagnostic == nullptr) return;
+  if (std::string error = JsonText(*diagnostic, "runtime_error"); !error.empty()) runtime_error = error;
+  if (auto ids = document.find("GPU Device IDs"); ids != document.end() && ids->is_array())
+    reading.device_ids = std::max(reading.device_ids, ids->size());
+  if (auto groups = document.find("entity_groups"); groups != document.end() && groups->is_array()) {
+    for (const nlohmann::json& group : *groups) {
+      if (!group.is_object() || JsonText(group, "entity_group") != "GPU") continue;
+      auto entities = group.find("entities");
+      if (entities == group.end() || !entities->is_array()) continue;
+      for (const nlohmann::json& entity : *entities) {
+        if (!entity.is_object()) continue;
+        if (auto id = entity.find("entity_id"); id != entity.end())
+          for (uint32_t gpu : JsonGpus(*id)) reading.gpus_named.insert(gpu);
+      }
+    }
+  }
+  auto categories = diagnostic->find("test_categories");
+  if (categories == diagnostic->end() || !categories->is_array()) return;
+  for (const nlohmann::json& category : *categories) {
+    auto tests = category.is_object() ? category.find("tests") : category.end();
+    if (!category.is_object() || tests == category.end() || !tests->is_array()) continue;
+    for (const nlohmann::json& test : *tests) {
+      if (!test.is_object()) continue;  // nvvs's own document has nulls between its tests
+      const std::string name = JsonText(test, "name");
+      if (name.empty()) continue;
+      auto results = test.find("results");
+      std::vector<const nlohmann::json*> entries;
+      if (results != test.end() && results->is_array()) {
+        for (const nlohmann::json& result : *results)
+          if (result.is_object()) entries.push_back(&result);
+      }
+      // 4.x: a test's overall result, which stands alone only when no entity has a result of its own.
+      if (auto summary = test.find("test_summary"); entries.empty() && summary != test.end() && summary->is_object())
+        entries.push_back(&*summary);
+      for (const nlohmann::json* result : entries) {
+        auto outcome = OutcomeOf(JsonText(*result, "status"));
+        if (!outcome) continue;
+        if (auto group = result->find("entity_group");
+            group != result->end() && group->is_string() && group->get<std::string>() != "GPU")
+          continue;
+        TestResult read{.dcgm_name = name, .outcome = *outcome};
+        for (const char* key : {"entity_id", "gpu_id", "gpu_ids"}) {
+          if (auto it = result->find(key); it != result->end()) read.gpus = JsonGpus(*it);
+          if (!read.gpus.empty()) break;
+        }
+        for (const char* key : {"warnings", "info"}) {
+          if (auto it = result->find(key); it != result->end()) AddJsonMessages(*it, read.messages);
+        }
+        for (uint32_t gpu : read.gpus) reading.gpus_named.insert(gpu);
+        reading.results.push_back(std::move(read));
+      }
+    }
+  }
+}
+
+// `dcgmi diag -j`, whole: the document, or `--iterations`' {"iterations": [document, ...]}, after whatever dcgmi
+// printed before it. Nothing when the text holds no whole JSON document.
+std::optional<Reading> ReadJsonWhole(std::string_view text, std::string& runtime_error) {
+  const size_t start = text.find('{');
+  if (start == std::string_view::npos) return std::nullopt;
+  const nlohmann::json document = nlohmann::json::parse(text.substr(start), nullptr, /*allow_exceptions=*/false);
+  if (!document.is_object()) return std::nullopt;
+  Reading reading;
+  if (auto iterations = document.find("iterations"); iterations != document.end() && iterations->is_array()) {
+    for (const nlohmann::json& iteration : *iterations)
+      if (iteration.is_object()) ReadJsonDocument(iteration, reading, runtime_error);
+  } else {
+    ReadJsonDocument(document, reading, runtime_error);
+  }
+  return reading;
+}
+
+// An excerpt of `dcgmi diag -j` (cut short, or with a poster's "..." in it): read by its keys in order, not as a
+// document, so that it still gives what it shows.
+Reading ReadJsonExcerpt(std::string_view text) {
+  static const RE2 kKey(
+      R"re("(name|gpu_ids?|entity_id|status|warnings?|info|error)"\s*:\s*(?:"((?:[^"\\]|\\.)*)"|(\d+)))re");
   Reading reading;
   std::string test;
   re2::StringPiece input = Piece(text);
-  std::string key, value;
-  while (RE2::FindAndConsume(&input, kKey, &key, &value)) {
+  std::string key, value, number;
+  while (RE2::FindAndConsume(&input, kKey, &key, &value, &number)) {
     if (key == "name") {
       test = value;
-    } else if (key == "gpu_id") {
-      auto gpu = ParseInt<uint32_t>(value);
+    } else if (key == "gpu_id" || key == "gpu_ids" || key == "entity_id") {
+      auto gpu = ParseInt<uint32_t>(number.empty() ? value : number);
       if (!gpu || test.empty()) continue;
       reading.results.push_back(TestResult{.dcgm_name = test, .outcome = Outcome::kPass, .gpus = {*gpu}});
       reading.gpus_named.insert(*gpu);
@@ -237,7 +381,7 @@ Reading ReadJson(std::string_view text) {
       continue;
     } else if (key == "status") {
       if (auto outcome = OutcomeOf(value)) reading.results.back().outcome = *outcome;
-    } else {
+    } else if (!value.empty()) {
       reading.results.back().messages.push_back(Tidy(value));
     }
   }
@@ -276,14 +420,19 @@ bool LooksLikeDiag(std::string_view text) {
   // The run could not be made (a plugin missing, the host engine gone): an error instead of a report.
   static const RE2 kError(R"((?m)^\s*Error: Unable to complete diagnostic\b)");
   const std::string_view head = text.substr(0, 64 * 1024);
-  return head.find("\"DCGM GPU Diagnostic\"") != std::string_view::npos || RE2::PartialMatch(Piece(head), kHeader) ||
+  return HasJsonRoot(head) || RE2::PartialMatch(Piece(head), kHeader) ||
          RE2::PartialMatch(Piece(head), kSection) || RE2::PartialMatch(Piece(head), kTestRow) ||
          RE2::PartialMatch(Piece(head), kError);
 }
 
 Result<std::vector<DiagnosticRecord>> ParseDiag(std::string_view text) {
-  const bool json = text.find("\"DCGM GPU Diagnostic\"") != std::string_view::npos;
-  const Reading reading = json ? ReadJson(text) : Read(text);
+  std::string runtime_error;  // what a JSON report says instead of results when the run could not be made
+  Reading reading;
+  if (!HasJsonRoot(text)) reading = Read(text);
+  else if (std::optional<Reading> whole = ReadJsonWhole(text, runtime_error)) reading = std::move(*whole);
+  else reading = ReadJsonExcerpt(text);
+  reading.run_level = CommandRunLevel(text);
+  if (reading.results.empty() && !runtime_error.empty()) return Error{"dcgmi diag printed no report: " + runtime_error};
   if (reading.results.empty()) {
     // dcgmi prints its errors instead of a table when the run could not be made: say what it said.
     std::string said;

@@ -13,6 +13,7 @@
 // An entity group ("GPU", "Switch"), its entities ("-> 1") with their health, each watched system of an entity
 // ("-> PCIe system", "-> Driver") with its health and its messages, wrapped between words.
 
+#include <nlohmann/json.hpp>
 #include <re2/re2.h>
 
 #include <optional>
@@ -58,6 +59,56 @@ struct SystemReport {
   std::string text;
 };
 
+// A box of dcgmi's JSON output: {"value", "children": {name: box}, "overflow": [the value's further lines]}.
+std::string BoxValue(const nlohmann::json& box) {
+  auto value = box.find("value");
+  return value != box.end() && value->is_string() ? value->get<std::string>() : std::string();
+}
+
+const nlohmann::json* BoxChildren(const nlohmann::json& box) {
+  auto children = box.find("children");
+  return children != box.end() && children->is_object() ? &*children : nullptr;
+}
+
+// `dcgmi health -c -j`: {"header": ["Health Monitor Report"], "body": {"Overall Health": box, "GPU": {"children":
+// {"1": {"value", "children": {"Errors": {"children": {"Memory system": {"value", "overflow": [...]}}}}}}}}}, the
+// message's lines (wrapped between words) in the system's overflow. Nothing when the text is no such document.
+std::optional<std::vector<SystemReport>> ReadJson(std::string_view text) {
+  const size_t start = text.find('{');
+  if (start == std::string_view::npos) return std::nullopt;
+  const nlohmann::json document = nlohmann::json::parse(text.substr(start), nullptr, /*allow_exceptions=*/false);
+  auto body = document.is_object() ? document.find("body") : document.end();
+  if (!document.is_object() || body == document.end() || !body->is_object() || !body->contains("Overall Health"))
+    return std::nullopt;
+  std::vector<SystemReport> reports;
+  for (const auto& [group, group_box] : body->items()) {
+    const nlohmann::json* entities = group_box.is_object() ? BoxChildren(group_box) : nullptr;
+    if (entities == nullptr) continue;
+    for (const auto& [entity, entity_box] : entities->items()) {
+      const nlohmann::json* parts = entity_box.is_object() ? BoxChildren(entity_box) : nullptr;
+      auto errors = parts != nullptr ? parts->find("Errors") : nlohmann::json::const_iterator();
+      const nlohmann::json* systems =
+          parts != nullptr && errors != parts->end() && errors->is_object() ? BoxChildren(*errors) : nullptr;
+      if (systems == nullptr) continue;
+      for (const auto& [system, system_box] : systems->items()) {
+        if (!system_box.is_object()) continue;
+        SystemReport report{.gpu = group == "GPU" ? ParseInt<uint32_t>(entity) : std::nullopt,
+                            .system = system,
+                            .failure = BoxValue(system_box) == "Failure"};
+        if (auto overflow = system_box.find("overflow"); overflow != system_box.end() && overflow->is_array()) {
+          for (const nlohmann::json& line : *overflow) {
+            if (!line.is_string()) continue;
+            report.text += report.text.empty() ? "" : " ";
+            report.text += Trim(line.get<std::string>());
+          }
+        }
+        reports.push_back(std::move(report));
+      }
+    }
+  }
+  return reports;
+}
+
 }  // namespace
 
 bool LooksLikeHealth(std::string_view text) {
@@ -66,10 +117,13 @@ bool LooksLikeHealth(std::string_view text) {
   static const RE2 kError(R"((?m)^\s*Error: (?:Health watches not enabled|Unable to \w+ health watches))");
   const std::string_view head = text.substr(0, 64 * 1024);
   return RE2::PartialMatch(Piece(head), kReport) || RE2::PartialMatch(Piece(head), kOverall) ||
-         RE2::PartialMatch(Piece(head), kError);
+         RE2::PartialMatch(Piece(head), kError) || head.find("\"Health Monitor Report\"") != std::string_view::npos;
 }
 
-Result<std::vector<ReportedCondition>> ParseHealth(std::string_view text) {
+namespace {
+
+// The systems of the table's report, the entity each belongs to; nothing when it has no "Overall Health" row.
+std::optional<std::vector<SystemReport>> ReadTable(std::string_view text) {
   static const RE2 kEntity(R"(->\s*(\d+))");
   static const RE2 kSystem(R"(->\s*((?:\w[\w ]*?) system|Driver|NvSwitch N?F))");
   bool overall = false;
@@ -104,14 +158,23 @@ Result<std::vector<ReportedCondition>> ParseHealth(std::string_view text) {
       in_system = false;
     }
   }
-  if (!overall) {
+  if (!overall) return std::nullopt;
+  return reports;
+}
+
+}  // namespace
+
+Result<std::vector<ReportedCondition>> ParseHealth(std::string_view text) {
+  std::optional<std::vector<SystemReport>> reports = ReadJson(text);
+  if (!reports) reports = ReadTable(text);
+  if (!reports) {
     // dcgmi prints one error line instead of a report when it cannot check (no watches set, no host engine).
     for (std::string_view line : Split(text, '\n'))
       if (StartsWith(Trim(line), "Error: ")) return Error{"dcgmi health printed no report: " + std::string(Trim(line))};
     return Error{"no \"Overall Health\" line of a dcgmi health report found"};
   }
   std::vector<ReportedCondition> conditions;
-  for (SystemReport& report : reports) {
+  for (SystemReport& report : *reports) {
     std::string rule = RuleFor(report.system, report.text, report.failure);
     if (rule.empty()) rule = "log_errors";  // a watch gpudoctor has no rule of its own for: still reported
     conditions.push_back(ReportedCondition{.tool = "dcgmi health",

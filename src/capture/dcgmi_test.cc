@@ -26,7 +26,7 @@ const DiagnosticRecord* Find(const std::vector<DiagnosticRecord>& records, uint3
 }
 
 TEST(DcgmiDiag, EveryRealReportIsRecognisedAndRead) {
-  for (int n = 1; n <= 9; ++n) {
+  for (int n : {1, 2, 3, 4, 5, 6, 7, 8, 9, 11, 12, 13, 14, 15}) {
     const std::string file = fmt::format("{:03}.txt", n);
     const std::string text = Read(file);
     EXPECT_TRUE(LooksLikeDiag(text)) << file;
@@ -106,6 +106,70 @@ TEST(DcgmiDiag, JsonReportWithSkippedTests) {
   EXPECT_EQ(memory->command, "dcgmi diag -r 3 -i 0");
 }
 
+TEST(DcgmiDiag, JsonOfDcgm3ReadWhole) {
+  // 011.txt: -r 3 -j, GPUs as "gpu_ids" strings, the deployment checks naming none.
+  auto records = ParseDiag(Read("011.txt"));
+  ASSERT_TRUE(records.ok()) << records.error().message;
+  const DiagnosticRecord* eud = Find(*records, 0, "eud_test");
+  ASSERT_NE(eud, nullptr);
+  EXPECT_EQ(eud->state, "could_not_run");
+  for (const char* test : {"software", "pcie", "memtest", "burn"}) {
+    const DiagnosticRecord* record = Find(*records, 0, test);
+    ASSERT_NE(record, nullptr) << test;
+    EXPECT_EQ(record->state, "passed") << test;
+  }
+  EXPECT_NE(Find(*records, 0, "burn")->summary.find("gigaflops"), std::string::npos) << Find(*records, 0, "burn")->summary;
+  // 012.txt: -r 1 -j, deployment checks only: their results name no GPU and stand for the server's GPU 0.
+  records = ParseDiag(Read("012.txt"));
+  ASSERT_TRUE(records.ok()) << records.error().message;
+  ASSERT_EQ(records->size(), 3u);  // software (eight checks), page retirement and row remap, inforom
+  for (const DiagnosticRecord& record : *records) EXPECT_EQ(record.state, "passed") << record.test;
+}
+
+TEST(DcgmiDiag, JsonOfDcgm4WithEntitiesAndTestSummaries) {
+  // 013.txt: DCGM 4.5.2 repeats each entity's warning in the test's summary: one record, with the message once.
+  auto records = ParseDiag(Read("013.txt"));
+  ASSERT_TRUE(records.ok()) << records.error().message;
+  const DiagnosticRecord* software = Find(*records, 0, "software");
+  ASSERT_NE(software, nullptr);
+  EXPECT_EQ(software->state, "faulty");
+  EXPECT_NE(software->summary.find("Persistence mode for GPU 0 is disabled"), std::string::npos) << software->summary;
+  EXPECT_EQ(software->command, "dcgmi diag -r 3 -i 0");
+  EXPECT_EQ(Find(*records, 0, "memtest")->state, "could_not_run");
+  EXPECT_EQ(Find(*records, 0, "pcie")->state, "could_not_run");
+  EXPECT_EQ(records->size(), 3u);
+  // 014.txt: the same server with the memory and PCIe tests allowed: they pass; 4.x's info is an array.
+  records = ParseDiag(Read("014.txt"));
+  ASSERT_TRUE(records.ok()) << records.error().message;
+  EXPECT_EQ(Find(*records, 0, "memtest")->state, "passed");
+  EXPECT_NE(Find(*records, 0, "memtest")->summary.find("Allocated 112427837082 bytes"), std::string::npos);
+  EXPECT_EQ(Find(*records, 0, "pcie")->state, "passed");
+  // 015.txt: DCGM 4.2.3, whose test summary holds only a note with no entity: not a result of its own.
+  records = ParseDiag(Read("015.txt"));
+  ASSERT_TRUE(records.ok()) << records.error().message;
+  ASSERT_EQ(records->size(), 1u);
+  EXPECT_EQ((*records)[0].state, "faulty");
+  EXPECT_EQ((*records)[0].summary.find("SRAM"), std::string::npos) << (*records)[0].summary;
+}
+
+TEST(DcgmiDiag, JsonIterationsAndARunThatCouldNotBeMade) {
+  // The shapes dcgmi/Diag.cpp prints for --iterations and for a run that failed to start (not real captures).
+  auto records = ParseDiag(R"({"Overall Result" : "Fail", "iterations" : [
+      {"DCGM Diagnostic" : {"test_categories" : [{"category" : "Hardware", "tests" : [{"name" : "memory",
+        "results" : [{"entity_group" : "GPU", "entity_group_id" : 1, "entity_id" : 1, "status" : "Pass"}]}]}]}},
+      {"DCGM Diagnostic" : {"test_categories" : [{"category" : "Hardware", "tests" : [{"name" : "memory",
+        "results" : [{"entity_group" : "GPU", "entity_group_id" : 1, "entity_id" : 1, "status" : "Fail",
+                      "warnings" : [{"error_id" : 83, "warning" : "Memory test found a mismatch"}]}]}]}]}}]})");
+  ASSERT_TRUE(records.ok()) << records.error().message;
+  ASSERT_EQ(records->size(), 1u);
+  EXPECT_EQ((*records)[0].gpu_index, 1u);
+  EXPECT_EQ((*records)[0].state, "faulty");  // the worse of the two iterations
+  EXPECT_NE((*records)[0].summary.find("mismatch"), std::string::npos);
+  auto failed = ParseDiag(R"({"DCGM Diagnostic" : {"runtime_error" : "Couldn't find the plugin directory", "version" : "4.2.3"}})");
+  ASSERT_FALSE(failed.ok());
+  EXPECT_EQ(failed.error().message, "dcgmi diag printed no report: Couldn't find the plugin directory");
+}
+
 TEST(DcgmiDiag, ATestNamedByNoWordStillGetsAName) {
   auto records = ParseDiag("| -_-                       | Fail - GPU: 1                                  |\n");
   ASSERT_TRUE(records.ok());
@@ -176,6 +240,28 @@ TEST(DcgmiHealth, AHealthyReportHasNoCondition) {
       "+----------------------------+------------------------------------------------------------+\n");
   ASSERT_TRUE(conditions.ok());
   EXPECT_TRUE(conditions->empty());
+}
+
+TEST(DcgmiHealth, JsonReportsGiveTheSameConditionsAsTables) {
+  // testdata/captures/dcgmi_health/003.txt: -j of a healthy server, as VirtualClient keeps it.
+  std::ifstream in(std::string(GPUDOCTOR_SOURCE_DIR) + "/testdata/captures/dcgmi_health/003.txt");
+  std::stringstream healthy;
+  healthy << in.rdbuf();
+  EXPECT_TRUE(LooksLikeHealth(healthy.str()));
+  auto none = ParseHealth(healthy.str());
+  ASSERT_TRUE(none.ok()) << none.error().message;
+  EXPECT_TRUE(none->empty());
+  // The boxes dcgmi's JSON printer (dcgmi/DcgmiOutput.cpp) makes of a report with findings (not a real capture).
+  auto conditions = ParseHealth(R"({"body" : {"GPU" : {"children" : {"1" : {"children" : {"Errors" : {"children" : {
+      "Memory system" : {"overflow" : ["Detected 4 uncorrectable ECC errors for GPU 1", "Drain the GPU."],
+                         "value" : "Failure"}}}}, "value" : "Failure"}}}, "Overall Health" : {"value" : "Failure"}},
+      "header" : ["Health Monitor Report"]})");
+  ASSERT_TRUE(conditions.ok()) << conditions.error().message;
+  ASSERT_EQ(conditions->size(), 1u);
+  EXPECT_EQ((*conditions)[0].rule_id, "ecc_uncorrectable");
+  EXPECT_EQ((*conditions)[0].gpu_index, 1u);
+  EXPECT_TRUE((*conditions)[0].failure);
+  EXPECT_EQ((*conditions)[0].text, "Detected 4 uncorrectable ECC errors for GPU 1 Drain the GPU.");
 }
 
 TEST(DcgmiHealth, AnErrorInsteadOfAReportIsNoReport) {

@@ -109,7 +109,7 @@ inline constexpr RuleCase kRuleCases[] = {
     {"gpu_unreachable", "no_permission"},        {"clock_throttle", "power_brake"},
     {"clock_throttle", "heat"},
     {"diagnostic_failed", "memtest"},            {"diagnostic_failed", "burn"},
-    {"diagnostic_failed", "pcie"},
+    {"diagnostic_failed", "pcie"},               {"diagnostic_failed", "software"},
 };
 
 inline bool IsRuleCase(std::string_view rule_id, std::string_view case_name) {

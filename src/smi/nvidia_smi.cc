@@ -21,7 +21,7 @@ using smi::SmiMessage;
 constexpr size_t kMaxLineBytes = 64 * 1024;
 
 Error NotRecognised(std::string_view why) {
-  return Error{"not recognised as nvidia-smi output: " + std::string(why)};
+  return Error{std::string(kNotNvidiaSmiOutput) + std::string(why)};
 }
 
 // The input sorted into what the format parsers read and what they do not.

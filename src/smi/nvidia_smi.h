@@ -40,6 +40,10 @@
 
 namespace gpudoctor {
 
+// How ParseNvidiaSmi's error starts when nothing in the text is nvidia-smi's; its other errors are about output
+// it did recognise (CSV rows whose columns nothing names, too many GPUs).
+inline constexpr std::string_view kNotNvidiaSmiOutput = "not recognised as nvidia-smi output: ";
+
 // Largest file ReadNvidiaSmiFile accepts; real captures are far smaller.
 inline constexpr uint64_t kMaxNvidiaSmiFileBytes = 64ull << 20;
 
