@@ -119,6 +119,7 @@ class JsonLineWriter {
   ~JsonLineWriter() { Flush(); }
 
   void Write(const LogEvent& event) {
+    if (batch_.capacity() < kBatchBytes) batch_.reserve(kBatchBytes + kBatchBytes / 8);  // a line seldom passes 32 KiB
     AppendLogEventJsonLine(batch_, event, catalog_);
     batch_.push_back('\n');
     if (batch_.size() >= kBatchBytes) Flush();
