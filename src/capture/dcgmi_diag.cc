@@ -5,6 +5,7 @@
 #include <re2/re2.h>
 
 #include <algorithm>
+#include <cstdint>
 #include <map>
 #include <optional>
 #include <set>
@@ -265,7 +266,7 @@ void AddJsonMessages(const nlohmann::json& value, std::vector<std::string>& mess
 std::vector<uint32_t> JsonGpus(const nlohmann::json& value) {
   std::vector<uint32_t> gpus;
   if (value.is_number_unsigned()) {
-    gpus.push_back(value.get<uint32_t>());
+    if (value.get<uint64_t>() <= UINT32_MAX) gpus.push_back(static_cast<uint32_t>(value.get<uint64_t>()));
   } else if (value.is_string()) {
     const std::string& list = value.get_ref<const std::string&>();
     for (std::string_view number : Split(list, ','))

@@ -99,7 +99,7 @@ std::optional<std::vector<SystemReport>> ReadJson(std::string_view text) {
           for (const nlohmann::json& line : *overflow) {
             if (!line.is_string()) continue;
             report.text += report.text.empty() ? "" : " ";
-            report.text += Trim(line.get<std::string>());
+            report.text += Trim(line.get_ref<const std::string&>());
           }
         }
         reports.push_back(std::move(report));

@@ -118,7 +118,8 @@ TEST(DcgmiDiag, JsonOfDcgm3ReadWhole) {
     ASSERT_NE(record, nullptr) << test;
     EXPECT_EQ(record->state, "passed") << test;
   }
-  EXPECT_NE(Find(*records, 0, "burn")->summary.find("gigaflops"), std::string::npos) << Find(*records, 0, "burn")->summary;
+  const std::string& burn = Find(*records, 0, "burn")->summary;
+  EXPECT_NE(burn.find("gigaflops"), std::string::npos) << burn;
   // 012.txt: -r 1 -j, deployment checks only: their results name no GPU and stand for the server's GPU 0.
   records = ParseDiag(Read("012.txt"));
   ASSERT_TRUE(records.ok()) << records.error().message;
@@ -165,7 +166,8 @@ TEST(DcgmiDiag, JsonIterationsAndARunThatCouldNotBeMade) {
   EXPECT_EQ((*records)[0].gpu_index, 1u);
   EXPECT_EQ((*records)[0].state, "faulty");  // the worse of the two iterations
   EXPECT_NE((*records)[0].summary.find("mismatch"), std::string::npos);
-  auto failed = ParseDiag(R"({"DCGM Diagnostic" : {"runtime_error" : "Couldn't find the plugin directory", "version" : "4.2.3"}})");
+  auto failed = ParseDiag(
+      R"({"DCGM Diagnostic" : {"runtime_error" : "Couldn't find the plugin directory", "version" : "4.2.3"}})");
   ASSERT_FALSE(failed.ok());
   EXPECT_EQ(failed.error().message, "dcgmi diag printed no report: Couldn't find the plugin directory");
 }

@@ -234,8 +234,8 @@ TEST(LinePrefix, KlogAndGoLogOfKubernetesComponents) {
 
 TEST(LinePrefix, TheKernelsTagAloneWhenDateAndHostWereCut) {
   // testdata/kernel_logs/xid145_redacted_bus_b200.log: a dmesg excerpt posted with only the kernel's tag.
-  LinePrefix p = ParseLinePrefix("kernel: NVRM: GPU1 kbifCacheVFInfo_GB100: Unable to read NV_PF0_INITIAL_AND_TOTAL_VFS",
-                                 Options());
+  LinePrefix p = ParseLinePrefix(
+      "kernel: NVRM: GPU1 kbifCacheVFInfo_GB100: Unable to read NV_PF0_INITIAL_AND_TOTAL_VFS", Options());
   EXPECT_EQ(p.format, LineFormat::kProgramTag);
   EXPECT_EQ(p.program, "kernel");
   EXPECT_EQ(p.message, "NVRM: GPU1 kbifCacheVFInfo_GB100: Unable to read NV_PF0_INITIAL_AND_TOTAL_VFS");

@@ -524,7 +524,8 @@ void LogParser::StartEvent(LogEvent&& event, uint32_t join_key, std::optional<ui
   // devices) interleave their lines: each device's stays open for its own later lines.
   for (size_t i = 0; i < open_.size(); ++i) {
     const LogEvent& open = open_[i].event;
-    const bool other_device = !open.pci_bus_id.empty() && !event.pci_bus_id.empty() && open.pci_bus_id != event.pci_bus_id;
+    const bool other_device =
+        !open.pci_bus_id.empty() && !event.pci_bus_id.empty() && open.pci_bus_id != event.pci_bus_id;
     if (open.kind == event.kind && !other_device) {
       Close(i);
       break;

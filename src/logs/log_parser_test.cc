@@ -282,8 +282,10 @@ TEST(LogParser, NvswitchSxidSeverityFollowsTheLine) {
 // (the order and the wording of a real service VM's log; the switches' bus ids shortened to two).
 TEST(LogParser, InterleavedReportsOfSeveralSwitchesEachKeepTheirLines) {
   auto events = ParseText(
-      "[ 8123.617543] nvidia-nvswitch1: SXid (PCI:0000:00:08.0): 11004, Non-fatal, Link 36 ingress invalid ACL (First)\n"
-      "[ 8123.617548] nvidia-nvswitch2: SXid (PCI:0000:00:09.0): 11004, Non-fatal, Link 42 ingress invalid ACL (First)\n"
+      "[ 8123.617543] nvidia-nvswitch1: SXid (PCI:0000:00:08.0): 11004, Non-fatal, Link 36 ingress invalid ACL "
+      "(First)\n"
+      "[ 8123.617548] nvidia-nvswitch2: SXid (PCI:0000:00:09.0): 11004, Non-fatal, Link 42 ingress invalid ACL "
+      "(First)\n"
       "[ 8123.617798] nvidia-nvswitch2: SXid (PCI:0000:00:09.0): 11004, Severity 0 Engine instance 42 Sub-engine "
       "instance 00\n"
       "[ 8123.618226] nvidia-nvswitch1: SXid (PCI:0000:00:08.0): 11004, Severity 0 Engine instance 36 Sub-engine "
