@@ -30,7 +30,14 @@ bool BoardLeft(const RuleContext& context, const DiagnosticRecord& record) {
   return true;
 }
 
-std::string Ago(const DiagnosticRecord& record, WallTime now) { return FormatSpan(now - record.finished_at) + " ago"; }
+// A record of gpudoctor diag's own is dated; another tool's report, captured, states no time (its tests count as
+// just run).
+bool Captured(const DiagnosticRecord& record) { return record.tool != DiagnosticRecord{}.tool; }
+
+// "2d 3h ago", or "in the captured report".
+std::string Ago(const DiagnosticRecord& record, WallTime now) {
+  return Captured(record) ? "in the captured report" : FormatSpan(now - record.finished_at) + " ago";
+}
 
 // "GPU 3: memtest passed 2d 3h ago"
 std::string Line(const DiagnosticRecord& record, WallTime now) {
@@ -43,7 +50,10 @@ void ReportFault(RuleContext& context, const DiagnosticRecord& record) {
   const std::string what = fmt::format("{} {} {}", record.state == "hung" ? "hung in" : "failed", record.tool,
                                        record.test);
   std::vector<std::string> evidence{
-      fmt::format("{} {}: {} at {}", record.tool, record.test, record.state, FormatIsoUtc(record.finished_at)),
+      Captured(record) ? fmt::format("{} {}: {} (the captured report states no time)", record.tool, record.test,
+                                     record.state)
+                       : fmt::format("{} {}: {} at {}", record.tool, record.test, record.state,
+                                     FormatIsoUtc(record.finished_at)),
       record.summary,
   };
   if (!record.uuid.empty()) evidence.push_back(record.uuid + (record.pci_bus_id.empty() ? "" : " at " + record.pci_bus_id));
