@@ -1,7 +1,6 @@
 // `dcgmi diag` reports: see dcgmi.h.
 
 #include <fmt/format.h>
-#include <nlohmann/json.hpp>
 #include <re2/re2.h>
 
 #include <algorithm>
@@ -275,11 +274,6 @@ std::vector<uint32_t> JsonGpus(const nlohmann::json& value) {
   return gpus;
 }
 
-std::string JsonText(const nlohmann::json& object, const char* key) {
-  auto it = object.find(key);
-  return it != object.end() && it->is_string() ? it->get<std::string>() : std::string();
-}
-
 // One diagnostic document: {ROOT: {"test_categories": [{"category", "tests": [{"name", "results": [...],
 // "test_summary"}]}]}} beside 3.x's "GPU Device IDs" and 4.x's "entity_groups". A result names its GPU by
 // "gpu_ids" (2.x to 3.2, a string), "gpu_id" (3.3) or "entity_id" with "entity_group" (4.x); a result that names
@@ -290,12 +284,12 @@ void ReadJsonDocument(const nlohmann::json& document, Reading& reading, std::str
     if (auto it = document.find(root); it != document.end() && it->is_object()) diagnostic = &*it;
   }
   if (diagnostic == nullptr) return;
-  if (std::string error = JsonText(*diagnostic, "runtime_error"); !error.empty()) runtime_error = error;
+  if (std::string error = JsonString(*diagnostic, "runtime_error"); !error.empty()) runtime_error = error;
   if (auto ids = document.find("GPU Device IDs"); ids != document.end() && ids->is_array())
     reading.device_ids = std::max(reading.device_ids, ids->size());
   if (auto groups = document.find("entity_groups"); groups != document.end() && groups->is_array()) {
     for (const nlohmann::json& group : *groups) {
-      if (!group.is_object() || JsonText(group, "entity_group") != "GPU") continue;
+      if (!group.is_object() || JsonString(group, "entity_group") != "GPU") continue;
       auto entities = group.find("entities");
       if (entities == group.end() || !entities->is_array()) continue;
       for (const nlohmann::json& entity : *entities) {
@@ -312,7 +306,7 @@ void ReadJsonDocument(const nlohmann::json& document, Reading& reading, std::str
     if (!category.is_object() || tests == category.end() || !tests->is_array()) continue;
     for (const nlohmann::json& test : *tests) {
       if (!test.is_object()) continue;  // nvvs's own document has nulls between its tests
-      const std::string name = JsonText(test, "name");
+      const std::string name = JsonString(test, "name");
       if (name.empty()) continue;
       auto results = test.find("results");
       std::vector<const nlohmann::json*> entries;
@@ -324,7 +318,7 @@ void ReadJsonDocument(const nlohmann::json& document, Reading& reading, std::str
       if (auto summary = test.find("test_summary"); entries.empty() && summary != test.end() && summary->is_object())
         entries.push_back(&*summary);
       for (const nlohmann::json* result : entries) {
-        auto outcome = OutcomeOf(JsonText(*result, "status"));
+        auto outcome = OutcomeOf(JsonString(*result, "status"));
         if (!outcome) continue;
         if (auto group = result->find("entity_group");
             group != result->end() && group->is_string() && group->get<std::string>() != "GPU")
@@ -347,9 +341,7 @@ void ReadJsonDocument(const nlohmann::json& document, Reading& reading, std::str
 // `dcgmi diag -j`, whole: the document, or `--iterations`' {"iterations": [document, ...]}, after whatever dcgmi
 // printed before it. Nothing when the text holds no whole JSON document.
 std::optional<Reading> ReadJsonWhole(std::string_view text, std::string& runtime_error) {
-  const size_t start = text.find('{');
-  if (start == std::string_view::npos) return std::nullopt;
-  const nlohmann::json document = nlohmann::json::parse(text.substr(start), nullptr, /*allow_exceptions=*/false);
+  const nlohmann::json document = JsonAfterText(text);
   if (!document.is_object()) return std::nullopt;
   Reading reading;
   if (auto iterations = document.find("iterations"); iterations != document.end() && iterations->is_array()) {

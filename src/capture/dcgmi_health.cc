@@ -13,7 +13,6 @@
 // An entity group ("GPU", "Switch"), its entities ("-> 1") with their health, each watched system of an entity
 // ("-> PCIe system", "-> Driver") with its health and its messages, wrapped between words.
 
-#include <nlohmann/json.hpp>
 #include <re2/re2.h>
 
 #include <optional>
@@ -60,11 +59,6 @@ struct SystemReport {
 };
 
 // A box of dcgmi's JSON output: {"value", "children": {name: box}, "overflow": [the value's further lines]}.
-std::string BoxValue(const nlohmann::json& box) {
-  auto value = box.find("value");
-  return value != box.end() && value->is_string() ? value->get<std::string>() : std::string();
-}
-
 const nlohmann::json* BoxChildren(const nlohmann::json& box) {
   auto children = box.find("children");
   return children != box.end() && children->is_object() ? &*children : nullptr;
@@ -74,9 +68,7 @@ const nlohmann::json* BoxChildren(const nlohmann::json& box) {
 // {"1": {"value", "children": {"Errors": {"children": {"Memory system": {"value", "overflow": [...]}}}}}}}}}, the
 // message's lines (wrapped between words) in the system's overflow. Nothing when the text is no such document.
 std::optional<std::vector<SystemReport>> ReadJson(std::string_view text) {
-  const size_t start = text.find('{');
-  if (start == std::string_view::npos) return std::nullopt;
-  const nlohmann::json document = nlohmann::json::parse(text.substr(start), nullptr, /*allow_exceptions=*/false);
+  const nlohmann::json document = JsonAfterText(text);
   auto body = document.is_object() ? document.find("body") : document.end();
   if (!document.is_object() || body == document.end() || !body->is_object() || !body->contains("Overall Health"))
     return std::nullopt;
@@ -94,7 +86,7 @@ std::optional<std::vector<SystemReport>> ReadJson(std::string_view text) {
         if (!system_box.is_object()) continue;
         SystemReport report{.gpu = group == "GPU" ? ParseInt<uint32_t>(entity) : std::nullopt,
                             .system = system,
-                            .failure = BoxValue(system_box) == "Failure"};
+                            .failure = JsonString(system_box, "value") == "Failure"};
         if (auto overflow = system_box.find("overflow"); overflow != system_box.end() && overflow->is_array()) {
           for (const nlohmann::json& line : *overflow) {
             if (!line.is_string()) continue;

@@ -1,8 +1,11 @@
-// The rows of dcgmi's two-column box tables ("| name | value |"), as both its diag and its health reports
-// print them. Internal to the capture module.
+// What dcgmi's diag and health reports share: the rows of their two-column box tables ("| name | value |"), and
+// the JSON document `-j` prints instead. Internal to the capture module.
 #pragma once
 
+#include <nlohmann/json.hpp>
+
 #include <optional>
+#include <string>
 #include <string_view>
 
 #include "common/text.h"
@@ -25,6 +28,20 @@ inline std::optional<TableRow> TableRowOf(std::string_view line) {
   std::string_view cell = line.substr(split + 1);
   if (!cell.empty() && cell.back() == '|') cell.remove_suffix(1);
   return TableRow{.name = Trim(line.substr(1, split - 1)), .value = Trim(cell), .cell = cell};
+}
+
+// The JSON document of `-j`, after whatever dcgmi printed before it; a discarded value when the text holds no
+// whole document (an excerpt, or no JSON at all).
+inline nlohmann::json JsonAfterText(std::string_view text) {
+  const size_t start = text.find('{');
+  if (start == std::string_view::npos) return nlohmann::json(nlohmann::json::value_t::discarded);
+  return nlohmann::json::parse(text.substr(start), nullptr, /*allow_exceptions=*/false);
+}
+
+// The string at `key` of a JSON object; empty when it is absent or not a string.
+inline std::string JsonString(const nlohmann::json& object, std::string_view key) {
+  auto it = object.find(key);
+  return it != object.end() && it->is_string() ? it->get<std::string>() : std::string();
 }
 
 }  // namespace gpudoctor::dcgmi

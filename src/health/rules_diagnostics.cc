@@ -32,7 +32,7 @@ bool BoardLeft(const RuleContext& context, const DiagnosticRecord& record) {
 
 // A record of gpudoctor diag's own is dated; another tool's report, captured, states no time (its tests count as
 // just run).
-bool Captured(const DiagnosticRecord& record) { return record.tool != DiagnosticRecord{}.tool; }
+bool Captured(const DiagnosticRecord& record) { return record.tool != kGpudoctorDiagTool; }
 
 // "2d 3h ago", or "in the captured report".
 std::string Ago(const DiagnosticRecord& record, WallTime now) {

@@ -12,6 +12,9 @@
 
 namespace gpudoctor {
 
+// The tool of gpudoctor's own diagnostic records; any other names a captured report's.
+inline constexpr std::string_view kGpudoctorDiagTool = "gpudoctor diag";
+
 struct DiagnosticRecord {
   WallTime finished_at;
   uint32_t gpu_index = 0;
@@ -23,7 +26,7 @@ struct DiagnosticRecord {
   std::string command;     // the command that runs the same test again
   // What ran the test: "gpudoctor diag", or another tool whose report was captured ("dcgmi diag"), whose
   // records are never stored.
-  std::string tool = "gpudoctor diag";
+  std::string tool = std::string(kGpudoctorDiagTool);
   bool operator==(const DiagnosticRecord&) const = default;
 };
 
