@@ -18,10 +18,13 @@ offers() {
   printf '%s\n' "${COMPREPLY[@]}"
 }
 expect() {
-  local want=$1
+  local want=$1 offered
   shift
-  if ! offers "$@" | grep -qx -- "$want"; then
-    echo "FAIL: '$*' should offer '$want'; it offers: $(offers "$@" | tr '\n' ' ')"
+  # Read whole before grep looks: with pipefail, grep -q leaving at the first match made the printf in offers
+  # die of SIGPIPE now and then, and a completion that was offered was reported missing.
+  offered=$(offers "$@")
+  if ! grep -qx -- "$want" <<<"$offered"; then
+    echo "FAIL: '$*' should offer '$want'; it offers: $(tr '\n' ' ' <<<"$offered")"
     failures=$((failures + 1))
   fi
 }
