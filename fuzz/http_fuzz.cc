@@ -40,7 +40,15 @@ struct Server {
     state.PublishSnapshot(std::move(snapshot));
     state.SetStoreHealth({.ok = false, .errors_total = 1, .path = "history.db", .last_error = "disk full"});
     if (!transport.Start().ok()) std::abort();
+    // Asio's per-thread state lives in statics of the server module, which
+    // exit() destroys: a worker still running then finds its thread context
+    // gone and crashes. Handlers registered later run first, so this one
+    // joins the workers before those statics go.
+    instance = this;
+    std::atexit([] { instance->transport.Stop(); });
   }
+
+  static inline Server* instance = nullptr;
 
   AgentState state{SystemClock::Instance().Now()};
   SyntheticHistory history{4};
@@ -100,7 +108,7 @@ void Converse(int fd, std::string_view input) {
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
-  static Server* server = new Server;  // never destroyed: its threads run until exit
+  static Server* server = new Server;  // never destroyed: its threads stop at exit
   int fds[2];
   if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, fds) != 0) std::abort();
   // Each conversation waits for the server to close its connection, so the

@@ -49,7 +49,6 @@ cmake --build build-sanitize -j"$jobs"
 ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 run_tests build-sanitize
 
 echo "== fuzz targets (short smoke run each)"
-# Not a unity build: built that way, fuzz_http crashed once inside Boost.Asio's scheduler on a seed input.
 CC=clang CXX=clang++ cmake -S . -B build-fuzz -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DGPUDOCTOR_FUZZ=ON \
   -DGPUDOCTOR_TESTS=OFF -DGPUDOCTOR_BENCH=OFF >/dev/null
 cmake --build build-fuzz -j"$jobs" --target fuzz_targets
