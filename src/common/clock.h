@@ -6,11 +6,19 @@
 
 #include <chrono>
 #include <cstdint>
+#include <optional>
 
 namespace gpudoctor {
 
 using WallTime = std::chrono::system_clock::time_point;
 using Duration = std::chrono::nanoseconds;
+
+// `seconds` as a Duration; nullopt when it is not finite or beyond what nanosecond ticks hold (about 292 years
+// either way), where converting it would be undefined. Every count of seconds read from outside goes through it.
+inline std::optional<Duration> DurationFromSeconds(double seconds) {
+  if (!(seconds > -9e9 && seconds < 9e9)) return std::nullopt;  // NaN fails both
+  return std::chrono::duration_cast<Duration>(std::chrono::duration<double>(seconds));
+}
 
 class Clock {
  public:

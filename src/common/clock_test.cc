@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include <limits>
+
 namespace gpudoctor {
 namespace {
 
@@ -25,6 +27,16 @@ TEST(ScaledClock, NowFollowsTheSystemClockAtItsPaceAndSteadyTimeStaysReal) {
   }
   EXPECT_GE(clock.Now() - before, 36s) << "10 ms at 3600x";
   EXPECT_LT(clock.Steady() - steady_before, 10s) << "deadlines stay in real time";
+}
+
+TEST(Clock, SecondsBeyondWhatTicksHoldAreNoDuration) {
+  EXPECT_EQ(DurationFromSeconds(1.5), std::chrono::milliseconds(1500));
+  EXPECT_EQ(DurationFromSeconds(-2), std::chrono::seconds(-2));
+  EXPECT_TRUE(DurationFromSeconds(8.9e9));
+  EXPECT_FALSE(DurationFromSeconds(1e20));  // 1e29 ns: converting would be undefined
+  EXPECT_FALSE(DurationFromSeconds(-1e20));
+  EXPECT_FALSE(DurationFromSeconds(std::numeric_limits<double>::infinity()));
+  EXPECT_FALSE(DurationFromSeconds(std::numeric_limits<double>::quiet_NaN()));
 }
 
 TEST(Clock, TheSystemAndFakeClocksTakeSystemTimesAsTheyAre) {

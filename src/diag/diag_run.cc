@@ -240,6 +240,24 @@ Result<T> Number(const std::string& name, const std::string& value) {
 
 }  // namespace
 
+namespace {
+
+// Whether every fractional number in `value` is one the fields it may land in can hold: nlohmann converts a
+// JSON float to an integer field with a plain cast, undefined beyond the integer's range. The worker's own
+// fractional values (rates, fractions, TFLOPS) are far smaller.
+bool FloatsInRange(const json& value) {
+  if (value.is_number_float()) {
+    const double number = value.get<double>();
+    return std::isfinite(number) && std::fabs(number) < 2147483647.0;
+  }
+  if (value.is_structured())
+    for (const json& item : value)
+      if (!FloatsInRange(item)) return false;
+  return true;
+}
+
+}  // namespace
+
 WorkerLine ReadWorkerLine(std::string_view line, DiagOutcome& outcome, DiagProgress& progress) {
   json value = json::parse(line, nullptr, /*allow_exceptions=*/false);
   auto event = value.is_object() ? value.find("event") : value.end();
@@ -258,6 +276,8 @@ WorkerLine ReadWorkerLine(std::string_view line, DiagOutcome& outcome, DiagProgr
       if (*event == "heartbeat") return WorkerLine::kHeartbeat;
       progress.step = value.value("step", "");
       progress.fraction = value.value("fraction", 0.0);
+      const auto pass = value.find("pass");
+      if (pass != value.end() && !FloatsInRange(*pass)) return WorkerLine::kIgnored;  // its cast to int: undefined
       progress.pass = value.value("pass", 1);
       progress.rate = value.value("rate", 0.0);
       return WorkerLine::kProgress;
@@ -276,6 +296,11 @@ WorkerLine ReadWorkerLine(std::string_view line, DiagOutcome& outcome, DiagProgr
       return WorkerLine::kFinal;
     }
     const json& result = value.at("result");
+    if (!FloatsInRange(result)) {
+      outcome.state = DiagState::kCouldNotRun;
+      outcome.message = "the diagnostic worker's result could not be read: a number out of its field's range";
+      return WorkerLine::kFinal;
+    }
     switch (outcome.test) {
       case DiagTest::kMemtest: outcome.memtest = result.get<MemtestResult>(); break;
       case DiagTest::kBurn: outcome.burn = result.get<BurnResult>(); break;

@@ -98,6 +98,14 @@ TEST(WorkerLines, LinesOfTheWrongShapeNeverThrow) {
             WorkerLine::kFinal);
   EXPECT_EQ(outcome.state, DiagState::kFaulty);
   EXPECT_EQ(outcome.message, "2 wrong matrix products");
+  // A fraction where an integer belongs, beyond the integer's range (fuzz_diag_worker found it): converting it
+  // would be undefined, so the line is ignored, or the result unreadable.
+  EXPECT_EQ(ReadWorkerLine("{\"event\":\"progress\",\"pass\":1.4e22}", outcome, progress), WorkerLine::kIgnored);
+  EXPECT_EQ(ReadWorkerLine("{\"event\":\"result\",\"result\":{\"precisions\":[{\"iterations\":-1e300}]}}", outcome,
+                           progress),
+            WorkerLine::kFinal);
+  EXPECT_EQ(outcome.state, DiagState::kCouldNotRun);
+  EXPECT_NE(outcome.message.find("out of its field's range"), std::string::npos) << outcome.message;
 }
 
 TEST_F(Workers, AResultOfTheWrongShapeCouldNotBeRead) {

@@ -16,10 +16,9 @@ namespace {
 using nlohmann::json;
 
 WallTime FromUnixSeconds(double seconds) {
-  // Outside ±10^11 s (about 3,000 years) a time is nonsense; clamping keeps
-  // the conversion to integer ticks defined.
-  seconds = std::clamp(std::isfinite(seconds) ? seconds : 0.0, -1e11, 1e11);
-  return WallTime{std::chrono::duration_cast<Duration>(std::chrono::duration<double>(seconds))};
+  // A time beyond what nanosecond ticks hold (about ±292 years from 1970) is nonsense: clamped to it.
+  seconds = std::clamp(std::isfinite(seconds) ? seconds : 0.0, -8.9e9, 8.9e9);
+  return WallTime{*DurationFromSeconds(seconds)};
 }
 
 double UnixSeconds(WallTime time) { return std::chrono::duration<double>(time.time_since_epoch()).count(); }

@@ -19,7 +19,7 @@ void TomlTableReader::Read(const char* key, Duration& field) {
   std::optional<Duration> parsed;
   if (auto text = node->value<std::string>()) parsed = ParseDuration(*text);
   else if (auto seconds = node->value<double>(); seconds && *seconds >= 0)
-    parsed = std::chrono::duration_cast<Duration>(std::chrono::duration<double>(*seconds));
+    parsed = DurationFromSeconds(*seconds);
   if (parsed) field = *parsed;
   else Fail(key, "expected a duration such as \"90s\", \"5m\" or a number of seconds");
 }

@@ -462,9 +462,10 @@ LogEvent LogParser::NewEvent(const LinePrefix& prefix, std::string_view line, ui
     event.time_estimated = true;
   }
   if (!event.time && event.uptime_seconds && options_.boot_time) {
-    event.time = *options_.boot_time + std::chrono::duration_cast<WallTime::duration>(
-                                           std::chrono::duration<double>(*event.uptime_seconds));
-    event.time_is_utc = true;
+    if (std::optional<Duration> since_boot = DurationFromSeconds(*event.uptime_seconds)) {
+      event.time = *options_.boot_time + std::chrono::duration_cast<WallTime::duration>(*since_boot);
+      event.time_is_utc = true;
+    }
   }
   event.host = prefix.host.empty() ? options_.host : std::string(prefix.host);
   event.message = std::string(Trim(prefix.message));

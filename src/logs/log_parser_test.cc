@@ -47,6 +47,10 @@ TEST(LogParser, UptimeBecomesWallTimeWithBootTime) {
   ASSERT_EQ(events.size(), 1u);
   EXPECT_EQ(FormatIsoUtc(*events[0].time), "2025-05-01T00:01:40.500Z");
   EXPECT_TRUE(events[0].time_is_utc);
+  // A stamp no kernel prints (a damaged line): beyond what a time holds, so no time rather than an undefined one.
+  events = ParseLine("[99999999999999.500000] NVRM: Xid (PCI:0000:05:00): 48, pid=1, Ch 00000001", options);
+  ASSERT_EQ(events.size(), 1u);
+  EXPECT_FALSE(events[0].time);
 }
 
 TEST(LogParser, OlderXidFormatAndUnknownXid) {

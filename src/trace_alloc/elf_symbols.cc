@@ -10,17 +10,21 @@
 #include <algorithm>
 #include <cstdlib>
 #include <cstring>
+#include <optional>
 
 #include <fmt/format.h>
 
 namespace gpudoctor {
 namespace {
 
-// A bounds-checked view of part of the image.
+// A bounds-checked copy of a structure of the image: a file's bytes, or a
+// fuzzer's, need not be aligned for it, so they are copied, never cast.
 template <typename T>
-const T* At(std::string_view bytes, uint64_t offset) {
-  if (offset > bytes.size() || bytes.size() - offset < sizeof(T)) return nullptr;
-  return reinterpret_cast<const T*>(bytes.data() + offset);
+std::optional<T> At(std::string_view bytes, uint64_t offset) {
+  if (offset > bytes.size() || bytes.size() - offset < sizeof(T)) return std::nullopt;
+  T value;
+  std::memcpy(&value, bytes.data() + offset, sizeof value);
+  return value;
 }
 
 bool Within(std::string_view bytes, uint64_t offset, uint64_t size) {
@@ -88,26 +92,26 @@ Result<ElfImage> ParseElfImage(std::string_view bytes) {
   image.is_64_bit = static_cast<unsigned char>(bytes[EI_CLASS]) == ELFCLASS64;
   if (static_cast<unsigned char>(bytes[EI_DATA]) != ELFDATA2LSB) return Error{"a big-endian ELF file"};
   if (!image.is_64_bit) {
-    const auto* header = At<Elf32_Ehdr>(bytes, 0);
-    if (header == nullptr) return Error{"ELF header cut short"};
+    const auto header = At<Elf32_Ehdr>(bytes, 0);
+    if (!header) return Error{"ELF header cut short"};
     image.machine = header->e_machine;
     image.type = header->e_type;
     if (header->e_phentsize == sizeof(Elf32_Phdr)) {
       for (uint32_t i = 0; i < header->e_phnum; ++i) {
-        const auto* segment = At<Elf32_Phdr>(bytes, header->e_phoff + uint64_t{i} * sizeof(Elf32_Phdr));
-        if (segment != nullptr && segment->p_type == PT_INTERP) image.has_interpreter = true;
+        const auto segment = At<Elf32_Phdr>(bytes, header->e_phoff + uint64_t{i} * sizeof(Elf32_Phdr));
+        if (segment && segment->p_type == PT_INTERP) image.has_interpreter = true;
       }
     }
     return image;
   }
-  const auto* header = At<Elf64_Ehdr>(bytes, 0);
-  if (header == nullptr) return Error{"ELF header cut short"};
+  const auto header = At<Elf64_Ehdr>(bytes, 0);
+  if (!header) return Error{"ELF header cut short"};
   image.machine = header->e_machine;
   image.type = header->e_type;
   if (header->e_phnum != 0 && header->e_phentsize == sizeof(Elf64_Phdr)) {
     for (uint32_t i = 0; i < header->e_phnum; ++i) {
-      const auto* segment = At<Elf64_Phdr>(bytes, header->e_phoff + uint64_t{i} * sizeof(Elf64_Phdr));
-      if (segment == nullptr) break;
+      const auto segment = At<Elf64_Phdr>(bytes, header->e_phoff + uint64_t{i} * sizeof(Elf64_Phdr));
+      if (!segment) break;
       if (segment->p_type == PT_INTERP) image.has_interpreter = true;
       if (segment->p_type == PT_NOTE && image.build_id.empty() && Within(bytes, segment->p_offset, segment->p_filesz))
         image.build_id = BuildIdIn(bytes.substr(segment->p_offset, segment->p_filesz));
@@ -115,10 +119,11 @@ Result<ElfImage> ParseElfImage(std::string_view bytes) {
   }
   if (header->e_shoff == 0) return image;
   if (header->e_shentsize != sizeof(Elf64_Shdr)) return Error{"unexpected section header size"};
-  const auto* first = At<Elf64_Shdr>(bytes, header->e_shoff);
-  if (first == nullptr) return Error{"section headers out of the file"};
+  const auto first = At<Elf64_Shdr>(bytes, header->e_shoff);
+  if (!first) return Error{"section headers out of the file"};
   const uint64_t count = header->e_shnum != 0 ? header->e_shnum : first->sh_size;  // extended numbering
   if (count > (bytes.size() - header->e_shoff) / sizeof(Elf64_Shdr)) return Error{"section headers out of the file"};
+  if (count == 0) return image;
   std::vector<Elf64_Shdr> sections(count);
   std::memcpy(sections.data(), bytes.data() + header->e_shoff, count * sizeof(Elf64_Shdr));
 

@@ -61,6 +61,21 @@ TEST(ElfSymbols, RefusesWhatIsNotElfOrLiesAboutItsSize) {
   std::string broken = image;
   std::memcpy(broken.data(), &header, sizeof header);
   EXPECT_FALSE(ParseElfImage(broken));
+  // No section header at all under extended numbering (e_shnum 0, the first header's size 0): no functions.
+  std::memcpy(&header, image.data(), sizeof header);
+  header.e_phnum = 0;
+  header.e_shnum = 0;
+  header.e_shoff = sizeof header;
+  std::string no_sections = image.substr(0, sizeof header) + std::string(sizeof(Elf64_Shdr), '\0');
+  std::memcpy(no_sections.data(), &header, sizeof header);
+  Result<ElfImage> empty = ParseElfImage(no_sections);
+  ASSERT_TRUE(empty) << empty.error().message;
+  EXPECT_TRUE(empty->functions.empty());
+  // Bytes at an odd address (a fuzzer's, a slice of a file): read the same, copied rather than cast.
+  std::string shifted = " " + image;
+  Result<ElfImage> odd = ParseElfImage(std::string_view(shifted).substr(1));
+  ASSERT_TRUE(odd) << odd.error().message;
+  EXPECT_EQ(odd->functions.size(), ParseElfImage(image)->functions.size());
   // A 32-bit program: the facts, no functions.
   Elf32_Ehdr small{};
   std::memcpy(small.e_ident, ELFMAG, SELFMAG);

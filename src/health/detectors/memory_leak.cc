@@ -100,10 +100,11 @@ std::optional<Finding> DetectMemoryLeak(const GpuTrack& track, const MemoryLeakC
   std::optional<double> minutes_to_full;
   if (track.memory_total_bytes && track.memory_used_bytes)
     minutes_to_full = std::max(0.0, *track.memory_total_bytes - *track.memory_used_bytes) / total_rate;
+  // A fill centuries away is shown as 31 years: the time must fit a Duration.
+  const std::optional<Duration> until_full =
+      minutes_to_full ? DurationFromSeconds(std::min(*minutes_to_full * 60, 1e9)) : std::nullopt;
   const std::string to_full =
-      minutes_to_full ? "~" + FormatDuration(std::chrono::duration_cast<Duration>(std::chrono::duration<double>(
-                                  *minutes_to_full * 60)))
-                      : std::string("unknown (GPU memory totals not reported)");
+      until_full ? "~" + FormatDuration(*until_full) : std::string("unknown (GPU memory totals not reported)");
 
   Finding finding;
   finding.id = "memory_leak";
