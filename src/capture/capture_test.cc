@@ -153,6 +153,19 @@ TEST(ReadCapture, RefusesWhatItDoesNotKnowAndSaysWhy) {
   EXPECT_TRUE(not_recognised);
   EXPECT_NE(rows.error().message.find("not recognised: nvidia-smi CSV without column names"), std::string::npos)
       << rows.error().message;
+
+  // A sentence with commas (here a DCGM host engine's log line, as NVIDIA/DCGM#270 quotes one) is no CSV row: the
+  // refusal lists the formats looked for instead of asking for column names.
+  auto prose = ReadCapture(WriteTemp("hostengine.log",
+                                     "ERROR [1514002:1514004] [[Health]] Detected a WARNING in health system Thermal: "
+                                     "'Detected clocks event due to thermal violation in GPU 2. Verify that the "
+                                     "cooling on this machine is functional, including external, thermal material "
+                                     "interface, fans, and any other components.\n"),
+                           &not_recognised);
+  ASSERT_FALSE(prose.ok());
+  EXPECT_TRUE(not_recognised);
+  EXPECT_EQ(prose.error().message.find("CSV without column names"), std::string::npos) << prose.error().message;
+  EXPECT_NE(prose.error().message.find("found no nvidia-smi output"), std::string::npos) << prose.error().message;
 }
 
 }  // namespace

@@ -697,6 +697,13 @@ TEST(NvlinkDown, AnSxmModuleWithNoLinkUpIsAWarningWhateverTheServer) {
   lone.gpus[0].name = Field<std::string>::Value("NVIDIA A100-SXM4-40GB");
   lone.gpus[0].nvlinks = Field<std::vector<NvLinkInfo>>::Value({});
   EXPECT_TRUE(WithId(Evaluate(&lone), "nvlink_down").empty());
+  // Blackwell's B200 and GB200 are made only as modules on an NVLink baseboard; their names do not say SXM.
+  for (const char* name : {"NVIDIA B200", "NVIDIA GB200"}) {
+    snapshot.gpus[1].name = Field<std::string>::Value(name);
+    EXPECT_EQ(Single(Evaluate(&snapshot), "nvlink_down").summary, "GPU 1: no NVLink up on an SXM module") << name;
+  }
+  snapshot.gpus[1].name = Field<std::string>::Value("NVIDIA GB200X");  // no such module: a word, not a model
+  EXPECT_TRUE(WithId(Evaluate(&snapshot), "nvlink_down").empty());
 }
 
 TEST(NvlinkErrors, RisingErrorsAreAWarning) {

@@ -1,6 +1,9 @@
 // Rules about the GPUs' PCIe and NVLink connections.
+#include <re2/re2.h>
+
 #include <algorithm>
 
+#include "common/re2_view.h"
 #include "common/text.h"
 #include "health/rule_context.h"
 
@@ -168,10 +171,13 @@ void PcieReplay(RuleContext& context) {
   }
 }
 
-// Whether the GPU is an SXM module, built to talk over NVLink, by the name NVML gives it ("NVIDIA
-// A100-SXM4-80GB", "Tesla V100-SXM2-32GB"). The H100 and H200 SXM modules' names do not say so.
+// Whether the GPU is an SXM module, built to talk over NVLink, by the name NVML gives it: "NVIDIA
+// A100-SXM4-80GB", "Tesla V100-SXM2-32GB", or a Blackwell module made only as one ("NVIDIA B200", "NVIDIA
+// GB200"). The H100 and H200 SXM modules' names do not say so ("NVIDIA H100 80GB HBM3"), and are not told.
 bool NamedSxm(const GpuSnapshot& gpu) {
-  return gpu.name.has_value() && gpu.name.value().find("SXM") != std::string::npos;
+  if (!gpu.name.has_value()) return false;
+  static const RE2 kSxmOnly(R"(SXM|\bG?B[23]00\b)");
+  return RE2::PartialMatch(Piece(gpu.name.value()), kSxmOnly);
 }
 
 // No link of the server is up: a GPU named an SXM module that reports its links (all of them down) has lost

@@ -260,6 +260,17 @@ TEST(NvidiaSmiListsTest, NvlinkStatus105AllLinksInactiveIsAKnownListWithNoneUp) 
   EXPECT_THAT(gpu.nvlinks.value(), SizeIs(0));
 }
 
+// Newer drivers capitalise it: "all links are inActive" (seen in leptonai/gpud#1085, a B200's nvlink status).
+TEST(NvidiaSmiListsTest, AllLinksInactiveIsReadWhateverItsCase) {
+  auto snapshot = ParseNvidiaSmi(
+      "GPU 2: NVIDIA B200 (UUID: GPU-xxx)\nNVML: Unable to retrieve NVLink information as all links are inActive\n",
+      "inline");
+  ASSERT_TRUE(snapshot.ok()) << snapshot.error().message;
+  ASSERT_THAT(snapshot->gpus, SizeIs(1));
+  ASSERT_TRUE(snapshot->gpus[0].nvlinks.has_value());
+  EXPECT_THAT(snapshot->gpus[0].nvlinks.value(), SizeIs(0));
+}
+
 TEST(NvidiaSmiTopologyTest, EscapeSequencesOfAColourTerminalAreDropped) {
   // 106.txt: topo -m whose header nvidia-smi underlined (ESC [4m ... ESC [0m).
   Snapshot underlined = HealthFixture("106.txt");

@@ -73,8 +73,15 @@ std::optional<CsvCommand> ParseCsvCommand(std::string_view command_line) {
 bool LooksLikeCsvRows(std::span<const std::string_view> lines) {
   if (lines.empty()) return false;
   const size_t cells = Split(lines.front(), ',').size();
-  return cells > 1 && std::all_of(lines.begin(), lines.end(),
-                                  [&](std::string_view line) { return Split(line, ',').size() == cells; });
+  // A reading is short ("40536 MiB", "[N/A]", a GPU's name, a UUID); a sentence with commas in it is no row.
+  constexpr size_t kLongestCell = 96;
+  auto row = [&](std::string_view line) {
+    const std::vector<std::string_view> split = Split(line, ',');
+    return split.size() == cells && std::all_of(split.begin(), split.end(), [](std::string_view cell) {
+             return Trim(cell).size() <= kLongestCell;
+           });
+  };
+  return cells > 1 && std::all_of(lines.begin(), lines.end(), row);
 }
 
 bool LooksLikeCsvHeader(std::string_view line) {

@@ -78,7 +78,8 @@ bool LooksLikeDebugDumpList(std::string_view line) {
 Result<size_t> ParseGpuList(std::span<const std::string_view> lines, Snapshot& snapshot) {
   static const RE2 kLink(R"(Link (\d+): (?:(<inactive>)|([0-9.]+) GB/s))");
   static const RE2 kCounter(R"(Link (\d+): ([A-Za-z][A-Za-z ]*?) Errors: (\d+))");
-  static const RE2 kAllInactive(R"((?:NVML: )?Unable to retrieve NVLink information as all links are inactive\.?)");
+  // Newer builds write "inActive".
+  static const RE2 kAllInactive(R"((?i)(?:NVML: )?Unable to retrieve NVLink information as all links are inactive\.?)");
   size_t recognised = 0;
   GpuSnapshot* current = nullptr;
   for (std::string_view line : lines) {
