@@ -1,13 +1,14 @@
-// libFuzzer target for the dcgmi report readers: any bytes must give records or an error with a message,
-// never a crash, hang, leak or undefined behaviour.
+// libFuzzer target for the readers of other tools' reports (dcgmi diag, dcgmi health, gpu_burn's output): any
+// bytes must give records or an error with a message, never a crash, hang, leak or undefined behaviour.
 //
-//   fuzz_dcgmi -max_total_time=300 corpus/ testdata/captures/dcgmi_diag/
+//   fuzz_dcgmi -max_total_time=300 corpus/ testdata/captures/dcgmi_diag/ testdata/captures/gpu_burn/
 
 #include <cstddef>
 #include <cstdint>
 #include <string_view>
 
 #include "capture/dcgmi.h"
+#include "capture/gpu_burn.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const std::string_view text(reinterpret_cast<const char*>(data), size);
@@ -29,6 +30,18 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     if (conditions)
       for (const gpudoctor::ReportedCondition& condition : *conditions)
         if (condition.rule_id.empty()) __builtin_trap();
+  }
+  if (gpudoctor::gpu_burn::LooksLikeGpuBurn(text) || size % 3 == 0) {
+    auto records = gpudoctor::gpu_burn::ParseGpuBurn(text);
+    if (!records && records.error().message.empty()) __builtin_trap();
+    if (records) {
+      for (const gpudoctor::DiagnosticRecord& record : *records) {
+        if (record.test != "burn" || record.summary.empty()) __builtin_trap();
+        if (record.state != "passed" && record.state != "faulty" && record.state != "could_not_run" &&
+            record.state != "interrupted")
+          __builtin_trap();
+      }
+    }
   }
   return 0;
 }

@@ -61,7 +61,7 @@ fuzz_one() {
   case $(basename "$target") in
     fuzz_smi) seeds=(testdata/nvidia_smi testdata/health/nvidia_smi testdata/captures/nvlink_e testdata/captures/topo_m
                     testdata/fuzz_seeds/fuzz_smi) ;;
-    fuzz_dcgmi) seeds=(testdata/captures/dcgmi_diag testdata/captures/dcgmi_health) ;;
+    fuzz_dcgmi) seeds=(testdata/captures/dcgmi_diag testdata/captures/dcgmi_health testdata/captures/gpu_burn) ;;
     fuzz_logs) seeds=(testdata/kernel_logs) ;;
     fuzz_config) seeds=(testdata/fuzz_seeds/fuzz_config data) ;;  # the defaults, docs' examples, the catalog
     fuzz_scenario) seeds=(examples) ;;

@@ -66,18 +66,22 @@ INSTANTIATE_TEST_SUITE_P(
         Sample{"topo_m/010.txt", {}}, Sample{"topo_m/011.txt", {}},
         // dcgmi diag: a failing memory test, a deployment error, a memory test that cannot create a context next
         // to a PCIe test's warnings, PCIe failing on all GPUs; passing runs of DCGM 3.x and 4.x; a JSON run that
-        // skipped every test; dcgmi diag -j of DCGM 3.x passing, and of DCGM 4 with persistence mode off.
+        // skipped every test (no verdict: unknown); dcgmi diag -j of DCGM 3.x passing, and of DCGM 4 with
+        // persistence mode off.
         Sample{"dcgmi_diag/001.txt", {{"diagnostic_failed", "critical"}}},
         Sample{"dcgmi_diag/002.txt", {{"diagnostic_failed", "warning"}}},
         Sample{"dcgmi_diag/003.txt", {{"diagnostic_failed", "critical"}}},
         Sample{"dcgmi_diag/004.txt", {{"diagnostic_failed", "warning"}}}, Sample{"dcgmi_diag/005.txt", {}},
-        Sample{"dcgmi_diag/006.txt", {}}, Sample{"dcgmi_diag/007.txt", {}}, Sample{"dcgmi_diag/008.txt", {}},
+        Sample{"dcgmi_diag/006.txt", {}}, Sample{"dcgmi_diag/007.txt", {}},
+        Sample{"dcgmi_diag/008.txt", {{"diagnostic_failed", "unknown"}}},
         Sample{"dcgmi_diag/009.txt", {}}, Sample{"dcgmi_diag/011.txt", {}}, Sample{"dcgmi_diag/012.txt", {}},
         Sample{"dcgmi_diag/013.txt", {{"diagnostic_failed", "warning"}}},
         Sample{"dcgmi_diag/014.txt", {{"diagnostic_failed", "warning"}}},
         Sample{"dcgmi_diag/015.txt", {{"diagnostic_failed", "warning"}}},
         // dcgmi health -c -j of a healthy server.
         Sample{"dcgmi_health/003.txt", {}},
+        // gpu_burn's output: 8 A100s all OK (raw, \r apart), 2 Tesla M4s OK (an older build, pasted).
+        Sample{"gpu_burn/001.txt", {}}, Sample{"gpu_burn/002.txt", {}},
         // nvidia-smi -q sections (-d ECC, ROW_REMAPPER, PERFORMANCE, Fabric): row remap pending, power brake
         // slowdown, a fabric registration in progress; healthy ones.
         Sample{"smi_q_d/001.txt", {{"capture_incomplete", "unknown"}, {"remapped_rows_pending", "warning"}}},

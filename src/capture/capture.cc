@@ -6,6 +6,7 @@
 #include <memory>
 
 #include "capture/dcgmi.h"
+#include "capture/gpu_burn.h"
 #include "common/input_file.h"
 #include "common/text.h"
 #include "logs/bug_report.h"
@@ -24,8 +25,8 @@ constexpr size_t kMaxBugReportBytes = size_t{1} << 30;
 
 constexpr std::string_view kFormats =
     "found no nvidia-smi output (table, -q, -q -x, --query-gpu CSV, -L, nvlink -s or -e, topo -m, its messages), "
-    "nvidia-debugdump --list, nvidia-bug-report.sh log, dcgmi diag or dcgmi health report, or kernel, system or "
-    "fabric manager log";
+    "nvidia-debugdump --list, nvidia-bug-report.sh log, dcgmi diag or dcgmi health report, gpu_burn output, or "
+    "kernel, system or fabric manager log";
 
 struct Text {
   std::string bytes;
@@ -106,6 +107,7 @@ const char* CaptureKindName(CaptureKind kind) {
     case CaptureKind::kBugReport: return "nvidia-bug-report.sh log";
     case CaptureKind::kDcgmiDiag: return "dcgmi diag report";
     case CaptureKind::kDcgmiHealth: return "dcgmi health report";
+    case CaptureKind::kGpuBurn: return "gpu_burn output";
     case CaptureKind::kLog: return "captured log";
   }
   return "capture";
@@ -154,13 +156,15 @@ Result<Capture> ReadCapture(const std::string& path, bool* not_recognised) {
   if (whole.whole && whole.bytes.find('\0') != std::string::npos) return refuse("it contains NUL bytes (binary data)");
   if (whole.whole && Trim(whole.bytes).empty()) return refuse("the input is empty");
 
-  if (whole.whole && dcgmi::LooksLikeDiag(whole.bytes)) {
-    auto records = dcgmi::ParseDiag(whole.bytes);
+  // Another tool's test report: its records, or why it holds none.
+  auto tested = [&](CaptureKind kind, Result<std::vector<DiagnosticRecord>> records) -> Result<Capture> {
     if (!records) return unusable(records.error().message);
-    Capture capture = Named(CaptureKind::kDcgmiDiag, path);
+    Capture capture = Named(kind, path);
     capture.diagnostics = std::move(*records);
     return capture;
-  }
+  };
+  if (whole.whole && dcgmi::LooksLikeDiag(whole.bytes))
+    return tested(CaptureKind::kDcgmiDiag, dcgmi::ParseDiag(whole.bytes));
   if (whole.whole && dcgmi::LooksLikeHealth(whole.bytes)) {
     auto conditions = dcgmi::ParseHealth(whole.bytes);
     if (!conditions) return unusable(conditions.error().message);
@@ -168,6 +172,8 @@ Result<Capture> ReadCapture(const std::string& path, bool* not_recognised) {
     capture.conditions = std::move(*conditions);
     return capture;
   }
+  if (whole.whole && gpu_burn::LooksLikeGpuBurn(whole.bytes))
+    return tested(CaptureKind::kGpuBurn, gpu_burn::ParseGpuBurn(whole.bytes));
   if (whole.whole && !LooksLikeLog(whole.bytes)) {
     Result<Snapshot> snapshot = ParseNvidiaSmi(whole.bytes, path);
     if (snapshot) {

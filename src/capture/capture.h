@@ -6,6 +6,7 @@
 //     sections (system logs, dmesg, the fabric manager's log) as the capture's log;
 //   - `dcgmi diag` output: DCGM's tests, as diagnostic records of the GPUs they name;
 //   - `dcgmi health -c` output: what DCGM's health watches found, under the rule that judges the same thing live;
+//   - gpu_burn's output: its burn, as a diagnostic record of each GPU it names;
 //   - a kernel, system or fabric manager log on its own: the capture's log, with no GPU readings.
 // Nothing of the machine reading the capture is part of it.
 //
@@ -33,6 +34,7 @@ enum class CaptureKind {
   kBugReport,    // nvidia-bug-report.sh log
   kDcgmiDiag,    // dcgmi diag
   kDcgmiHealth,  // dcgmi health -c
+  kGpuBurn,      // gpu_burn's output
   kLog,          // a kernel, system or fabric manager log
 };
 // "nvidia-smi output", "nvidia-bug-report.sh log", "dcgmi diag output", ...
@@ -43,7 +45,7 @@ struct Capture {
   std::string path;
   // The GPU readings the capture holds; nullopt when it holds none (a log, a dcgmi report).
   std::optional<Snapshot> snapshot;
-  std::vector<DiagnosticRecord> diagnostics;   // dcgmi diag's tests, one record per GPU and test
+  std::vector<DiagnosticRecord> diagnostics;   // dcgmi diag's tests or gpu_burn's, one record per GPU and test
   std::vector<ReportedCondition> conditions;   // dcgmi health's findings
   // A file to read with the log engine as the capture's own log: a bug report (its kernel-log sections) or the
   // capture itself when it is a log. Empty when the capture has no log.

@@ -19,8 +19,9 @@ void AddCheckInputOptions(CLI::App* command, CheckOptions& options) {
                       "Judge a capture instead of NVML, recognised by its content: nvidia-smi's table, -q (or -q -d "
                       "ECC, PAGE_RETIREMENT, ...), -q -x, --query-gpu csv, -L, nvlink -s, nvlink -e, topo -m, its "
                       "messages and warnings; nvidia-debugdump --list; an nvidia-bug-report log (its nvidia-smi -q "
-                      "and kernel logs); dcgmi diag or dcgmi health -c output; or a kernel, system or fabric manager "
-                      "log alone. Nothing of this machine (host, kernel log, agent history) is mixed in");
+                      "and kernel logs); dcgmi diag or dcgmi health -c output; gpu_burn's output; or a kernel, system "
+                      "or fabric manager log alone. Nothing of this machine (host, kernel log, agent history) is "
+                      "mixed in");
   command->add_option("--logs", options.log_files,
                       "Captured kernel or system logs (.gz decoded) instead of this machine's kernel log")
       ->expected(1, -1);

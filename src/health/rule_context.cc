@@ -23,9 +23,10 @@ Finding& RuleContext::Report(std::string_view rule_id, Severity severity, std::o
   return Add(rule_id, severity, std::move(gpu), std::move(summary), std::move(evidence), remedy);
 }
 
-Finding& RuleContext::ReportUnknown(std::string_view rule_id, std::string summary, std::vector<std::string> evidence) {
+Finding& RuleContext::ReportUnknown(std::string_view rule_id, std::string summary, std::vector<std::string> evidence,
+                                    std::string_view case_name) {
   return Add(rule_id, Severity::kUnknown, std::nullopt, std::move(summary), std::move(evidence),
-             config.RemedyFor(rule_id));
+             config.RemedyFor(rule_id, case_name));
 }
 
 Finding& RuleContext::Add(std::string_view rule_id, Severity severity, std::optional<GpuRef> gpu, std::string summary,

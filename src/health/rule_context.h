@@ -27,9 +27,10 @@ class RuleContext {
   // findings - a reading the rule needs failed - get field_error's remedy.
   Finding& Report(std::string_view rule_id, Severity severity, std::optional<GpuRef> gpu, std::string summary,
                   std::vector<std::string> evidence, std::string_view case_name = {});
-  // Adds an unknown finding with the rule's own remedy, for a rule whose
+  // Adds an unknown finding with the rule's own remedy (or that of its case), for a rule whose
   // verdict is that its input cannot be judged whole (not a failed reading).
-  Finding& ReportUnknown(std::string_view rule_id, std::string summary, std::vector<std::string> evidence);
+  Finding& ReportUnknown(std::string_view rule_id, std::string summary, std::vector<std::string> evidence,
+                         std::string_view case_name = {});
   // Adds the rule's ok result: what it checked and found in order.
   void Pass(std::string_view rule_id, std::string summary, std::vector<std::string> evidence = {});
   // Says why the rule, having reported nothing, had nothing to judge.

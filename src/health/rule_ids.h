@@ -110,6 +110,7 @@ inline constexpr RuleCase kRuleCases[] = {
     {"clock_throttle", "heat"},
     {"diagnostic_failed", "memtest"},            {"diagnostic_failed", "burn"},
     {"diagnostic_failed", "pcie"},               {"diagnostic_failed", "software"},
+    {"diagnostic_failed", "untested"},
 };
 
 inline bool IsRuleCase(std::string_view rule_id, std::string_view case_name) {

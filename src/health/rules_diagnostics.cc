@@ -1,7 +1,10 @@
 // The tests of `gpudoctor diag` (memtest, burn, pcie) as the agent's history
-// keeps them, or those of a captured `dcgmi diag` report: a GPU whose newest
-// test found it faulty, or hung, within the window is a finding until a newer
-// run of the same test passes.
+// keeps them, or those of a captured `dcgmi diag` report or gpu_burn output: a
+// GPU whose newest test found it faulty, or hung, within the window is a
+// finding until a newer run of the same test passes. A captured report that
+// ran no test on a GPU gives no verdict on it (unknown), never a pass.
+#include <set>
+
 #include "common/text.h"
 #include "health/rule_context.h"
 
@@ -89,6 +92,26 @@ void DiagnosticFailed(RuleContext& context) {
     }
   }
   if (faulty) return;
+  // A captured report whose tests never ran on a GPU (gpu_burn's OK for a GPU it did no work on, dcgmi's Skip)
+  // proves nothing of it: not a pass.
+  std::set<uint32_t> tested, untested;
+  for (const DiagnosticRecord& record : *diagnostics) {
+    if (!Captured(record)) continue;
+    if (record.state == "passed") tested.insert(record.gpu_index);
+    else untested.insert(record.gpu_index);
+  }
+  for (uint32_t gpu : tested) untested.erase(gpu);
+  if (!untested.empty()) {
+    std::vector<std::string> said;  // what the report says of each untested GPU's tests
+    for (const DiagnosticRecord& record : *diagnostics)
+      if (Captured(record) && untested.contains(record.gpu_index)) said.push_back(record.summary);
+    context.ReportUnknown(kRuleId,
+                          fmt::format("The captured report did not test {} {}: no verdict on {}",
+                                      untested.size() == 1 ? "GPU" : "GPUs", fmt::join(untested, ", "),
+                                      untested.size() == 1 ? "it" : "them"),
+                          std::move(said), "untested");
+    return;
+  }
   context.Pass(kRuleId, fmt::format("No GPU failed a diagnostic in the last {}", FormatSpan(window)), std::move(fine));
 }
 

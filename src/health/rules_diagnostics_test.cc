@@ -107,6 +107,28 @@ TEST(DiagnosticFailed, OlderFaultsPassedRunsAndBoardsThatLeftAreNoFinding) {
   EXPECT_TRUE(EvidenceHas(finding, "GPU 1: burn passed 2h ago"));
 }
 
+// A captured report that ran nothing on a GPU (gpu_burn's OK after 0 operations) proves nothing of it; gpudoctor's
+// own run that could not start is in the history and says so itself (the test above).
+TEST(DiagnosticFailed, ACapturedReportThatTestedAGpuNotIsNoPass) {
+  const Snapshot snapshot = HealthySnapshot(2);
+  auto captured = [](uint32_t gpu, std::string state) {
+    DiagnosticRecord record = Record(gpu, "burn", std::move(state), 0h);
+    record.tool = "gpu_burn";
+    return record;
+  };
+  const std::vector<DiagnosticRecord> none_tested{captured(0, "could_not_run"), captured(1, "interrupted")};
+  const Finding unknown = Single(EvaluateWith(&none_tested, &snapshot), "diagnostic_failed");
+  EXPECT_EQ(unknown.severity, Severity::kUnknown);
+  EXPECT_EQ(unknown.summary, "The captured report did not test GPUs 0, 1: no verdict on them");
+
+  const std::vector<DiagnosticRecord> one_tested{captured(0, "passed"), captured(1, "could_not_run")};
+  EXPECT_EQ(Single(EvaluateWith(&one_tested, &snapshot), "diagnostic_failed").summary,
+            "The captured report did not test GPU 1: no verdict on it");
+
+  const std::vector<DiagnosticRecord> one_failed{captured(0, "faulty"), captured(1, "could_not_run")};
+  EXPECT_EQ(Single(EvaluateWith(&one_failed, &snapshot), "diagnostic_failed").severity, Severity::kCritical);
+}
+
 TEST(DiagnosticFailed, TheWindowIsConfigurable) {
   auto config = ApplyHealthConfig(DefaultHealthConfig(), "[rules.diagnostic_failed]\nwindow = \"60d\"\n", "test");
   ASSERT_TRUE(config.ok()) << config.error().message;
