@@ -45,7 +45,7 @@ struct Output {
   std::map<uint32_t, GpuSeen> gpus;
   std::optional<uint32_t> tested;  // "Tested N GPUs:"
   std::optional<double> last_percent;
-  bool aborted = false;            // "No clients are alive!  Aborting"
+  bool aborted = false;            // "No clients are alive!  Aborting": every worker died
   std::vector<std::string> init_errors;
 };
 
@@ -143,12 +143,15 @@ DiagnosticRecord Judge(uint32_t gpu, const GpuSeen& seen, const Output& out) {
   record.tool = std::string(kTool);
   record.command = fmt::format("gpu_burn -i {} 300", gpu);
   const std::string said = seen.verdict ? fmt::format(" (gpu_burn printed {})", *seen.verdict) : "";
-  if (seen.died) {
+  // Every worker dead ends the run before any verdict; its last progress record may be cut from the capture.
+  const bool died = seen.died || (out.aborted && !seen.verdict);
+  if (died) {
     record.state = "faulty";
     record.summary = fmt::format(
-        "gpu_burn's worker on GPU {} died during the burn, at {:.1f}%{}: a GPU whose test process dies under load "
+        "gpu_burn's worker on GPU {} died during the burn, at {:.1f}%{}{}: a GPU whose test process dies under load "
         "failed it, though gpu_burn counts only wrong results as FAULTY{}",
-        gpu, seen.died_at_percent, said, InitErrors(out));
+        gpu, seen.died ? seen.died_at_percent : out.last_percent.value_or(0), said,
+        out.aborted ? " (No clients are alive!  Aborting)" : "", InitErrors(out));
   } else if (seen.verdict == "FAULTY" || seen.worst_errors != 0) {
     record.state = "faulty";
     record.summary =
@@ -165,8 +168,10 @@ DiagnosticRecord Judge(uint32_t gpu, const GpuSeen& seen, const Output& out) {
                                  gpu, said, InitErrors(out));
   } else if (seen.verdict == "OK") {
     record.state = "passed";
-    record.summary = fmt::format("gpu_burn computed {} operations on GPU {} without a wrong result{}",
-                                 seen.most_processed, gpu, Conditions(seen));
+    record.summary = seen.processed ? fmt::format("gpu_burn computed {} operations on GPU {} without a wrong result{}",
+                                                  seen.most_processed, gpu, Conditions(seen))
+                                    : fmt::format("gpu_burn printed OK for GPU {} (its progress is not in the capture)",
+                                                  gpu);
   } else if (!seen.processed) {
     record.state = "could_not_run";
     record.summary = fmt::format("gpu_burn reported no progress on GPU {}{}", gpu, InitErrors(out));

@@ -115,6 +115,22 @@ TEST(GpuBurn, ARunThatDidNoWorkTestedNothing) {
   }
 }
 
+TEST(GpuBurn, AnAbortWhoseLastProgressWasCutStillFailsEveryGpuItNamed) {
+  auto records = ParseGpuBurn(
+      "GPU 0: Tesla T4 (UUID: GPU-0aaee1d0-efc5-d3e6-a13b-f69ac8f6fe36)\n"
+      "12.0%  proc'd: 1200 (3000 Gflop/s)   errors: 0   temps: 70 C \r\n\nNo clients are alive!  Aborting\n");
+  ASSERT_TRUE(records.ok()) << records.error().message;
+  ASSERT_EQ(records->size(), 1u);
+  EXPECT_EQ((*records)[0].state, "faulty");
+  EXPECT_NE((*records)[0].summary.find("at 12.0% (No clients are alive!  Aborting)"), std::string::npos)
+      << (*records)[0].summary;
+  // A verdict pasted without its progress: gpu_burn's word, said as such.
+  auto verdict_only = ParseGpuBurn("Tested 1 GPUs:\n\tGPU 0: OK\n");
+  ASSERT_TRUE(verdict_only.ok());
+  EXPECT_EQ((*verdict_only)[0].state, "passed");
+  EXPECT_EQ((*verdict_only)[0].summary, "gpu_burn printed OK for GPU 0 (its progress is not in the capture)");
+}
+
 TEST(GpuBurn, AnOutputCutBeforeItsVerdictIsInterrupted) {
   auto records = ParseGpuBurn("42.5%  proc'd: 4000 (9000 Gflop/s)   errors: 0   temps: 60 C \r");
   ASSERT_TRUE(records.ok()) << records.error().message;
