@@ -276,18 +276,25 @@ std::vector<SiteFrame> AllocationLedger::FramesOf(uint32_t site) const {
   return found == frames_.end() ? std::vector<SiteFrame>{} : found->second;
 }
 
+namespace {
+
+// How far `now` is above `before`, signed. Subtracted as unsigned and converted, which wraps (defined since C++20):
+// sizes a hostile peer reports can put both near 2^63, where subtracting them as signed would overflow.
+int64_t Growth(uint64_t now, uint64_t before) { return static_cast<int64_t>(now - before); }
+
+}  // namespace
+
 IntervalSummary AllocationLedger::CloseInterval(uint64_t now_ns) {
   IntervalSummary summary;
   summary.start_ns = interval_start_ns_ != 0 ? interval_start_ns_ : now_ns;
   summary.end_ns = now_ns;
   summary.kinds = kinds_;
   for (int i = 0; i < kKindCount; ++i) {
-    summary.growth_bytes[i] =
-        static_cast<int64_t>(kinds_[i].outstanding_bytes) - static_cast<int64_t>(kind_at_interval_[i]);
+    summary.growth_bytes[i] = Growth(kinds_[i].outstanding_bytes, kind_at_interval_[i]);
     kind_at_interval_[i] = kinds_[i].outstanding_bytes;
   }
   summary.outstanding_bytes = outstanding_;
-  summary.growth_total_bytes = static_cast<int64_t>(outstanding_) - static_cast<int64_t>(total_at_interval_);
+  summary.growth_total_bytes = Growth(outstanding_, total_at_interval_);
   total_at_interval_ = outstanding_;
   summary.peak_bytes = peak_;
   summary.allocations = interval_allocations_;
@@ -297,8 +304,7 @@ IntervalSummary AllocationLedger::CloseInterval(uint64_t now_ns) {
 
   constexpr size_t kRemembered = 3;
   for (auto& [id, site] : sites_) {
-    const int64_t growth =
-        static_cast<int64_t>(site.outstanding_bytes) - static_cast<int64_t>(site.outstanding_at_last_interval);
+    const int64_t growth = Growth(site.outstanding_bytes, site.outstanding_at_last_interval);
     site.outstanding_at_last_interval = site.outstanding_bytes;
     if (site.recent_growth.empty() && growth == 0) continue;  // nothing since it was first seen
     site.recent_growth.push_back(growth);
