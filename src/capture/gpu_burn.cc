@@ -34,7 +34,7 @@ struct GpuSeen {
   std::optional<int64_t> processed;    // the latest count; -1: its worker died
   int64_t most_processed = 0;
   std::optional<double> gflops;        // the latest rate
-  int64_t worst_errors = 0;            // the largest count of wrong results in one interval
+  uint64_t worst_errors = 0;           // the largest count of wrong results in one interval
   bool died = false;
   double died_at_percent = 0;
   std::optional<int> temperature;      // the latest, in °C
@@ -75,7 +75,9 @@ void ReadProgress(const std::string& procs, const std::string& errors, const std
       if (!seen.died) seen.died_at_percent = percent;
       seen.died = true;
     } else if (count != 0) {
-      seen.worst_errors = std::max(seen.worst_errors, count < 0 ? -count : count);
+      // gpu_burn's counter wraps negative; its size is what counts (negated as unsigned: -INT64_MIN overflows).
+      const uint64_t size = count < 0 ? 0 - static_cast<uint64_t>(count) : static_cast<uint64_t>(count);
+      seen.worst_errors = std::max(seen.worst_errors, size);
     }
   }
   rest = Piece(temps);
@@ -107,7 +109,8 @@ Output Read(std::string_view text) {
     } else if (RE2::FullMatch(body, kTested, &gpu)) {
       out.tested = gpu;
     } else if (RE2::PartialMatch(body, kInitError, &first)) {
-      out.init_errors.push_back(std::string(Trim(first)).empty() ? "(no reason given)" : std::string(Trim(first)));
+      const std::string_view reason = Trim(first);
+      out.init_errors.emplace_back(reason.empty() ? "(no reason given)" : reason);
     } else if (trimmed.find("No clients are alive!") != std::string_view::npos) {
       out.aborted = true;
     } else if (std::string percent; RE2::PartialMatch(body, ProgressRecord(), &percent, &first, &second, &third)) {

@@ -72,6 +72,15 @@ TEST(GpuBurn, WrongResultsMakeAGpuFaultyAndTheOthersPass) {
   EXPECT_EQ((*records)[1].command, "gpu_burn -i 1 300");
 }
 
+// gpu_burn's error counter is a signed int that garbage can wrap: the most negative count is the largest.
+TEST(GpuBurn, TheMostNegativeCountIsReadAsItsSize) {
+  auto records = ParseGpuBurn("100.0%  proc'd: 10 (900 Gflop/s)   errors: -9223372036854775808  (WARNING!)  temps: "
+                              "60 C \nTested 1 GPUs:\n\tGPU 0: FAULTY\n");
+  ASSERT_TRUE(records.ok()) << records.error().message;
+  EXPECT_NE((*records)[0].summary.find("up to 9223372036854775808 in one report interval"), std::string::npos)
+      << (*records)[0].summary;
+}
+
 // gpu_burn prints OK for a GPU whose worker died: only errors set its FAULTY flag.
 TEST(GpuBurn, AWorkerThatDiedFailsTheBurnThoughGpuBurnSaysOk) {
   const std::string text =
